@@ -1,0 +1,91 @@
+"""memdesk engine: conversations in, human-reviewed user facts out.
+
+The public surface is what this module exports; everything else is internal.
+"""
+
+from .config import MemoryConfig
+from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder
+from .errors import (
+    AlreadyDecidedError,
+    ClaimedError,
+    ConfigurationError,
+    ConflictError,
+    EmbeddingDimensionError,
+    InvalidIngestError,
+    InvalidIntervalError,
+    InvalidStatementError,
+    MalformedModelOutputError,
+    MemdeskError,
+    ModelError,
+    NotFoundError,
+    StaleSupersessionError,
+    UndoRefusedError,
+    UserInputError,
+)
+from .memory import Memory
+from .models import (
+    AuditEvent,
+    Candidate,
+    CandidateContext,
+    CoveredClaim,
+    Episode,
+    Extraction,
+    GapItem,
+    Knowledge,
+    Message,
+    ProcessReport,
+    RetrievalResult,
+    RetrievedItem,
+    Tombstone,
+)
+from .review import KEEP, ReviewService
+
+__all__ = [
+    "KEEP",
+    "AlreadyDecidedError",
+    "AuditEvent",
+    "Candidate",
+    "CandidateContext",
+    "ClaimedError",
+    "ConfigurationError",
+    "ConflictError",
+    "CoveredClaim",
+    "Embedder",
+    "EmbeddingDimensionError",
+    "Episode",
+    "Extraction",
+    "Extractor",
+    "GapItem",
+    "HashingEmbedder",
+    "InvalidIngestError",
+    "InvalidIntervalError",
+    "InvalidStatementError",
+    "Knowledge",
+    "MalformedModelOutputError",
+    "MemdeskError",
+    "Memory",
+    "MemoryConfig",
+    "Message",
+    "ModelError",
+    "NotFoundError",
+    "OfflineExtractor",
+    "OpenAIEmbedder",
+    "OpenAIExtractor",
+    "ProcessReport",
+    "RetrievalResult",
+    "RetrievedItem",
+    "ReviewService",
+    "StaleSupersessionError",
+    "Tombstone",
+    "UndoRefusedError",
+    "UserInputError",
+]
+
+
+def __getattr__(name: str) -> object:
+    # The extractors live in engine.extraction, which builds on the core above.
+    if name in ("Extractor", "OfflineExtractor", "OpenAIExtractor"):
+        from . import extraction
+
+        return getattr(extraction, name)
+    raise AttributeError(name)

@@ -1,0 +1,135 @@
+"""Opening SQLite with sqlite-vec loaded, and the one way the engine writes: `transaction()`.
+
+Driver choice: the stdlib `sqlite3` when its build can load extensions, otherwise `pysqlite3`
+(pysqlite3-binary bundles a recent SQLite that can). Some Python builds (pyenv's default among
+them) ship a `sqlite3` without `enable_load_extension`; sqlite-vec cannot load there.
+
+Writes use BEGIN IMMEDIATE so that the write lock is taken up front: a deferred transaction that
+reads and then writes can fail with SQLITE_BUSY even with a busy timeout, which is the "database is
+locked" error other processes would otherwise see. All statements of one Memory go through one
+aiosqlite connection, serialised by an asyncio lock so coroutines never interleave inside one
+another's transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from types import ModuleType
+from typing import Any
+
+import aiosqlite
+
+from .errors import ConfigurationError
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+def _can_load_extensions(module: ModuleType) -> bool:
+    try:
+        conn = module.connect(":memory:")
+    except Exception:
+        return False
+    try:
+        return hasattr(conn, "enable_load_extension")
+    finally:
+        conn.close()
+
+
+def sqlite_module() -> ModuleType:
+    """The DB-API module to use, or a ConfigurationError that names the fix."""
+    if _can_load_extensions(sqlite3):
+        return sqlite3
+    try:
+        from pysqlite3 import dbapi2  # type: ignore[import-not-found]
+    except ImportError:
+        dbapi2 = None
+    if dbapi2 is not None and _can_load_extensions(dbapi2):
+        return dbapi2
+    raise ConfigurationError(
+        "This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be loaded, and "
+        "pysqlite3 is not installed. Fix: `pip install pysqlite3-binary` (Linux x86_64), or use a "
+        "Python built with loadable SQLite extensions (e.g. python.org or Homebrew builds)."
+    )
+
+
+def _connect_sync(path: str) -> Any:
+    import sqlite_vec
+
+    module = sqlite_module()
+    conn = module.connect(path, isolation_level=None, check_same_thread=False)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if path != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    # Freed pages are zeroed, so erased text does not linger in the file.
+    conn.execute("PRAGMA secure_delete = ON")
+    return conn
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
+
+
+class Database:
+    """One aiosqlite connection plus the lock that keeps transactions whole."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+        self.lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str) -> Database:
+        factory: Callable[[], Any] = lambda: _connect_sync(path)  # noqa: E731
+        conn = aiosqlite.Connection(factory, 64)
+        await conn
+        return cls(conn)
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Lock contention beyond the
+        busy timeout is retried, so a caller does not see "database is locked" under load."""
+        async with self.lock:
+            for attempt in range(20):
+                try:
+                    await self.conn.execute("BEGIN IMMEDIATE")
+                    break
+                except Exception as exc:  # driver-specific OperationalError
+                    if not _is_busy(exc) or attempt == 19:
+                        raise
+                    await asyncio.sleep(0.05 * (attempt + 1))
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            else:
+                for attempt in range(20):
+                    try:
+                        await self.conn.execute("COMMIT")
+                        break
+                    except Exception as exc:
+                        if not _is_busy(exc) or attempt == 19:
+                            await self.conn.execute("ROLLBACK")
+                            raise
+                        await asyncio.sleep(0.05 * (attempt + 1))
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A consistent snapshot for multi-statement reads."""
+        async with self.lock:
+            await self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                await self.conn.execute("COMMIT")

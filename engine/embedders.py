@@ -1,0 +1,136 @@
+"""The embedding seam: the `Embedder` protocol and its two implementations.
+
+`HashingEmbedder` is the offline default. It hashes words, word pairs and character trigrams into
+signed buckets (the "hashing trick"), then L2-normalises: statements that share most of their words
+land close together, unrelated ones near zero cosine. It needs no model download and gives the
+same vector for the same text on every machine (blake2b, not Python's salted `hash`).
+
+`OpenAIEmbedder` calls any OpenAI-compatible `/embeddings` endpoint through the `openai` package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from typing import Protocol, runtime_checkable
+
+from .errors import ModelError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "a an the is are was were be been am of to in on at for and or with by as it its this that".split()
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    dimensions: int
+
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class HashingEmbedder:
+    name = "hashing"
+
+    def __init__(self, dimensions: int = 384) -> None:
+        if dimensions < 8:
+            raise ValueError("dimensions must be at least 8")
+        self.dimensions = dimensions
+
+    def _bucket(self, feature: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        value = int.from_bytes(digest, "little")
+        return value % self.dimensions, (1.0 if (value >> 63) & 1 else -1.0)
+
+    def embed_one(self, text: str) -> list[float]:
+        vec = [0.0] * self.dimensions
+        words = [w.casefold() for w in _WORD.findall(text)]
+        content = [w for w in words if w not in _STOP] or words
+        features: list[tuple[str, float]] = []
+        features.extend((f"w:{w}", 1.0) for w in content)
+        features.extend((f"b:{a} {b}", 0.7) for a, b in zip(content, content[1:], strict=False))
+        for w in content:
+            padded = f"<{w}>"
+            features.extend((f"c:{padded[i : i + 3]}", 0.25) for i in range(max(1, len(padded) - 2)))
+        if not features:
+            features = [("empty", 1.0)]
+        for feature, weight in features:
+            index, sign = self._bucket(feature)
+            vec[index] += sign * weight
+        norm = math.sqrt(sum(x * x for x in vec))
+        if norm == 0.0:  # every feature cancelled out: fall back to a fixed non-zero direction
+            index, _ = self._bucket("empty")
+            vec[index] = 1.0
+            return vec
+        return [x / norm for x in vec]
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+    `dimensions` must be given: it fixes the vector table's width, and the database refuses to
+    open with a different one.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        dimensions: int,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        batch_size: int = 128,
+    ) -> None:
+        import openai
+
+        self.dimensions = dimensions
+        self.model = model or os.environ.get("MEMDESK_EMBED_MODEL", "text-embedding-3-small")
+        self.batch_size = batch_size
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url or os.environ.get("MEMDESK_BASE_URL"),
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        import openai
+
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            try:
+                response = await self._client.embeddings.create(model=self.model, input=batch)
+            except openai.OpenAIError as exc:
+                raise ModelError(f"embedding request to {self._client.base_url} failed: {exc}") from exc
+            data = sorted(response.data, key=lambda d: d.index)
+            if len(data) != len(batch):
+                raise ModelError(f"embedding endpoint returned {len(data)} vectors for {len(batch)} texts")
+            for item in data:
+                vector = [float(x) for x in item.embedding]
+                if len(vector) != self.dimensions:
+                    raise ModelError(
+                        f"embedding endpoint returned {len(vector)} dimensions, expected {self.dimensions}"
+                    )
+                if any(math.isnan(x) or math.isinf(x) for x in vector):
+                    raise ModelError("embedding endpoint returned NaN or infinite values")
+                out.append(vector)
+        return out
+
+    async def aclose(self) -> None:
+        await self._client.close()

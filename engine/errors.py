@@ -1,0 +1,91 @@
+"""The errors the engine raises, as one hierarchy a caller can catch at the level it cares about.
+
+    MemdeskError
+    ├── ConfigurationError        the environment cannot run the engine (no SQLite that loads extensions)
+    │   └── EmbeddingDimensionError   the database was built with another embedding dimension
+    ├── UserInputError            the caller's input is wrong; nothing was changed
+    │   ├── InvalidIntervalError      invalid_at is not strictly after valid_at, or a naive datetime
+    │   ├── NotFoundError             unknown id, or an id that belongs to another user
+    │   ├── InvalidStatementError     an empty statement or reason
+    │   └── InvalidIngestError        a malformed input file (line number and reason in the message)
+    ├── ConflictError             the state moved under the caller; nothing was changed
+    │   ├── AlreadyDecidedError       the candidate is no longer pending (carries who decided it)
+    │   ├── ClaimedError              another reviewer holds an unexpired lease on the candidate
+    │   ├── StaleSupersessionError    the fact a candidate would supersede is no longer active
+    │   └── UndoRefusedError          a later change depends on the decision
+    └── ModelError                an LLM or embedding endpoint failed or answered out of contract
+        └── MalformedModelOutputError the answer was not valid JSON or did not fit the schema
+
+Every error raised by a public call leaves the database exactly as it was: each mutation runs in
+one transaction that is rolled back when anything inside it raises.
+"""
+
+from __future__ import annotations
+
+
+class MemdeskError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ConfigurationError(MemdeskError):
+    pass
+
+
+class EmbeddingDimensionError(ConfigurationError):
+    pass
+
+
+class UserInputError(MemdeskError):
+    pass
+
+
+class InvalidIntervalError(UserInputError):
+    pass
+
+
+class NotFoundError(UserInputError):
+    pass
+
+
+class InvalidStatementError(UserInputError):
+    pass
+
+
+class InvalidIngestError(UserInputError):
+    pass
+
+
+class ConflictError(MemdeskError):
+    pass
+
+
+class AlreadyDecidedError(ConflictError):
+    def __init__(self, candidate_id: int, status: str, decided_by: str | None) -> None:
+        self.candidate_id = candidate_id
+        self.status = status
+        self.decided_by = decided_by
+        who = f" by {decided_by}" if decided_by else ""
+        super().__init__(f"candidate {candidate_id} is already {status}{who}")
+
+
+class ClaimedError(ConflictError):
+    def __init__(self, candidate_id: int, claimed_by: str) -> None:
+        self.candidate_id = candidate_id
+        self.claimed_by = claimed_by
+        super().__init__(f"candidate {candidate_id} is being reviewed by {claimed_by}")
+
+
+class StaleSupersessionError(ConflictError):
+    pass
+
+
+class UndoRefusedError(ConflictError):
+    pass
+
+
+class ModelError(MemdeskError):
+    pass
+
+
+class MalformedModelOutputError(ModelError):
+    pass

@@ -1,0 +1,338 @@
+"""`Memory`, the engine's public entry point: opening the store, the knowledge operations support
+teams use, retrieval, and (through `engine.extraction`) capture and processing.
+
+Scope: every call that names a fact also names its user; an id that belongs to another user is
+reported exactly like an unknown id (NotFoundError), so a caller cannot even learn it exists.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+
+from . import store
+from .config import MemoryConfig
+from .db import Database
+from .embedders import Embedder, HashingEmbedder
+from .errors import EmbeddingDimensionError, InvalidStatementError, NotFoundError, StaleSupersessionError
+from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
+from .retrieval import retrieve as _retrieve
+from .review import KEEP, ReviewService
+from .schema import MIGRATIONS, SCHEMA_VERSION
+from .timeutil import Clock, check_interval, system_clock, to_us
+
+
+class Memory:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "memdesk.db",
+        embedder: Embedder | None = None,
+        extractor: Any = None,
+        *,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.embedder: Embedder = embedder or HashingEmbedder()
+        self.config = config or MemoryConfig()
+        self._clock = clock or system_clock
+        self._extractor = extractor
+        self._db: Database | None = None
+        self.review = ReviewService(self)
+        self._pipeline: Any = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def open(self) -> Memory:
+        if self._db is not None:
+            return self
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise NotFoundError(f"directory {parent} does not exist")
+        self._db = await Database.open(self.path)
+        try:
+            await self._migrate()
+        except BaseException:
+            await self._db.close()
+            self._db = None
+            raise
+        return self
+
+    async def close(self, wait: bool = True) -> None:
+        """Close the store; by default wait for background processing still in flight."""
+        if self._pipeline is not None:
+            await self._pipeline.shutdown(wait=wait)
+            self._pipeline = None
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def __aenter__(self) -> Memory:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            raise RuntimeError("Memory is not open: use `async with Memory(...)` or `await mem.open()`")
+        return self._db
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    async def _migrate(self) -> None:
+        conn = self.db.conn
+        version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
+        if version > SCHEMA_VERSION:
+            raise EmbeddingDimensionError(
+                f"{self.path} has schema version {version}; this memdesk knows up to {SCHEMA_VERSION}: upgrade memdesk"
+            )
+        if version < SCHEMA_VERSION:
+            async with self.db.transaction() as tx:
+                # re-read inside the write lock: another process may have migrated meanwhile
+                version = (await (await tx.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
+                for target in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[target](self.embedder.dimensions):
+                        await tx.execute(statement)
+                    await tx.execute(f"PRAGMA user_version = {target}")
+        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'")).fetchone()
+        stored = int(row[0]) if row else None
+        if stored != self.embedder.dimensions:
+            raise EmbeddingDimensionError(
+                f"{self.path} was built with {stored}-dimensional embeddings; the embedder given has "
+                f"{self.embedder.dimensions}. Open it with an embedder of {stored} dimensions."
+            )
+
+    # -- capture and processing (engine.extraction) -----------------------------------------------
+
+    @property
+    def pipeline(self) -> Any:
+        if self._pipeline is None:
+            from .extraction.pipeline import Pipeline  # late: extraction builds on the engine core
+
+            self._pipeline = Pipeline(self, self._extractor)
+        return self._pipeline
+
+    async def add_exchange(
+        self, user_id: str, user_msg: str, assistant_msg: str | None, at: datetime | None = None
+    ) -> list[int]:
+        return await self.pipeline.add_exchange(user_id, user_msg, assistant_msg, at)
+
+    async def process(self, user_id: str | None = None) -> Any:
+        return await self.pipeline.process(user_id)
+
+    async def stats(self, user_id: str | None = None) -> dict[str, Any]:
+        from .stats import stats
+
+        return await stats(self, user_id)
+
+    # -- retrieval --------------------------------------------------------------------------------
+
+    async def retrieve(
+        self, query: str, user_id: str, top_k: int = 10, at_time: datetime | None = None,
+        known_at: datetime | None = None, include_expired: bool = False,
+    ) -> RetrievalResult:
+        return await _retrieve(
+            self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
+            include_expired=include_expired,
+        )
+
+    # -- knowledge operations ---------------------------------------------------------------------
+
+    async def add_knowledge(
+        self, user_id: str, statement: str, actor: str, valid_at: datetime | None = None,
+        invalid_at: datetime | None = None, *, confidence: float = 1.0, reason: str | None = None,
+    ) -> Knowledge:
+        """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
+        text = _statement(statement)
+        start, end = check_interval(valid_at, invalid_at)
+        [embedding] = await self.embedder.embed([text])
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            kid = await store.insert_knowledge(
+                conn, user_id=_user(user_id), statement=text, embedding=embedding, created_at=now_us,
+                created_by=actor, confidence=confidence, valid_at=start, invalid_at=end,
+            )
+            fact = await store.get_knowledge(conn, user_id, kid)
+            await store.audit(conn, at=now_us, actor=actor, action="inject", user_id=user_id, entity="knowledge",
+                              entity_id=kid, after=fact, reason=reason)
+            return fact
+
+    async def correct(
+        self, user_id: str, knowledge_id: int, statement: str, actor: str, reason: str,
+        valid_at: Any = KEEP, invalid_at: Any = KEEP,
+    ) -> Knowledge:
+        """A new version that supersedes the old one (end_reason `corrected`); the old row stays."""
+        text = _statement(statement)
+        why = _reason(reason, "a correction")
+        [embedding] = await self.embedder.embed([text])
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            old = await store.get_knowledge(conn, user_id, knowledge_id)
+            if old.status != "active":
+                raise StaleSupersessionError(f"fact {knowledge_id} is {old.status}; only an active fact can be corrected")
+            start, end = check_interval(
+                old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
+            )
+            kid = await store.insert_knowledge(
+                conn, user_id=user_id, statement=text, embedding=embedding, created_at=now_us, created_by=actor,
+                confidence=1.0, valid_at=start, invalid_at=end, episode_id=old.episode_id,
+            )
+            await store.end_knowledge(conn, old.id, status="superseded", expired_at=now_us, end_reason="corrected",
+                                      superseded_by=kid)
+            new = await store.get_knowledge(conn, user_id, kid)
+            await store.audit(conn, at=now_us, actor=actor, action="create", user_id=user_id, entity="knowledge",
+                              entity_id=kid, after=new, reason=why)
+            await store.audit(conn, at=now_us, actor=actor, action="correct", user_id=user_id, entity="knowledge",
+                              entity_id=old.id, before=old, after=await store.get_knowledge(conn, user_id, old.id),
+                              reason=why)
+            return new
+
+    async def retract(
+        self, user_id: str, knowledge_id: int, actor: str, reason: str, tombstone: bool = True
+    ) -> Knowledge:
+        """End belief in a fact because it was wrong or must go; tombstone its value by default so
+        extraction does not bring it back."""
+        why = _reason(reason, "a retraction")
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            fact = await store.get_knowledge(conn, user_id, knowledge_id)
+            if fact.status != "active":
+                raise StaleSupersessionError(f"fact {knowledge_id} is already {fact.status}")
+            await self._retract_in(conn, fact, actor, why, tombstone, now_us)
+            return await store.get_knowledge(conn, user_id, knowledge_id)
+
+    async def _retract_in(
+        self, conn: aiosqlite.Connection, fact: Knowledge, actor: str, reason: str, tombstone: bool, now_us: int,
+        candidate_id: int | None = None,
+    ) -> None:
+        await store.end_knowledge(conn, fact.id, status="retracted", expired_at=now_us, end_reason=reason)
+        await store.audit(conn, at=now_us, actor=actor, action="retract", user_id=fact.user_id, entity="knowledge",
+                          entity_id=fact.id, before=fact, after=await store.get_knowledge(conn, fact.user_id, fact.id),
+                          reason=reason)
+        if tombstone:
+            tid = await store.insert_tombstone(
+                conn, user_id=fact.user_id, statement=fact.statement, reason=reason, created_by=actor,
+                created_at=now_us, knowledge_id=fact.id, candidate_id=candidate_id,
+            )
+            await store.audit(conn, at=now_us, actor=actor, action="create", user_id=fact.user_id, entity="tombstone",
+                              entity_id=tid, after=await store.get_tombstone(conn, fact.user_id, tid), reason=reason)
+
+    async def knowledge(
+        self, user_id: str, include_expired: bool = False, *, at_time: datetime | None = None,
+        search: str | None = None, limit: int | None = None, offset: int = 0,
+    ) -> list[Knowledge]:
+        async with self.db.reading() as conn:
+            return await store.list_knowledge(
+                conn, user_id, include_expired=include_expired, at_time=to_us(at_time, "at_time"), search=search,
+                limit=limit, offset=offset,
+            )
+
+    async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
+        async with self.db.reading() as conn:
+            return await store.get_knowledge(conn, user_id, knowledge_id)
+
+    async def versions(self, user_id: str, knowledge_id: int) -> list[Knowledge]:
+        """The fact's chain of versions, oldest first."""
+        async with self.db.reading() as conn:
+            return await store.version_chain(conn, user_id, knowledge_id)
+
+    async def history(self, user_id: str, knowledge_id: int | None = None) -> list[AuditEvent]:
+        """Audit events of one user, or of one fact and every version in its chain."""
+        async with self.db.reading() as conn:
+            if knowledge_id is None:
+                return await store.audit_events(conn, user_id)
+            chain = await store.version_chain(conn, user_id, knowledge_id)
+            return await store.audit_events(conn, user_id, "knowledge", [k.id for k in chain])
+
+    async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
+        """One user's tombstones, or every user's with user_id=None (the curator's view)."""
+        async with self.db.reading() as conn:
+            return await store.list_tombstones(conn, user_id, include_lifted)
+
+    async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
+        why = _reason(reason, "lifting a tombstone")
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            stone = await store.get_tombstone(conn, user_id, tombstone_id)
+            if stone.lifted_at is not None:
+                raise StaleSupersessionError(f"tombstone {tombstone_id} was already lifted by {stone.lifted_by}")
+            await store.lift_tombstone(conn, tombstone_id, at=now_us, by=actor, reason=why)
+            lifted = await store.get_tombstone(conn, user_id, tombstone_id)
+            await store.audit(conn, at=now_us, actor=actor, action="lift", user_id=user_id, entity="tombstone",
+                              entity_id=tombstone_id, before=stone, after=lifted, reason=why)
+            return lifted
+
+    async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
+        """The live tombstone of this user matching the statement's value (exact key or near match)."""
+        async with self.db.reading() as conn:
+            return await store.matching_tombstone(conn, user_id, statement, self.config.tombstone_threshold)
+
+    async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
+        """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
+        the same value, or None."""
+        from .text import best_match, value_key
+
+        async with self.db.reading() as conn:
+            live = await store.live_keys(conn, user_id)
+        found = best_match(value_key(statement), (k for k, _, _ in live), self.config.duplicate_threshold)
+        if found is None:
+            return None
+        entity, eid = next((e, i) for k, e, i in live if k == found[0])
+        return entity, eid
+
+    async def users(self) -> list[str]:
+        async with self.db.reading() as conn:
+            return await store.users(conn)
+
+    async def queue_candidate(
+        self, user_id: str, statement: str, *, kind: str = "new", confidence: float = 1.0, evidence: str = "",
+        supersedes_id: int | None = None, valid_at: datetime | None = None, invalid_at: datetime | None = None,
+        actor: str = "system", reason: str | None = None, created_at: datetime | None = None,
+    ) -> int:
+        """Put a candidate in the pending queue directly (tests, agent proposals, retraction
+        requests). Extraction uses the pipeline, which adds the gates."""
+        text = _statement(statement)
+        start, end = check_interval(valid_at, invalid_at)
+        now_us: int = to_us(created_at or self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            if supersedes_id is not None:
+                await store.get_knowledge(conn, user_id, supersedes_id)  # refuses another user's id
+            cid = await store.insert_candidate(
+                conn, user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
+                evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
+                reason=reason,
+            )
+            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
+                              entity_id=cid, after=await store.get_candidate(conn, cid), reason=reason)
+            return cid
+
+
+def _statement(text: str) -> str:
+    cleaned = (text or "").strip()
+    if not cleaned:
+        raise InvalidStatementError("the statement is empty")
+    return cleaned
+
+
+def _reason(text: str, what: str) -> str:
+    cleaned = (text or "").strip()
+    if not cleaned:
+        raise InvalidStatementError(f"{what} needs a reason")
+    return cleaned
+
+
+def _user(user_id: str) -> str:
+    if not user_id or not str(user_id).strip():
+        raise InvalidStatementError("a user_id is required")
+    return user_id

@@ -1,0 +1,243 @@
+"""The engine's records. Dataclasses inside the engine; pydantic only where data crosses an edge
+(an LLM answer, an ingest file).
+
+Times are timezone-aware UTC datetimes. Valid time (`valid_at <= t < invalid_at`) says when a
+statement was true in the world; belief time (`created_at <= t < expired_at`) says when the store
+held it. Open ends are None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+GapKind = Literal["new", "update", "contradiction"]
+# `proposed` comes from an agent (MCP propose_memory); `retraction` is a request to retract the
+# fact named by supersedes_id (MCP forget_memory): approving it retracts that fact.
+CandidateKind = Literal["new", "update", "contradiction", "proposed", "retraction"]
+CandidateStatus = Literal["pending", "approved", "rejected"]
+KnowledgeStatus = Literal["active", "superseded", "retracted"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclass -> plain JSON types (datetimes as ISO strings); used by audit rows and exports."""
+    if hasattr(obj, "__dataclass_fields__"):
+        obj = asdict(obj)
+    if isinstance(obj, dict):
+        return {k: to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return obj
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    content: str
+    at: datetime
+    id: int | None = None
+    user_id: str | None = None
+
+
+@dataclass(slots=True)
+class Episode:
+    """A run of one user's messages without a long gap. title and narrative are retrieval queries
+    only; extractors read `messages`, the ground truth."""
+
+    id: int
+    user_id: str
+    title: str
+    narrative: str
+    messages: list[Message]
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    status: str = "open"
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class GapItem:
+    """One thing the prediction missed, as an extractor proposes it."""
+
+    statement: str
+    kind: GapKind = "new"
+    supersedes: str | None = None  # a handle (knowledge id as text) from the `existing` list
+    confidence: float = 1.0
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    evidence: str = ""
+
+
+@dataclass(slots=True)
+class CoveredClaim:
+    """A claim of the episode that the prediction already held: discarded, but kept on the run so
+    that discard regret can be measured later."""
+
+    statement: str
+    predicted_by: str | None = None  # handle of the existing fact that predicted it
+
+
+@dataclass(slots=True)
+class Extraction:
+    prediction: str
+    items: list[GapItem]
+    covered: list[CoveredClaim] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Knowledge:
+    id: int
+    user_id: str
+    statement: str
+    status: KnowledgeStatus
+    created_at: datetime
+    created_by: str
+    confidence: float = 1.0
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    expired_at: datetime | None = None
+    end_reason: str | None = None
+    superseded_by: int | None = None
+    candidate_id: int | None = None
+    episode_id: int | None = None
+
+    def interval_text(self) -> str:
+        start = self.valid_at.date().isoformat() if self.valid_at else "always"
+        end = self.invalid_at.date().isoformat() if self.invalid_at else "now"
+        return f"{start} → {end}"
+
+
+@dataclass(slots=True)
+class Candidate:
+    id: int
+    user_id: str
+    statement: str
+    kind: CandidateKind
+    status: CandidateStatus
+    confidence: float
+    created_at: datetime
+    evidence: str = ""
+    supersedes_id: int | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    episode_id: int | None = None
+    run_id: int | None = None
+    unsupported: bool = False
+    claimed_by: str | None = None
+    claimed_until: datetime | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision: str | None = None
+    reason: str | None = None
+    knowledge_id: int | None = None
+    extractor: str | None = None
+    created_by: str | None = None
+
+
+@dataclass(slots=True)
+class Tombstone:
+    id: int
+    user_id: str
+    key: str
+    statement: str
+    reason: str
+    created_by: str
+    created_at: datetime
+    candidate_id: int | None = None
+    knowledge_id: int | None = None
+    lifted_at: datetime | None = None
+    lifted_by: str | None = None
+    lift_reason: str | None = None
+
+
+@dataclass(slots=True)
+class AuditEvent:
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    user_id: str
+    entity: str
+    entity_id: int | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str | None
+
+
+@dataclass(slots=True)
+class RetrievedItem:
+    knowledge: Knowledge
+    score: float
+    vector_rank: int | None = None
+    text_rank: int | None = None
+
+
+@dataclass(slots=True)
+class RetrievalResult:
+    query: str
+    user_id: str
+    items: list[RetrievedItem]
+    at_time: datetime | None = None
+    known_at: datetime | None = None
+    include_expired: bool = False
+
+    def to_prompt(self) -> str:
+        """A block ready to inject into a system prompt: each fact with its validity dates, and its
+        status when it is not current belief."""
+        if not self.items:
+            return "No stored facts about this user match."
+        head = "Facts about the user (valid from → until"
+        if self.at_time is not None:
+            head += f"; as of {self.at_time.date().isoformat()}"
+        lines = [head + "):"]
+        for item in self.items:
+            k = item.knowledge
+            status = "" if k.status == "active" else f" [{k.status}]"
+            lines.append(f"- {k.statement} ({k.interval_text()}){status}")
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class ProcessReport:
+    episodes: int = 0
+    claims: int = 0
+    predicted: int = 0
+    below_confidence: int = 0
+    invalid: int = 0
+    tombstoned: int = 0
+    duplicates: int = 0
+    supersedes_dropped: int = 0
+    unsupported: int = 0
+    queued: int = 0
+    failed: int = 0
+    messages: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: ProcessReport) -> None:
+        for name in self.__dataclass_fields__:
+            if name == "errors":
+                self.errors.extend(other.errors)
+            else:
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass(slots=True)
+class CandidateContext:
+    """What a reviewer needs beside a candidate: what the model predicted, the messages it read,
+    and, for an update, the fact it would replace."""
+
+    candidate: Candidate
+    prediction: str = ""
+    mode: str | None = None  # 'predict' | 'cold_start' | 'extract_all' | None (not from extraction)
+    messages: list[Message] = field(default_factory=list)
+    episode: Episode | None = None
+    superseded: Knowledge | None = None
+    existing: list[Knowledge] = field(default_factory=list)

@@ -1,0 +1,81 @@
+"""Scoped hybrid retrieval: a vector arm and a BM25 arm, fused by reciprocal rank.
+
+Both arms receive the user and the time predicates and apply them inside their own query, before
+their LIMIT (memv filtered after fusion, so an as-of query over a long history came back short).
+Each arm asks for more than top_k so that fusion has something to reorder; the vector arm alone
+already yields min(top_k, matching facts), so the fused list is never short.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from . import store
+from .db import Database
+from .embedders import Embedder
+from .errors import UserInputError
+from .models import RetrievalResult, RetrievedItem
+from .timeutil import to_us
+
+RRF_K = 60
+MAX_TOP_K = 1000
+_TERM = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset("a an the is are was were be of to in on at for and or with by as it what who does do".split())
+
+
+def fts_query(text: str) -> str | None:
+    """OR of quoted terms: BM25 ranks by how many and how rare, instead of FTS5's implicit AND
+    that drops a fact for missing one word of the question."""
+    terms = [t.casefold() for t in _TERM.findall(text)]
+    content = [t for t in terms if t not in _STOP] or terms
+    unique = list(dict.fromkeys(content))
+    if not unique:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+
+
+def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, kid in enumerate(ranking, start=1):
+            scores[kid] = scores.get(kid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+async def retrieve(
+    db: Database, embedder: Embedder, query: str, *, user_id: str, top_k: int = 10,
+    at_time: datetime | None = None, known_at: datetime | None = None, include_expired: bool = False,
+) -> RetrievalResult:
+    if not user_id:
+        raise UserInputError("retrieve needs a user_id")
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise UserInputError(f"top_k must be between 1 and {MAX_TOP_K}")
+    at_us, known_us = to_us(at_time, "at_time"), to_us(known_at, "known_at")
+    [embedding] = await embedder.embed([query])
+    pool = max(top_k * 2, 20)
+    match = fts_query(query)
+    async with db.reading() as conn:
+        vec_ids = await store.vector_arm(
+            conn, user_id, embedding, min(pool, 4096), at_time=at_us, known_at=known_us,
+            include_expired=include_expired,
+        )
+        text_ids = (
+            await store.text_arm(
+                conn, user_id, match, pool, at_time=at_us, known_at=known_us, include_expired=include_expired
+            )
+            if match
+            else []
+        )
+        fused = rrf([vec_ids, text_ids])[:top_k]
+        facts = await store.knowledge_by_ids(conn, [kid for kid, _ in fused])
+    vec_rank = {kid: i for i, kid in enumerate(vec_ids, start=1)}
+    text_rank = {kid: i for i, kid in enumerate(text_ids, start=1)}
+    items = [
+        RetrievedItem(knowledge=facts[kid], score=score, vector_rank=vec_rank.get(kid), text_rank=text_rank.get(kid))
+        for kid, score in fused
+    ]
+    return RetrievalResult(
+        query=query, user_id=user_id, items=items, at_time=at_time, known_at=known_at,
+        include_expired=include_expired,
+    )

@@ -1,0 +1,207 @@
+"""The database schema and its migrations, versioned with PRAGMA user_version.
+
+Each migration is a list of statements applied in one transaction; a database at version N gets
+migrations N+1.. in order. The embedding dimension is fixed when the vector table is created and
+recorded in `meta`, so a database opened with an embedder of another dimension is refused instead
+of failing later inside a KNN query.
+
+Where things live: a fact's text and times in `knowledge`; its vector in `knowledge_vec` (user_id is
+the partition key, and status and the four time bounds are metadata columns, so sqlite-vec applies
+scope and time predicates inside the KNN search, before k); its words in `knowledge_fts` (rowid =
+knowledge id). `audit_log` is append-only: triggers refuse DELETE and every UPDATE except the one
+redaction erasure performs (text fields cleared, `redacted_at` set, everything else unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    episode_id INTEGER REFERENCES episodes(id)
+);
+CREATE INDEX messages_unprocessed ON messages(user_id, episode_id, at, id);
+
+CREATE TABLE episodes (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    narrative TEXT NOT NULL,
+    start_at INTEGER,
+    end_at INTEGER,
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'processed', 'failed')),
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX episodes_user_status ON episodes(user_id, status);
+
+CREATE TABLE extraction_runs (
+    id INTEGER PRIMARY KEY,
+    episode_id INTEGER NOT NULL REFERENCES episodes(id),
+    user_id TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    model TEXT,
+    mode TEXT NOT NULL CHECK (mode IN ('predict', 'extract_all', 'cold_start')),
+    prediction TEXT NOT NULL DEFAULT '',
+    existing_ids TEXT NOT NULL DEFAULT '[]',
+    covered TEXT NOT NULL DEFAULT '[]',
+    claims INTEGER NOT NULL DEFAULT 0,
+    predicted INTEGER NOT NULL DEFAULT 0,
+    below_confidence INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    tombstoned INTEGER NOT NULL DEFAULT 0,
+    duplicates INTEGER NOT NULL DEFAULT 0,
+    supersedes_dropped INTEGER NOT NULL DEFAULT 0,
+    unsupported INTEGER NOT NULL DEFAULT 0,
+    queued INTEGER NOT NULL DEFAULT 0,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    duration_ms REAL,
+    error TEXT
+);
+CREATE INDEX runs_episode ON extraction_runs(episode_id);
+
+CREATE TABLE candidates (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    episode_id INTEGER REFERENCES episodes(id),
+    run_id INTEGER REFERENCES extraction_runs(id),
+    statement TEXT NOT NULL,
+    key TEXT NOT NULL,
+    evidence TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL CHECK (kind IN ('new', 'update', 'contradiction', 'proposed', 'retraction')),
+    supersedes_id INTEGER REFERENCES knowledge(id),
+    confidence REAL NOT NULL,
+    valid_at INTEGER,
+    invalid_at INTEGER,
+    unsupported INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+    created_at INTEGER NOT NULL,
+    created_by TEXT,
+    claimed_by TEXT,
+    claimed_until INTEGER,
+    decided_by TEXT,
+    decided_at INTEGER,
+    decision TEXT,
+    reason TEXT,
+    knowledge_id INTEGER REFERENCES knowledge(id),
+    CHECK (invalid_at IS NULL OR valid_at IS NULL OR invalid_at > valid_at)
+);
+CREATE INDEX candidates_queue ON candidates(status, created_at, id);
+CREATE INDEX candidates_user ON candidates(user_id, status, key);
+
+CREATE TABLE knowledge (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    key TEXT NOT NULL,
+    candidate_id INTEGER REFERENCES candidates(id),
+    episode_id INTEGER REFERENCES episodes(id),
+    confidence REAL NOT NULL DEFAULT 1.0,
+    valid_at INTEGER,
+    invalid_at INTEGER,
+    created_at INTEGER NOT NULL,
+    expired_at INTEGER,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded', 'retracted')),
+    end_reason TEXT,
+    superseded_by INTEGER REFERENCES knowledge(id),
+    created_by TEXT NOT NULL,
+    CHECK (invalid_at IS NULL OR valid_at IS NULL OR invalid_at > valid_at),
+    CHECK ((status = 'active') = (expired_at IS NULL))
+);
+CREATE INDEX knowledge_user_status ON knowledge(user_id, status, key);
+
+CREATE VIRTUAL TABLE knowledge_fts USING fts5(statement, tokenize = 'unicode61 remove_diacritics 2');
+
+CREATE TABLE tombstones (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    candidate_id INTEGER REFERENCES candidates(id),
+    knowledge_id INTEGER REFERENCES knowledge(id),
+    lifted_at INTEGER,
+    lifted_by TEXT,
+    lift_reason TEXT
+);
+CREATE INDEX tombstones_user_key ON tombstones(user_id, lifted_at, key);
+
+CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    entity TEXT NOT NULL,
+    entity_id INTEGER,
+    before TEXT,
+    after TEXT,
+    reason TEXT,
+    redacted_at INTEGER
+);
+CREATE INDEX audit_entity ON audit_log(entity, entity_id, id);
+CREATE INDEX audit_user ON audit_log(user_id, id);
+
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only: DELETE refused'); END;
+
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (
+    OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL
+    AND NEW.id = OLD.id AND NEW.at = OLD.at AND NEW.actor = OLD.actor AND NEW.action = OLD.action
+    AND NEW.user_id = OLD.user_id AND NEW.entity = OLD.entity AND NEW.entity_id IS OLD.entity_id
+    AND NEW.before IS NULL AND NEW.after IS NULL AND NEW.reason IS NULL
+)
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only: UPDATE refused'); END;
+"""
+
+
+def _v1(dimensions: int) -> list[str]:
+    statements = [s.strip() for s in _split(_V1) if s.strip()]
+    statements.append(
+        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
+        " knowledge_id INTEGER PRIMARY KEY,"
+        " user_id TEXT PARTITION KEY,"
+        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
+        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER)"
+    )
+    statements.append(f"INSERT INTO meta(key, value) VALUES ('embedding_dimensions', '{int(dimensions)}')")
+    return statements
+
+
+def _split(script: str) -> list[str]:
+    """Split on ';' at statement ends, keeping trigger bodies (which contain ';') whole."""
+    out: list[str] = []
+    buf: list[str] = []
+    in_trigger = False
+    for line in script.splitlines():
+        buf.append(line)
+        stripped = line.strip().upper()
+        if stripped.startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if in_trigger:
+            if stripped.endswith("END;"):
+                out.append("\n".join(buf).rstrip().rstrip(";"))
+                buf, in_trigger = [], False
+        elif stripped.endswith(";"):
+            out.append("\n".join(buf).rstrip().rstrip(";"))
+            buf = []
+    if "".join(buf).strip():
+        out.append("\n".join(buf))
+    return out
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1}

@@ -1,0 +1,588 @@
+"""Every SQL statement the engine runs on facts, candidates, tombstones and the audit log.
+
+Functions here take an open connection and never begin or commit: the caller (review.py,
+memory.py, the extraction pipeline) owns the transaction, so that a decision and its audit rows
+commit together or not at all. Row -> model conversion lives here too, so a column is named in one
+file only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import aiosqlite
+import sqlite_vec
+
+from .errors import NotFoundError
+from .models import AuditEvent, Candidate, CandidateContext, Episode, Knowledge, Tombstone, to_jsonable
+from .text import best_match, value_key
+from .timeutil import BEGINNING, FOREVER, from_us
+
+KNOWLEDGE_COLS = (
+    "id, user_id, statement, status, created_at, created_by, confidence, valid_at, invalid_at, "
+    "expired_at, end_reason, superseded_by, candidate_id, episode_id"
+)
+CANDIDATE_COLS = (
+    "c.id, c.user_id, c.statement, c.kind, c.status, c.confidence, c.created_at, c.evidence, "
+    "c.supersedes_id, c.valid_at, c.invalid_at, c.episode_id, c.run_id, c.unsupported, c.claimed_by, "
+    "c.claimed_until, c.decided_by, c.decided_at, c.decision, c.reason, c.knowledge_id, r.extractor, "
+    "c.created_by"
+)
+CANDIDATE_FROM = "candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
+TOMBSTONE_COLS = (
+    "id, user_id, key, statement, reason, created_by, created_at, candidate_id, knowledge_id, "
+    "lifted_at, lifted_by, lift_reason"
+)
+AUDIT_COLS = "id, at, actor, action, user_id, entity, entity_id, before, after, reason"
+
+
+# -- rows -> models -------------------------------------------------------------------------------
+
+
+def knowledge_from_row(r: Sequence[Any]) -> Knowledge:
+    return Knowledge(
+        id=r[0], user_id=r[1], statement=r[2], status=r[3], created_at=from_us(r[4]),  # type: ignore[arg-type]
+        created_by=r[5], confidence=r[6], valid_at=from_us(r[7]), invalid_at=from_us(r[8]),
+        expired_at=from_us(r[9]), end_reason=r[10], superseded_by=r[11], candidate_id=r[12],
+        episode_id=r[13],
+    )
+
+
+def candidate_from_row(r: Sequence[Any]) -> Candidate:
+    return Candidate(
+        id=r[0], user_id=r[1], statement=r[2], kind=r[3], status=r[4], confidence=r[5],
+        created_at=from_us(r[6]), evidence=r[7], supersedes_id=r[8], valid_at=from_us(r[9]),  # type: ignore[arg-type]
+        invalid_at=from_us(r[10]), episode_id=r[11], run_id=r[12], unsupported=bool(r[13]),
+        claimed_by=r[14], claimed_until=from_us(r[15]), decided_by=r[16], decided_at=from_us(r[17]),
+        decision=r[18], reason=r[19], knowledge_id=r[20], extractor=r[21], created_by=r[22],
+    )
+
+
+def tombstone_from_row(r: Sequence[Any]) -> Tombstone:
+    return Tombstone(
+        id=r[0], user_id=r[1], key=r[2], statement=r[3], reason=r[4], created_by=r[5],
+        created_at=from_us(r[6]), candidate_id=r[7], knowledge_id=r[8], lifted_at=from_us(r[9]),  # type: ignore[arg-type]
+        lifted_by=r[10], lift_reason=r[11],
+    )
+
+
+def audit_from_row(r: Sequence[Any]) -> AuditEvent:
+    return AuditEvent(
+        id=r[0], at=from_us(r[1]), actor=r[2], action=r[3], user_id=r[4], entity=r[5],  # type: ignore[arg-type]
+        entity_id=r[6], before=json.loads(r[7]) if r[7] else None,
+        after=json.loads(r[8]) if r[8] else None, reason=r[9],
+    )
+
+
+# -- audit ----------------------------------------------------------------------------------------
+
+
+async def audit(
+    conn: aiosqlite.Connection, *, at: int, actor: str, action: str, user_id: str, entity: str,
+    entity_id: int | None, before: Any = None, after: Any = None, reason: str | None = None,
+) -> int:
+    cur = await conn.execute(
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            at, actor, action, user_id, entity, entity_id,
+            json.dumps(to_jsonable(before)) if before is not None else None,
+            json.dumps(to_jsonable(after)) if after is not None else None,
+            reason,
+        ),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def audit_events(
+    conn: aiosqlite.Connection, user_id: str | None, entity: str | None = None,
+    entity_ids: Sequence[int] | None = None, limit: int = 1000,
+) -> list[AuditEvent]:
+    where, args = [], []  # type: ignore[var-annotated]
+    if user_id is not None:
+        where.append("user_id = ?")
+        args.append(user_id)
+    if entity is not None:
+        where.append("entity = ?")
+        args.append(entity)
+    if entity_ids is not None:
+        where.append(f"entity_id IN ({','.join('?' * len(entity_ids))})")
+        args.extend(entity_ids)
+    sql = f"SELECT {AUDIT_COLS} FROM audit_log"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id LIMIT ?"
+    rows = await (await conn.execute(sql, (*args, limit))).fetchall()
+    return [audit_from_row(r) for r in rows]
+
+
+async def later_audit_rows(conn: aiosqlite.Connection, entity: str, entity_id: int, after_id: int) -> int:
+    row = await (await conn.execute(
+        "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
+        (entity, entity_id, after_id),
+    )).fetchone()
+    return int(row[0])  # type: ignore[index]
+
+
+# -- knowledge ------------------------------------------------------------------------------------
+
+
+async def get_knowledge(conn: aiosqlite.Connection, user_id: str, knowledge_id: int) -> Knowledge:
+    """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
+    row = await (await conn.execute(
+        f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ?", (knowledge_id, user_id)
+    )).fetchone()
+    if row is None:
+        raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
+    return knowledge_from_row(row)
+
+
+async def insert_knowledge(
+    conn: aiosqlite.Connection, *, user_id: str, statement: str, embedding: list[float], created_at: int,
+    created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
+    candidate_id: int | None = None, episode_id: int | None = None,
+) -> int:
+    cur = await conn.execute(
+        "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
+        " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+        (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
+         invalid_at, created_at, created_by),
+    )
+    kid = int(cur.lastrowid or 0)
+    await conn.execute("INSERT INTO knowledge_fts(rowid, statement) VALUES (?, ?)", (kid, statement))
+    await conn.execute(
+        "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
+        " expired) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
+        (kid, user_id, sqlite_vec.serialize_float32(embedding),
+         BEGINNING if valid_at is None else valid_at, FOREVER if invalid_at is None else invalid_at,
+         created_at, FOREVER),
+    )
+    return kid
+
+
+async def end_knowledge(
+    conn: aiosqlite.Connection, knowledge_id: int, *, status: str, expired_at: int, end_reason: str,
+    superseded_by: int | None = None,
+) -> None:
+    """Belief in the fact ends (superseded or retracted); the row stays, as history."""
+    await conn.execute(
+        "UPDATE knowledge SET status = ?, expired_at = ?, end_reason = ?, superseded_by = ? WHERE id = ?",
+        (status, expired_at, end_reason, superseded_by, knowledge_id),
+    )
+    await conn.execute(
+        "UPDATE knowledge_vec SET status = ?, expired = ? WHERE knowledge_id = ?",
+        (status, expired_at, knowledge_id),
+    )
+
+
+async def reactivate_knowledge(conn: aiosqlite.Connection, knowledge_id: int) -> None:
+    """Undo of `end_knowledge`."""
+    await conn.execute(
+        "UPDATE knowledge SET status = 'active', expired_at = NULL, end_reason = NULL, superseded_by = NULL"
+        " WHERE id = ?",
+        (knowledge_id,),
+    )
+    await conn.execute(
+        "UPDATE knowledge_vec SET status = 'active', expired = ? WHERE knowledge_id = ?",
+        (FOREVER, knowledge_id),
+    )
+
+
+async def delete_knowledge(conn: aiosqlite.Connection, knowledge_id: int) -> None:
+    """Only undo (the exact inverse of the approval that created the row) and erasure delete."""
+    await conn.execute("UPDATE candidates SET knowledge_id = NULL WHERE knowledge_id = ?", (knowledge_id,))
+    await conn.execute("UPDATE tombstones SET knowledge_id = NULL WHERE knowledge_id = ?", (knowledge_id,))
+    await conn.execute("DELETE FROM knowledge_fts WHERE rowid = ?", (knowledge_id,))
+    await conn.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (knowledge_id,))
+    await conn.execute("DELETE FROM knowledge WHERE id = ?", (knowledge_id,))
+
+
+async def list_knowledge(
+    conn: aiosqlite.Connection, user_id: str, *, include_expired: bool = False, at_time: int | None = None,
+    search: str | None = None, limit: int | None = None, offset: int = 0,
+) -> list[Knowledge]:
+    where, args = ["user_id = ?"], [user_id]  # type: ignore[list-item]
+    if not include_expired:
+        where.append("status = 'active'")
+    if at_time is not None:
+        where.append("(valid_at IS NULL OR valid_at <= ?) AND (invalid_at IS NULL OR invalid_at > ?)")
+        args += [at_time, at_time]
+    if search:
+        where.append("statement LIKE ? ESCAPE '\\'")
+        args.append("%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+    sql = f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE {' AND '.join(where)} ORDER BY created_at, id"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+    rows = await (await conn.execute(sql, args)).fetchall()
+    return [knowledge_from_row(r) for r in rows]
+
+
+async def version_chain(conn: aiosqlite.Connection, user_id: str, knowledge_id: int) -> list[Knowledge]:
+    """Every version of a fact, oldest first: follow superseded_by back and forth."""
+    start = await get_knowledge(conn, user_id, knowledge_id)
+    chain = [start]
+    current = start
+    while True:  # back: who was superseded by `current`?
+        row = await (await conn.execute(
+            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? AND user_id = ?",
+            (current.id, user_id),
+        )).fetchone()
+        if row is None:
+            break
+        current = knowledge_from_row(row)
+        chain.insert(0, current)
+    current = start
+    while current.superseded_by is not None:
+        current = await get_knowledge(conn, user_id, current.superseded_by)
+        chain.append(current)
+    return chain
+
+
+async def users(conn: aiosqlite.Connection) -> list[str]:
+    rows = await (await conn.execute(
+        "SELECT user_id FROM knowledge UNION SELECT user_id FROM candidates UNION"
+        " SELECT user_id FROM messages UNION SELECT user_id FROM tombstones ORDER BY 1"
+    )).fetchall()
+    return [r[0] for r in rows]
+
+
+# -- candidates -----------------------------------------------------------------------------------
+
+
+async def get_candidate(conn: aiosqlite.Connection, candidate_id: int, user_id: str | None = None) -> Candidate:
+    row = await (await conn.execute(
+        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ?", (candidate_id,)
+    )).fetchone()
+    if row is None or (user_id is not None and row[1] != user_id):
+        owner = f" for user {user_id!r}" if user_id is not None else ""
+        raise NotFoundError(f"no candidate {candidate_id}{owner}")
+    return candidate_from_row(row)
+
+
+async def insert_candidate(
+    conn: aiosqlite.Connection, *, user_id: str, statement: str, kind: str, confidence: float, created_at: int,
+    evidence: str = "", supersedes_id: int | None = None, valid_at: int | None = None,
+    invalid_at: int | None = None, episode_id: int | None = None, run_id: int | None = None,
+    unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
+) -> int:
+    cur = await conn.execute(
+        "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
+        " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+        (user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
+         confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def mark_decided(
+    conn: aiosqlite.Connection, candidate_id: int, *, status: str, decision: str, decided_by: str,
+    decided_at: int, reason: str | None = None, knowledge_id: int | None = None,
+    statement: str | None = None, valid_at: int | None = None, invalid_at: int | None = None,
+    edited: bool = False,
+) -> bool:
+    """Flip a pending candidate to decided. Returns False when it was no longer pending: the
+    `status = 'pending'` guard inside BEGIN IMMEDIATE is what makes two racing reviewers safe."""
+    sets = ["status = ?", "decision = ?", "decided_by = ?", "decided_at = ?", "reason = ?", "knowledge_id = ?",
+            "claimed_by = NULL", "claimed_until = NULL"]
+    args: list[Any] = [status, decision, decided_by, decided_at, reason, knowledge_id]
+    if edited:
+        sets += ["statement = ?", "key = ?", "valid_at = ?", "invalid_at = ?"]
+        args += [statement, value_key(statement or ""), valid_at, invalid_at]
+    cur = await conn.execute(
+        f"UPDATE candidates SET {', '.join(sets)} WHERE id = ? AND status = 'pending'", (*args, candidate_id)
+    )
+    return cur.rowcount == 1
+
+
+async def restore_candidate(conn: aiosqlite.Connection, before: Candidate) -> None:
+    """Put a candidate back exactly as it was before a decision (undo)."""
+    from .timeutil import to_us
+
+    await conn.execute(
+        "UPDATE candidates SET status = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL,"
+        " reason = ?, knowledge_id = NULL, claimed_by = NULL, claimed_until = NULL, statement = ?, key = ?,"
+        " valid_at = ?, invalid_at = ? WHERE id = ?",
+        (before.reason, before.statement, value_key(before.statement), to_us(before.valid_at),
+         to_us(before.invalid_at), before.id),
+    )
+
+
+async def claim_candidate(
+    conn: aiosqlite.Connection, candidate_id: int, reviewer: str, now: int, until: int
+) -> bool:
+    cur = await conn.execute(
+        "UPDATE candidates SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'pending'"
+        " AND (claimed_by IS NULL OR claimed_by = ? OR claimed_until <= ?)",
+        (reviewer, until, candidate_id, reviewer, now),
+    )
+    return cur.rowcount == 1
+
+
+async def release_candidate(conn: aiosqlite.Connection, candidate_id: int, reviewer: str) -> None:
+    await conn.execute(
+        "UPDATE candidates SET claimed_by = NULL, claimed_until = NULL WHERE id = ? AND claimed_by = ?",
+        (candidate_id, reviewer),
+    )
+
+
+def _queue_filters(
+    user_id: str | None, kind: str | None, min_confidence: float | None, max_confidence: float | None,
+    unsupported: bool | None, search: str | None,
+) -> tuple[str, list[Any]]:
+    where, args = ["c.status = 'pending'"], []  # type: ignore[var-annotated]
+    if user_id is not None:
+        where.append("c.user_id = ?")
+        args.append(user_id)
+    if kind is not None:
+        where.append("c.kind = ?")
+        args.append(kind)
+    if min_confidence is not None:
+        where.append("c.confidence >= ?")
+        args.append(min_confidence)
+    if max_confidence is not None:
+        where.append("c.confidence <= ?")
+        args.append(max_confidence)
+    if unsupported is not None:
+        where.append("c.unsupported = ?")
+        args.append(int(unsupported))
+    if search:
+        where.append("(c.statement LIKE ? ESCAPE '\\' OR c.user_id LIKE ? ESCAPE '\\')")
+        pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        args += [pattern, pattern]
+    return " AND ".join(where), args
+
+
+async def pending(
+    conn: aiosqlite.Connection, *, user_id: str | None = None, kind: str | None = None,
+    min_confidence: float | None = None, max_confidence: float | None = None, unsupported: bool | None = None,
+    search: str | None = None, limit: int = 50, offset: int = 0, newest_first: bool = False,
+) -> list[Candidate]:
+    where, args = _queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search)
+    order = "DESC" if newest_first else "ASC"
+    rows = await (await conn.execute(
+        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE {where}"
+        f" ORDER BY c.created_at {order}, c.id {order} LIMIT ? OFFSET ?",
+        (*args, int(limit), int(offset)),
+    )).fetchall()
+    return [candidate_from_row(r) for r in rows]
+
+
+async def pending_count(conn: aiosqlite.Connection, **filters: Any) -> int:
+    where, args = _queue_filters(
+        filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"),
+        filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"),
+    )
+    row = await (await conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
+    return int(row[0])  # type: ignore[index]
+
+
+# -- tombstones -----------------------------------------------------------------------------------
+
+
+async def insert_tombstone(
+    conn: aiosqlite.Connection, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
+    candidate_id: int | None = None, knowledge_id: int | None = None,
+) -> int:
+    cur = await conn.execute(
+        "INSERT INTO tombstones(user_id, key, statement, reason, created_by, created_at, candidate_id,"
+        " knowledge_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, value_key(statement), statement, reason, created_by, created_at, candidate_id, knowledge_id),
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def get_tombstone(conn: aiosqlite.Connection, user_id: str, tombstone_id: int) -> Tombstone:
+    row = await (await conn.execute(
+        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE id = ? AND user_id = ?", (tombstone_id, user_id)
+    )).fetchone()
+    if row is None:
+        raise NotFoundError(f"no tombstone {tombstone_id} for user {user_id!r}")
+    return tombstone_from_row(row)
+
+
+async def tombstone_for(conn: aiosqlite.Connection, *, candidate_id: int | None = None,
+                        knowledge_id: int | None = None) -> Tombstone | None:
+    column, value = ("candidate_id", candidate_id) if candidate_id is not None else ("knowledge_id", knowledge_id)
+    row = await (await conn.execute(
+        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE {column} = ? ORDER BY id DESC LIMIT 1", (value,)
+    )).fetchone()
+    return tombstone_from_row(row) if row else None
+
+
+async def list_tombstones(
+    conn: aiosqlite.Connection, user_id: str | None, include_lifted: bool = False
+) -> list[Tombstone]:
+    where, args = [], []  # type: ignore[var-annotated]
+    if user_id is not None:
+        where.append("user_id = ?")
+        args.append(user_id)
+    if not include_lifted:
+        where.append("lifted_at IS NULL")
+    sql = f"SELECT {TOMBSTONE_COLS} FROM tombstones"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    rows = await (await conn.execute(sql + " ORDER BY created_at, id", args)).fetchall()
+    return [tombstone_from_row(r) for r in rows]
+
+
+async def lift_tombstone(conn: aiosqlite.Connection, tombstone_id: int, *, at: int, by: str, reason: str) -> None:
+    await conn.execute(
+        "UPDATE tombstones SET lifted_at = ?, lifted_by = ?, lift_reason = ? WHERE id = ?",
+        (at, by, reason, tombstone_id),
+    )
+
+
+async def delete_tombstone(conn: aiosqlite.Connection, tombstone_id: int) -> None:
+    await conn.execute("DELETE FROM tombstones WHERE id = ?", (tombstone_id,))
+
+
+async def matching_tombstone(
+    conn: aiosqlite.Connection, user_id: str, statement: str, threshold: float
+) -> Tombstone | None:
+    """The live tombstone of this user whose value matches `statement`, if any."""
+    key = value_key(statement)
+    row = await (await conn.execute(
+        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL AND key = ? LIMIT 1",
+        (user_id, key),
+    )).fetchone()
+    if row is not None:
+        return tombstone_from_row(row)
+    rows = await (await conn.execute(
+        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL", (user_id,)
+    )).fetchall()
+    stones = [tombstone_from_row(r) for r in rows]
+    found = best_match(key, (t.key for t in stones), threshold)
+    if found is None:
+        return None
+    return next(t for t in stones if t.key == found[0])
+
+
+# -- dedup ----------------------------------------------------------------------------------------
+
+
+async def live_keys(conn: aiosqlite.Connection, user_id: str) -> list[tuple[str, str, int]]:
+    """Keys of this user's ACTIVE facts and PENDING candidates: the only things a new claim can
+    duplicate. Superseded and retracted facts are deliberately absent, so a fact that becomes true
+    again can be learned again."""
+    rows = await (await conn.execute(
+        "SELECT key, 'knowledge', id FROM knowledge WHERE user_id = ? AND status = 'active'"
+        " UNION ALL SELECT key, 'candidate', id FROM candidates WHERE user_id = ? AND status = 'pending'",
+        (user_id, user_id),
+    )).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+# -- retrieval arms -------------------------------------------------------------------------------
+
+
+async def vector_arm(
+    conn: aiosqlite.Connection, user_id: str, embedding: list[float], k: int, *, at_time: int | None,
+    known_at: int | None, include_expired: bool,
+) -> list[int]:
+    """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status and
+    times) applied by the index before k is cut."""
+    where = ["embedding MATCH ?", "k = ?", "user_id = ?"]
+    args: list[Any] = [sqlite_vec.serialize_float32(embedding), k, user_id]
+    if known_at is not None:
+        where += ["created <= ?", "expired > ?"]
+        args += [known_at, known_at]
+    elif not include_expired:
+        where.append("status = 'active'")
+    if at_time is not None:
+        where += ["valid_from <= ?", "valid_to > ?"]
+        args += [at_time, at_time]
+    rows = await (await conn.execute(
+        f"SELECT knowledge_id FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance", args
+    )).fetchall()
+    return [r[0] for r in rows]
+
+
+async def text_arm(
+    conn: aiosqlite.Connection, user_id: str, match: str, limit: int, *, at_time: int | None,
+    known_at: int | None, include_expired: bool,
+) -> list[int]:
+    """BM25 over FTS5 joined to the fact rows, with the user and time predicates in the WHERE
+    clause, so they hold before the LIMIT."""
+    where = ["knowledge_fts MATCH ?", "k.user_id = ?"]
+    args: list[Any] = [match, user_id]
+    if known_at is not None:
+        where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
+        args += [known_at, known_at]
+    elif not include_expired:
+        where.append("k.status = 'active'")
+    if at_time is not None:
+        where.append("(k.valid_at IS NULL OR k.valid_at <= ?) AND (k.invalid_at IS NULL OR k.invalid_at > ?)")
+        args += [at_time, at_time]
+    rows = await (await conn.execute(
+        "SELECT k.id FROM knowledge_fts JOIN knowledge k ON k.id = knowledge_fts.rowid"
+        f" WHERE {' AND '.join(where)} ORDER BY bm25(knowledge_fts), k.id LIMIT ?",
+        (*args, limit),
+    )).fetchall()
+    return [r[0] for r in rows]
+
+
+async def knowledge_by_ids(conn: aiosqlite.Connection, ids: Sequence[int]) -> dict[int, Knowledge]:
+    if not ids:
+        return {}
+    rows = await (await conn.execute(
+        f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+    )).fetchall()
+    return {r[0]: knowledge_from_row(r) for r in rows}
+
+
+def candidate_from_row_json(text: str) -> Candidate:
+    """A Candidate from the JSON an audit row holds (the state before a decision)."""
+    from datetime import datetime
+
+    data = json.loads(text)
+    for name in ("created_at", "valid_at", "invalid_at", "claimed_until", "decided_at"):
+        if data.get(name) is not None:
+            data[name] = datetime.fromisoformat(data[name])
+    return Candidate(**data)
+
+
+async def episode_with_messages(conn: aiosqlite.Connection, episode_id: int) -> Episode | None:
+    from .models import Episode, Message
+
+    row = await (await conn.execute(
+        "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id = ?",
+        (episode_id,),
+    )).fetchone()
+    if row is None:
+        return None
+    msgs = await (await conn.execute(
+        "SELECT id, user_id, role, content, at FROM messages WHERE episode_id = ? ORDER BY at, id", (episode_id,)
+    )).fetchall()
+    return Episode(
+        id=row[0], user_id=row[1], title=row[2], narrative=row[3],
+        messages=[Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]) for m in msgs],  # type: ignore[arg-type]
+        start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7],
+    )
+
+
+async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> CandidateContext:
+    from .models import CandidateContext
+
+    ctx = CandidateContext(candidate=cand)
+    if cand.run_id is not None:
+        run = await (await conn.execute(
+            "SELECT prediction, mode, existing_ids FROM extraction_runs WHERE id = ?", (cand.run_id,)
+        )).fetchone()
+        if run is not None:
+            ctx.prediction, ctx.mode = run[0], run[1]
+            ids = [int(i) for i in json.loads(run[2] or "[]")]
+            found = await knowledge_by_ids(conn, ids)
+            ctx.existing = [found[i] for i in ids if i in found and found[i].user_id == cand.user_id]
+    if cand.episode_id is not None:
+        ctx.episode = await episode_with_messages(conn, cand.episode_id)
+        if ctx.episode is not None:
+            ctx.messages = ctx.episode.messages
+    if cand.supersedes_id is not None:
+        try:
+            ctx.superseded = await get_knowledge(conn, cand.user_id, cand.supersedes_id)
+        except NotFoundError:
+            ctx.superseded = None
+    return ctx

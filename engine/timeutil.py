@@ -1,0 +1,79 @@
+"""Time in the engine: timezone-aware UTC, stored as integer microseconds since the epoch.
+
+Integers keep comparisons exact and cheap in SQL and in sqlite-vec metadata filters. A naive
+datetime is refused rather than guessed at: reading it as local time is how an as-of query goes
+silently wrong on a machine in another zone. `check_interval` is the single interval rule that
+every write path calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from .errors import InvalidIntervalError
+
+Clock = Callable[[], datetime]
+
+# Open ends in sqlite-vec metadata columns, which cannot hold NULL.
+FOREVER = 2**62
+BEGINNING = -(2**62)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def ensure_utc(value: datetime, what: str = "time") -> datetime:
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise InvalidIntervalError(
+            f"{what} {value.isoformat()} has no timezone; pass a timezone-aware datetime (UTC)"
+        )
+    return value.astimezone(UTC)
+
+
+def to_us(value: datetime | None, what: str = "time") -> int | None:
+    if value is None:
+        return None
+    delta = ensure_utc(value, what) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: int | None) -> datetime | None:
+    if value is None:
+        return None
+    from datetime import timedelta
+
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def check_interval(valid_at: datetime | None, invalid_at: datetime | None) -> tuple[int | None, int | None]:
+    """Validate a valid-time interval and return it in storage form.
+
+    The rule: both ends timezone-aware; when both are set, invalid_at strictly after valid_at
+    (an empty interval would describe a fact that was never true).
+    """
+    start = to_us(valid_at, "valid_at")
+    end = to_us(invalid_at, "invalid_at")
+    if start is not None and end is not None and end <= start:
+        raise InvalidIntervalError(
+            f"invalid_at ({invalid_at.isoformat()}) must be after valid_at ({valid_at.isoformat()})"  # type: ignore[union-attr]
+        )
+    return start, end
+
+
+def parse_datetime(text: str, what: str = "date") -> datetime:
+    """Parse an ISO 8601 date or datetime; a value without a zone is read as UTC (documented)."""
+    from .errors import UserInputError
+
+    raw = text.strip()
+    if raw.endswith("Z"):
+        raw = raw[:-1] + "+00:00"
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise UserInputError(f"{what} {text!r} is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T10:00Z)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
