@@ -41,6 +41,8 @@ CREATE TABLE episodes (
     status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'processed', 'failed')),
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
+    claimed_by TEXT,
+    claimed_until INTEGER,
     created_at INTEGER NOT NULL
 );
 CREATE INDEX episodes_user_status ON episodes(user_id, status);

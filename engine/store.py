@@ -586,3 +586,106 @@ async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> Cand
         except NotFoundError:
             ctx.superseded = None
     return ctx
+
+
+# -- capture and processing -----------------------------------------------------------------------
+
+
+async def insert_messages(
+    conn: aiosqlite.Connection, rows: Sequence[tuple[str, str, str, int]]
+) -> list[int]:
+    """(user_id, role, content, at) rows, in order; returns their ids."""
+    ids = []
+    for row in rows:
+        cur = await conn.execute("INSERT INTO messages(user_id, role, content, at) VALUES (?, ?, ?, ?)", row)
+        ids.append(int(cur.lastrowid or 0))
+    return ids
+
+
+async def unprocessed_count(conn: aiosqlite.Connection, user_id: str) -> int:
+    row = await (await conn.execute(
+        "SELECT count(*) FROM messages WHERE user_id = ? AND episode_id IS NULL", (user_id,)
+    )).fetchone()
+    return int(row[0])  # type: ignore[index]
+
+
+async def users_with_work(conn: aiosqlite.Connection) -> list[str]:
+    rows = await (await conn.execute(
+        "SELECT DISTINCT user_id FROM messages WHERE episode_id IS NULL"
+        " UNION SELECT DISTINCT user_id FROM episodes WHERE status IN ('open', 'failed') ORDER BY 1"
+    )).fetchall()
+    return [r[0] for r in rows]
+
+
+async def unprocessed_messages(conn: aiosqlite.Connection, user_id: str) -> list[tuple[int, str, str, int]]:
+    """Messages not yet in an episode, by time then arrival: tracked per message, so a message
+    back-filled with an older time or sharing a second with a processed one is still picked up."""
+    rows = await (await conn.execute(
+        "SELECT id, role, content, at FROM messages WHERE user_id = ? AND episode_id IS NULL ORDER BY at, id",
+        (user_id,),
+    )).fetchall()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+async def create_episode(
+    conn: aiosqlite.Connection, *, user_id: str, title: str, narrative: str, message_ids: Sequence[int],
+    start_at: int, end_at: int, created_at: int,
+) -> int | None:
+    """Create an episode and move its messages into it; None when another process took any of
+    them first (the caller rolls back)."""
+    cur = await conn.execute(
+        "INSERT INTO episodes(user_id, title, narrative, start_at, end_at, status, created_at)"
+        " VALUES (?, ?, ?, ?, ?, 'open', ?)",
+        (user_id, title, narrative, start_at, end_at, created_at),
+    )
+    eid = int(cur.lastrowid or 0)
+    cur = await conn.execute(
+        f"UPDATE messages SET episode_id = ? WHERE episode_id IS NULL AND user_id = ?"
+        f" AND id IN ({','.join('?' * len(message_ids))})",
+        (eid, user_id, *message_ids),
+    )
+    return eid if cur.rowcount == len(message_ids) else None
+
+
+async def claim_episodes(
+    conn: aiosqlite.Connection, user_id: str, token: str, now: int, until: int
+) -> list[int]:
+    """Lease every open or failed episode of the user not leased by someone else."""
+    rows = await (await conn.execute(
+        "SELECT id FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
+        " AND (claimed_until IS NULL OR claimed_until <= ? OR claimed_by = ?) ORDER BY start_at, id",
+        (user_id, now, token),
+    )).fetchall()
+    ids = [r[0] for r in rows]
+    if ids:
+        await conn.execute(
+            f"UPDATE episodes SET claimed_by = ?, claimed_until = ? WHERE id IN ({','.join('?' * len(ids))})",
+            (token, until, *ids),
+        )
+    return ids
+
+
+async def finish_episode(
+    conn: aiosqlite.Connection, episode_id: int, *, status: str, error: str | None = None
+) -> None:
+    await conn.execute(
+        "UPDATE episodes SET status = ?, error = ?, attempts = attempts + 1, claimed_by = NULL,"
+        " claimed_until = NULL WHERE id = ?",
+        (status, error, episode_id),
+    )
+
+
+async def insert_run(conn: aiosqlite.Connection, **fields: Any) -> int:
+    names = list(fields)
+    cur = await conn.execute(
+        f"INSERT INTO extraction_runs({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [fields[n] for n in names],
+    )
+    return int(cur.lastrowid or 0)
+
+
+async def pending_keys(conn: aiosqlite.Connection, user_id: str) -> list[str]:
+    rows = await (await conn.execute(
+        "SELECT key FROM candidates WHERE user_id = ? AND status = 'pending'", (user_id,)
+    )).fetchall()
+    return [r[0] for r in rows]
