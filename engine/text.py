@@ -7,11 +7,13 @@ reordered word) are caught by rapidfuzz against the user's own keys, with a conf
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
 from rapidfuzz import fuzz, process
 
+_DIGITS = re.compile(r"\d+")
 DEFAULT_TOMBSTONE_THRESHOLD = 92.0
 DEFAULT_DUPLICATE_THRESHOLD = 92.0
 
@@ -33,14 +35,23 @@ def value_key(text: str) -> str:
     return unicodedata.normalize("NFKC", " ".join("".join(kept).split()))
 
 
+def _numbers(key: str) -> list[str]:
+    return _DIGITS.findall(key)
+
+
 def best_match(key: str, keys: Iterable[str], threshold: float) -> tuple[str, float] | None:
-    """The closest key at or above `threshold` (0-100), an exact key first."""
+    """The closest key at or above `threshold` (0-100), an exact key first.
+
+    Numbers must agree exactly: "is 31" and "is 32" are one character apart, and a near match
+    there would let a tombstone on one age block the other.
+    """
     pool = list(keys)
     if key in pool:
         return key, 100.0
     if not key or not pool:
         return None
-    found = process.extractOne(key, pool, scorer=fuzz.ratio, score_cutoff=threshold)
-    if found is None:
-        return None
-    return found[0], float(found[1])
+    numbers = _numbers(key)
+    for choice, score, _ in process.extract(key, pool, scorer=fuzz.ratio, score_cutoff=threshold, limit=8):
+        if _numbers(choice) == numbers:
+            return choice, float(score)
+    return None
