@@ -19,7 +19,7 @@ from . import store
 from .config import MemoryConfig
 from .db import Database
 from .embedders import Embedder, HashingEmbedder
-from .errors import EmbeddingDimensionError, InvalidStatementError, NotFoundError, StaleSupersessionError
+from .errors import ConfigurationError, EmbeddingDimensionError, InvalidStatementError, NotFoundError, StaleSupersessionError
 from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
@@ -94,7 +94,7 @@ class Memory:
         conn = self.db.conn
         version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
         if version > SCHEMA_VERSION:
-            raise EmbeddingDimensionError(
+            raise ConfigurationError(
                 f"{self.path} has schema version {version}; this memdesk knows up to {SCHEMA_VERSION}: upgrade memdesk"
             )
         if version < SCHEMA_VERSION:
