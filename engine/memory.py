@@ -19,7 +19,13 @@ from . import store
 from .config import MemoryConfig
 from .db import Database
 from .embedders import Embedder, HashingEmbedder
-from .errors import ConfigurationError, EmbeddingDimensionError, InvalidStatementError, NotFoundError, StaleSupersessionError
+from .errors import (
+    ConfigurationError,
+    EmbeddingDimensionError,
+    InvalidStatementError,
+    NotFoundError,
+    StaleSupersessionError,
+)
 from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
@@ -127,6 +133,12 @@ class Memory:
         self, user_id: str, user_msg: str, assistant_msg: str | None, at: datetime | None = None
     ) -> list[int]:
         return await self.pipeline.add_exchange(user_id, user_msg, assistant_msg, at)
+
+    async def add_exchanges(
+        self, exchanges: list[tuple[str, str, str | None, datetime | None]]
+    ) -> list[list[int]]:
+        """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none."""
+        return await self.pipeline.add_exchanges(exchanges)
 
     async def process(self, user_id: str | None = None) -> Any:
         return await self.pipeline.process(user_id)

@@ -689,3 +689,58 @@ async def pending_keys(conn: aiosqlite.Connection, user_id: str) -> list[str]:
         "SELECT key FROM candidates WHERE user_id = ? AND status = 'pending'", (user_id,)
     )).fetchall()
     return [r[0] for r in rows]
+
+
+# -- erasure and export ---------------------------------------------------------------------------
+
+# Every table that holds rows of one user, children before parents (erasure deletes in this order
+# with foreign keys deferred, so the knowledge <-> candidate cycle needs no unlinking first).
+USER_TABLES = ("tombstones", "candidates", "knowledge", "extraction_runs", "messages", "episodes")
+
+
+async def user_row_counts(conn: aiosqlite.Connection, user_id: str) -> dict[str, int]:
+    """Rows of each table that belong to the user, and audit rows whose text is not yet redacted."""
+    counts: dict[str, int] = {}
+    for table in USER_TABLES:
+        row = await (await conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,))).fetchone()
+        counts[table] = int(row[0])  # type: ignore[index]
+    row = await (await conn.execute(
+        "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'", (user_id,)
+    )).fetchone()
+    counts["audit_log"] = int(row[0])  # type: ignore[index]
+    return counts
+
+
+async def erase_user_rows(conn: aiosqlite.Connection, user_id: str, redacted_at: int) -> None:
+    """Delete every row of the user, index rows included, and redact the text of their audit rows
+    through the one UPDATE the audit trigger allows (before/after/reason cleared, redacted_at set).
+    The caller owns the transaction; the FTS index is merged so deleted terms leave its segments."""
+    await conn.execute("PRAGMA defer_foreign_keys = ON")
+    rows = await (await conn.execute("SELECT id FROM knowledge WHERE user_id = ?", (user_id,))).fetchall()
+    ids = [r[0] for r in rows]
+    await conn.executemany("DELETE FROM knowledge_fts WHERE rowid = ?", [(i,) for i in ids])
+    await conn.executemany("DELETE FROM knowledge_vec WHERE knowledge_id = ?", [(i,) for i in ids])
+    for table in USER_TABLES:
+        await conn.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+    await conn.execute(
+        "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, redacted_at = ?"
+        " WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'",
+        (redacted_at, user_id),
+    )
+    await conn.execute("INSERT INTO knowledge_fts(knowledge_fts) VALUES ('optimize')")
+
+
+async def user_candidates(conn: aiosqlite.Connection, user_id: str) -> list[Candidate]:
+    """Every candidate of the user, whatever its status, oldest first (export)."""
+    rows = await (await conn.execute(
+        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.user_id = ? ORDER BY c.created_at, c.id", (user_id,)
+    )).fetchall()
+    return [candidate_from_row(r) for r in rows]
+
+
+async def user_messages(conn: aiosqlite.Connection, user_id: str) -> list[tuple[int, str, str, int]]:
+    """(id, role, content, at) of every message of the user, in conversation order (export)."""
+    rows = await (await conn.execute(
+        "SELECT id, role, content, at FROM messages WHERE user_id = ? ORDER BY at, id", (user_id,)
+    )).fetchall()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]

@@ -1,0 +1,67 @@
+"""Everything the store holds about one user, as JSON: the right of access, and a support view.
+
+Facts come with every version (active, superseded, retracted), their valid-time interval, their
+belief-time bounds, why belief ended, and each fact's audit history; then the user's candidates
+(pending and decided), tombstones (live and lifted) and the whole audit trail. Raw messages are
+included only when asked (`include_messages`): they are the bulk of the data and usually not what a
+support engineer needs, but a data-subject access request does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import store
+from .errors import NotFoundError
+from .models import AuditEvent, Knowledge, to_jsonable
+from .timeutil import from_us
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+EXPORT_FORMAT = "memdesk-export/1"
+_NO_LIMIT = -1  # SQLite: LIMIT -1 means no limit
+
+
+def _event(e: AuditEvent) -> dict[str, Any]:
+    return to_jsonable(e)  # type: ignore[no-any-return]
+
+
+def _fact(k: Knowledge, history: list[AuditEvent]) -> dict[str, Any]:
+    out: dict[str, Any] = to_jsonable(k)
+    out["interval"] = k.interval_text()
+    out["history"] = [_event(e) for e in history]
+    return out
+
+
+async def export_user(mem: Memory, user_id: str, *, include_messages: bool = False) -> dict[str, Any]:
+    """The user's data as one JSON-ready dict; NotFoundError when the store holds nothing of them."""
+    async with mem.db.reading() as conn:
+        counts = await store.user_row_counts(conn, user_id)
+        if not any(counts.values()):
+            raise NotFoundError(f"no data for user {user_id!r}")
+        facts = await store.list_knowledge(conn, user_id, include_expired=True)
+        candidates = await store.user_candidates(conn, user_id)
+        stones = await store.list_tombstones(conn, user_id, include_lifted=True)
+        events = await store.audit_events(conn, user_id, limit=_NO_LIMIT)
+        messages = await store.user_messages(conn, user_id) if include_messages else None
+    by_fact: dict[int, list[AuditEvent]] = {}
+    for e in events:
+        if e.entity == "knowledge" and e.entity_id is not None:
+            by_fact.setdefault(e.entity_id, []).append(e)
+    out: dict[str, Any] = {
+        "format": EXPORT_FORMAT,
+        "user_id": user_id,
+        "exported_at": mem.now().isoformat(),
+        "counts": {**{t: counts[t] for t in store.USER_TABLES}, "audit_log": len(events)},
+        "facts": [_fact(k, by_fact.get(k.id, [])) for k in facts],
+        "candidates": [to_jsonable(c) for c in candidates],
+        "tombstones": [to_jsonable(t) for t in stones],
+        "audit": [_event(e) for e in events],
+    }
+    if messages is not None:
+        out["messages"] = [
+            {"id": mid, "role": role, "content": content, "at": from_us(at).isoformat()}  # type: ignore[union-attr]
+            for mid, role, content, at in messages
+        ]
+    return out

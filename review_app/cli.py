@@ -1,0 +1,525 @@
+"""The `memdesk` command line.
+
+Exit codes: 0 ok, 1 failure (the work could not be done: a model endpoint failed, episodes failed,
+the WAL could not be emptied after an erasure), 2 bad input (a missing database or file, a
+malformed line, a bad date, an unknown user for export/erase). Progress bars go to stderr, so
+stdout carries only results (JSON with --json) and `memdesk mcp` keeps stdout for the protocol.
+
+Every command but `ingest` and `demo` refuses a database path that does not exist: opening SQLite
+on a typo would otherwise create an empty database and answer "no facts", which looks like success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import inspect
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Coroutine
+from contextlib import closing
+from dataclasses import asdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+import click
+
+from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+
+T = TypeVar("T")
+
+DEFAULT_DB = "memdesk.db"
+DEFAULT_DEMO_DB = "memdesk-demo.db"
+
+
+class BadInput(click.ClickException):
+    """Exit 2: what the caller gave is wrong, and nothing was changed."""
+
+    exit_code = 2
+
+
+class Failure(click.ClickException):
+    """Exit 1: the input was fine but the work could not be done."""
+
+    exit_code = 1
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one engine coroutine, turning the engine's typed errors into exit codes."""
+    try:
+        return asyncio.run(coro)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    except (ConflictError, ConfigurationError, ModelError) as exc:
+        raise Failure(str(exc)) from None
+    except MemdeskError as exc:
+        raise Failure(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise Failure(f"database error: {exc}") from None
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers): make the reviewer say who they are
+        return ""
+
+
+def _memdesk_version(path: Path) -> int:
+    """PRAGMA user_version read-only through the stdlib driver (no extension needed, WAL honoured);
+    0 means the file is SQLite but not a memdesk database."""
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError:
+        raise BadInput(f"{path} is not a SQLite database") from None
+
+
+def existing_db(db: str) -> str:
+    """The path of an existing memdesk database, or exit 2 with a message that says what to do."""
+    path = Path(db)
+    if not path.exists():
+        raise BadInput(f"{db}: no such database (a database is created by `memdesk ingest DB FILE` or `memdesk demo`)")
+    if path.is_dir():
+        raise BadInput(f"{db} is a directory, not a database file")
+    if _memdesk_version(path) == 0:
+        raise BadInput(f"{db} is not a memdesk database")
+    return db
+
+
+class Progress:
+    """A click progress bar on stderr fed by (done, total) callbacks; created on the first call,
+    because the total is known only then."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = click.progressbar(length=max(total, 1), label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(max(0, done - self._done))
+        self._done = done
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, exc, tb)
+            self._bar = None
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+def _parse_date(value: str | None, what: str) -> Any:
+    if value is None:
+        return None
+    from engine.timeutil import parse_datetime
+
+    try:
+        return parse_datetime(value, what)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _print_mapping(data: dict[str, Any], indent: int = 0) -> None:
+    """Nested dicts as an indented outline; lists of scalars on one line."""
+    pad = "  " * indent
+    width = max((len(str(k)) for k in data), default=0)
+    for key, value in data.items():
+        if isinstance(value, dict):
+            click.echo(f"{pad}{key}:")
+            if value:
+                _print_mapping(value, indent + 1)
+            else:
+                click.echo(f"{pad}  (none)")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            click.echo(f"{pad}{key}:")
+            for item in value:
+                click.echo(f"{pad}  -")
+                _print_mapping(item, indent + 2)
+        else:
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else ("-" if value is None else value)
+            click.echo(f"{pad}{str(key).ljust(width)}  {shown}")
+
+
+# -- the command group -----------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="memdesk", prog_name="memdesk")
+def main() -> None:
+    """memdesk: a memory engine for AI agents whose writes pass through a human.
+
+    Conversations are ingested, extraction turns them into PENDING candidates, a person approves or
+    rejects them in the review workstation, and only approved facts are ever retrieved.
+
+    Start with `memdesk demo`.
+    """
+
+
+# -- demo / review ---------------------------------------------------------------------------------
+
+
+def _open_workstation(db: str, reviewer: str, keymap: str | None) -> None:
+    if not reviewer.strip():
+        raise BadInput("who is reviewing? pass --reviewer NAME or set MEMDESK_REVIEWER")
+    from review_app.app import run_review  # late: Textual loads only for the commands that draw
+
+    result = run_review(db, reviewer, keymap)
+    if inspect.isawaitable(result):
+        asyncio.run(result)  # type: ignore[arg-type]
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+@main.command()
+@click.option("--db", "db", default=DEFAULT_DEMO_DB, show_default=True, type=click.Path(dir_okay=False),
+              help="Where the demo database lives.")
+@click.option("--fresh", is_flag=True, help="Delete the demo database and build it again.")
+@click.option("--no-open", is_flag=True, help="Only build the database; do not open the workstation.")
+@click.option("--reviewer", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
+              help="Your name in the audit log.")
+@click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file for the workstation.")
+def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None) -> None:
+    """Build a demo database from the bundled conversations and open the workstation on it.
+
+    The bundled conversations go through the offline extractor (no network, no API key), so the
+    queue opens with real pending candidates: new facts, updates that would supersede an approved
+    fact, and low-evidence items. An existing demo database is reused unless --fresh.
+    """
+    from review_app.demo import build_demo
+
+    path = Path(db)
+    if path.exists():
+        if path.is_dir():
+            raise BadInput(f"{db} is a directory")
+        if fresh:
+            if path.stat().st_size and _memdesk_version(path) == 0:
+                raise BadInput(f"{db} exists and is not a memdesk database; not deleting it")
+            _remove_db(path)
+        else:
+            existing_db(db)
+            click.echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
+    if not path.exists():
+        with Progress("Building the demo") as bar:
+            summary = _run(build_demo(db, progress=bar))
+        click.echo(
+            f"Built {db}: {summary.get('users', '?')} users, {summary.get('exchanges', '?')} exchanges, "
+            f"{summary.get('pending', '?')} candidates waiting for review.",
+            err=True,
+        )
+    if not no_open:
+        _open_workstation(db, reviewer, keymap)
+
+
+@main.command()
+@click.argument("db", required=False, type=click.Path(dir_okay=False))
+@click.option("--reviewer", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
+              help="Your name in the audit log.")
+@click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file (binding id -> key).")
+def review(db: str | None, reviewer: str, keymap: str | None) -> None:
+    """Open the review workstation on DB ($MEMDESK_DB, else ./memdesk.db)."""
+    chosen = db or os.environ.get("MEMDESK_DB") or DEFAULT_DB
+    _open_workstation(existing_db(chosen), reviewer, keymap)
+
+
+# -- ingest / process ------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "longmemeval"]), default="auto",
+              show_default=True, help="Input format; auto looks at the extension and the first character.")
+@click.option("--user", help="Put every exchange under this user (LongMemEval: instead of one user per question).")
+@click.option("--skip-bad", is_flag=True, help="Ingest the valid lines and list the bad ones, instead of stopping.")
+def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> None:
+    """Add the conversations in FILE to DB (created if missing), in one transaction.
+
+    \b
+    JSON Lines, one exchange a line:
+      {"user_id": "ana", "user": "...", "assistant": "...", "at": "2024-05-01T10:00:00Z"}
+    LongMemEval: the JSON list of questions (haystack_sessions + haystack_dates).
+
+    A malformed line, a missing field or a bad date stops with FILE:LINE: reason and ingests
+    nothing, unless --skip-bad. Run `memdesk process DB` afterwards to extract candidates.
+    """
+    from engine.ingest import ingest as write
+    from engine.ingest import parse_file
+
+    path = Path(db)
+    if path.is_dir():
+        raise BadInput(f"{db} is a directory, not a database file")
+    if path.exists() and path.stat().st_size and _memdesk_version(path) == 0:
+        raise BadInput(f"{db} exists and is not a memdesk database")
+    try:
+        with Progress(f"Reading {file}") as bar:
+            plan = parse_file(file, fmt, user=user, skip_bad=skip_bad, progress=bar)  # type: ignore[arg-type]
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    for line in plan.skipped:
+        click.echo(f"skipped {line}", err=True)
+    for line in plan.notes:
+        click.echo(f"note: {line}", err=True)
+    if not plan.exchanges:
+        why = f"all {len(plan.skipped)} bad lines were skipped" if plan.skipped else "the file holds no exchanges"
+        raise BadInput(f"{file}: nothing to ingest ({why})")
+
+    async def go() -> int:
+        from engine import Memory
+
+        async with Memory(db) as mem:
+            return await write(mem, plan)
+
+    count = _run(go())
+    users = plan.users
+    click.echo(
+        f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {db} "
+        f"({plan.format}{f', {len(plan.skipped)} skipped' if plan.skipped else ''})."
+    )
+
+
+def _extractor(name: str, model: str | None, base_url: str | None) -> Any:
+    if name == "offline":
+        if model or base_url:
+            raise BadInput("--model and --base-url apply to --extractor openai")
+        return None  # the engine's default: the offline extractor
+    from engine.extraction import OpenAIExtractor
+
+    try:
+        return OpenAIExtractor(base_url=base_url, model=model, api_key=None)  # type: ignore[operator]
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    except MemdeskError as exc:
+        raise Failure(str(exc)) from None
+
+
+REPORT_FIELDS = (
+    ("messages", "messages grouped into episodes"),
+    ("episodes", "episodes extracted"),
+    ("claims", "claims found by the extractor"),
+    ("predicted", "discarded: the prediction already held it"),
+    ("below_confidence", "discarded: confidence below threshold"),
+    ("invalid", "discarded: invalid interval or empty"),
+    ("tombstoned", "discarded: matches a tombstone"),
+    ("duplicates", "discarded: duplicate of a fact or pending candidate"),
+    ("supersedes_dropped", "supersession pointer dropped (kept as new)"),
+    ("unsupported", "queued with unsupported evidence"),
+    ("queued", "queued for review"),
+    ("failed", "episodes failed (retried on the next run)"),
+)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--user", help="Only this user's unprocessed messages.")
+@click.option("--extractor", "extractor_name", type=click.Choice(["offline", "openai"]), default="offline",
+              show_default=True, help="offline: deterministic, no network. openai: any OpenAI-compatible endpoint.")
+@click.option("--model", help="Model name for --extractor openai (else $MEMDESK_MODEL / $OPENAI_MODEL).")
+@click.option("--base-url", help="Endpoint for --extractor openai (else $MEMDESK_BASE_URL / $OPENAI_BASE_URL).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def process(db: str, user: str | None, extractor_name: str, model: str | None, base_url: str | None,
+            as_json: bool) -> None:
+    """Extract pending candidates from unprocessed messages and print the per-gate counts.
+
+    The API key of --extractor openai comes from $MEMDESK_API_KEY or $OPENAI_API_KEY (never argv).
+    """
+    existing_db(db)
+    extractor = _extractor(extractor_name, model, base_url)
+
+    async def go() -> Any:
+        from engine import Memory
+        from engine.models import ProcessReport
+
+        async with Memory(db, extractor=extractor) as mem:
+            users = [user] if user else await mem.users()
+            total = ProcessReport()
+            with Progress("Processing users") as bar:
+                for i, uid in enumerate(users, start=1):
+                    total.add(await mem.process(uid))
+                    bar(i, len(users))
+            return total
+
+    report = _run(go())
+    data = asdict(report)
+    if as_json:
+        click.echo(_json(data))
+    else:
+        width = max(len(label) for _, label in REPORT_FIELDS)
+        for name, label in REPORT_FIELDS:
+            click.echo(f"{label.ljust(width)}  {data.get(name, 0)}")
+    for error in report.errors:
+        click.echo(f"error: {error}", err=True)
+    if report.failed:
+        raise Failure(f"{report.failed} episode(s) failed; they stay retryable (run process again)")
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("query", nargs=-1, required=True)
+@click.option("--user", required=True, help="Whose facts (search never crosses users).")
+@click.option("--top-k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--as-of", help="Only facts valid at this date (ISO 8601; no zone = UTC).")
+@click.option("--known-at", help="What the store believed at this date (ISO 8601).")
+@click.option("--include-expired", is_flag=True, help="Also superseded and retracted facts.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | None, known_at: str | None,
+           include_expired: bool, as_json: bool) -> None:
+    """Retrieve USER's approved facts for QUERY, as the prompt block an agent would get.
+
+    A user with no facts (or unknown to the store) gets the empty answer and exit 0: search
+    never reveals whether a user exists.
+    """
+    existing_db(db)
+    at_time = _parse_date(as_of, "--as-of")
+    known = _parse_date(known_at, "--known-at")
+    text = " ".join(query)
+
+    async def go() -> Any:
+        from engine import Memory
+
+        async with Memory(db) as mem:
+            return await mem.retrieve(text, user_id=user, top_k=top_k, at_time=at_time, known_at=known,
+                                      include_expired=include_expired)
+
+    result = _run(go())
+    if not as_json:
+        click.echo(result.to_prompt())
+        return
+    from engine.models import to_jsonable
+
+    click.echo(_json({
+        "query": result.query, "user_id": result.user_id, "at_time": to_jsonable(result.at_time),
+        "known_at": to_jsonable(result.known_at), "include_expired": result.include_expired,
+        "items": [
+            {**to_jsonable(i.knowledge), "score": i.score, "vector_rank": i.vector_rank, "text_rank": i.text_rank}
+            for i in result.items
+        ],
+    }))
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--user", help="Only this user's figures.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def stats(db: str, user: str | None, as_json: bool) -> None:
+    """Extraction rate, discards by gate, review outcomes and queue size."""
+    existing_db(db)
+
+    async def go() -> dict[str, Any]:
+        from engine import Memory
+
+        async with Memory(db) as mem:
+            return await mem.stats(user)
+
+    data = _run(go())
+    if as_json:
+        click.echo(_json(data))
+    else:
+        _print_mapping(data)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--user", required=True, help="Whose data.")
+@click.option("--messages", "include_messages", is_flag=True, help="Include the raw conversation messages.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to a file, not stdout.")
+def export(db: str, user: str, include_messages: bool, output: str | None) -> None:
+    """USER's facts (every version, with intervals and statuses), candidates, tombstones and audit
+    history, as JSON. Exit 2 when the store holds nothing of USER."""
+    existing_db(db)
+
+    async def go() -> dict[str, Any]:
+        from engine import Memory
+        from engine.export import export_user
+
+        async with Memory(db) as mem:
+            return await export_user(mem, user, include_messages=include_messages)
+
+    text = _json(_run(go()))
+    if output:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+        click.echo(f"Wrote {output}.", err=True)
+    else:
+        click.echo(text)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--user", required=True, help="Whose data to erase.")
+@click.option("--actor", required=True, help="Who carries out the erasure (recorded in the audit log).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def erase(db: str, user: str, actor: str, yes: bool) -> None:
+    """Right to erasure: remove every message, episode, candidate, fact, index row and tombstone
+    of USER, redact the text of their audit rows, and compact the file so no text remains in it.
+
+    The audit log keeps what happened and when (with the text removed) and records the erasure.
+    """
+    existing_db(db)
+    if not yes:
+        click.confirm(f"Erase every trace of user {user!r} from {db}? This cannot be undone.", abort=True, err=True)
+
+    async def go() -> Any:
+        from engine import Memory
+        from engine.erase import erase_user
+
+        async with Memory(db) as mem:
+            return await erase_user(mem, user, actor)
+
+    report = _run(go())
+    click.echo(
+        f"Erased user {user!r}: {report.messages} messages, {report.episodes} episodes, "
+        f"{report.extraction_runs} extraction runs, {report.candidates} candidates, {report.knowledge} facts, "
+        f"{report.tombstones} tombstones; {report.audit_redacted} audit rows redacted (audit row {report.audit_id})."
+    )
+    if not report.wal_truncated:
+        raise Failure(
+            "the rows are gone, but another process has the database open, so the write-ahead log still holds "
+            "old pages; close the other process (SQLite empties the log when the last connection closes)"
+        )
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--user", required=True, help="The one user this server serves; no tool can name another.")
+def mcp(db: str, user: str) -> None:
+    """Serve USER's memory to an agent over MCP (stdio).
+
+    \b
+    Tools: search_memory(query, top_k), list_memories(include_expired),
+           propose_memory(statement), forget_memory(knowledge_id, reason).
+    Proposals and forget requests wait in the review queue; none is a direct write.
+    """
+    existing_db(db)
+    if not user.strip():
+        raise BadInput("--user is empty")
+    from review_app.mcp_server import run
+
+    try:
+        run(db, user)
+    except KeyboardInterrupt:
+        pass
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    except MemdeskError as exc:
+        raise Failure(str(exc)) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""`memdesk mcp DB --user U`: an MCP server (stdio) that gives an agent one user's memory.
+
+The scope key belongs to the server, not to the model: the user is fixed when the process starts
+and NO tool takes a user_id, so an agent cannot read or change another user's memory by naming
+them (memv's server let the model fill the user_id argument, so isolation held only against a
+model that did not try). An id of another user's fact reads exactly like an id that does not exist.
+
+The agent cannot write either: `propose_memory` and `forget_memory` only put a candidate in the
+pending queue (kinds `proposed` and `retraction`), and a person decides in the review workstation.
+A proposal whose value this user's reviewers already rejected (a live tombstone) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from engine import Memory
+from engine.errors import NotFoundError, UserInputError
+
+AGENT_ACTOR = "mcp-agent"
+
+INSTRUCTIONS = (
+    "Long-term memory about the user you are talking to. search_memory and list_memories read facts a "
+    "human reviewer approved. propose_memory and forget_memory only file requests: a reviewer decides, so "
+    "a proposed memory is not searchable until it is approved, and a forgotten one stays until then."
+)
+
+
+def build_server(mem: Memory, user_id: str) -> MCPServer:
+    """An MCPServer whose four tools all act on `user_id` and only on it."""
+    if not user_id or not user_id.strip():
+        raise UserInputError("the MCP server needs a user (--user)")
+    server: MCPServer = MCPServer("memdesk", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool(structured_output=False)
+    async def search_memory(
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        top_k: Annotated[int, Field(ge=1, le=100, description="Most facts to return.")] = 10,
+    ) -> str:
+        """Search the user's approved memories; returns a block ready for a system prompt, each fact
+        with the dates it is valid for."""
+        if not query.strip():
+            raise ToolError("the query is empty")
+        result = await mem.retrieve(query, user_id=user_id, top_k=top_k)
+        return result.to_prompt()
+
+    @server.tool(structured_output=False)
+    async def list_memories(
+        include_expired: Annotated[
+            bool, Field(description="Also list facts that were superseded or retracted.")
+        ] = False,
+    ) -> str:
+        """List the user's approved memories with their ids (an id is what forget_memory takes)."""
+        facts = await mem.knowledge(user_id, include_expired=include_expired)
+        if not facts:
+            return "No memories are stored for this user."
+        lines = []
+        for k in facts:
+            status = "" if k.status == "active" else f" [{k.status}]"
+            lines.append(f"[{k.id}] {k.statement} ({k.interval_text()}){status}")
+        return "\n".join(lines)
+
+    @server.tool(structured_output=False)
+    async def propose_memory(
+        statement: Annotated[str, Field(description="One fact about the user, in the third person.")],
+    ) -> str:
+        """Propose a new memory about the user. It goes to a human reviewer's queue and becomes
+        searchable only once approved."""
+        text = statement.strip()
+        if not text:
+            raise ToolError("the statement is empty")
+        if await mem.is_tombstoned(user_id, text) is not None:
+            raise ToolError("refused: a reviewer already rejected this memory for this user")
+        duplicate = await mem.is_duplicate(user_id, text)
+        if duplicate is not None:
+            entity, eid = duplicate
+            where = f"an approved memory [{eid}]" if entity == "knowledge" else "a proposal awaiting review"
+            return f"Not proposed: this is already {where}."
+        cid = await mem.queue_candidate(user_id, text, kind="proposed", actor=AGENT_ACTOR)
+        return f"Proposed (request {cid}); a reviewer must approve it before it is remembered."
+
+    @server.tool(structured_output=False)
+    async def forget_memory(
+        knowledge_id: Annotated[int, Field(description="The id of the memory, as list_memories shows it.")],
+        reason: Annotated[str, Field(description="Why it should be forgotten.")],
+    ) -> str:
+        """Ask for a memory to be forgotten. A human reviewer decides; the memory stays until they
+        approve the request."""
+        why = reason.strip()
+        if not why:
+            raise ToolError("a reason is required")
+        try:
+            fact = await mem.get_knowledge(user_id, knowledge_id)
+        except NotFoundError:
+            raise ToolError(f"not found: there is no memory {knowledge_id}") from None
+        if fact.status != "active":
+            raise ToolError(f"memory {knowledge_id} is already {fact.status}")
+        waiting = await mem.review.pending(user_id, limit=1000, kind="retraction")
+        if any(c.supersedes_id == knowledge_id for c in waiting):
+            return f"A request to forget memory {knowledge_id} is already awaiting review."
+        cid = await mem.queue_candidate(
+            user_id, fact.statement, kind="retraction", supersedes_id=knowledge_id, actor=AGENT_ACTOR, reason=why
+        )
+        return f"Requested (request {cid}); memory {knowledge_id} is forgotten once a reviewer approves."
+
+    return server
+
+
+async def serve(db_path: str, user_id: str) -> None:
+    """Open the store, then speak MCP on stdin/stdout until the client closes the pipe."""
+    async with Memory(db_path) as mem:
+        await build_server(mem, user_id).run_stdio_async()
+
+
+def run(db_path: str, user_id: str) -> None:
+    anyio.run(serve, db_path, user_id)
