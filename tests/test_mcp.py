@@ -1,0 +1,183 @@
+"""`memdesk mcp` driven by the real MCP client over stdio, as an agent host would drive it.
+
+What must hold: the user is the server's (bound by --user at start) and no tool takes one; reads see
+only that user's APPROVED facts; the agent's writes are requests that a person decides in the queue.
+Every must-not (another user's fact absent, a proposal not searchable, a forget request not yet
+effective, another user's id not found) sits beside the positive control that makes it able to fail.
+The test approves through `engine.Memory(...).review`, on the same file, while the server runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from engine import Memory
+
+MEMDESK = Path(sys.executable).parent / "memdesk"
+TOOLS = {"search_memory", "list_memories", "propose_memory", "forget_memory"}
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> Path:
+    """A database holding the same fact for u1 and u2, and one fact that only u2 has."""
+    path = tmp_path / "mcp.db"
+    async with Memory(path) as mem:
+        await mem.add_knowledge("u1", "Lives in Porto near the river", actor="seed")
+        await mem.add_knowledge("u2", "Lives in Porto near the river", actor="seed")
+        await mem.add_knowledge("u2", "Keeps three quokkas in Tarnwick", actor="seed")
+    return path
+
+
+@asynccontextmanager
+async def session(db: Path, user: str, errlog: Any) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=str(MEMDESK), args=["mcp", str(db), "--user", user], cwd=str(db.parent))
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        yield client
+
+
+@pytest.fixture
+def errlog(tmp_path: Path) -> Any:
+    """The server's stderr, in a real file (the subprocess needs a file descriptor, and a failure
+    can then show what the server said)."""
+    with (tmp_path / "server.err").open("w+") as fh:
+        yield fh
+
+
+async def call(client: ClientSession, tool: str, **arguments: Any) -> tuple[str, bool]:
+    result = await client.call_tool(tool, arguments)
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    return text, bool(result.is_error)
+
+
+def _keys(schema: Any) -> set[str]:
+    """Every property name anywhere in a JSON schema (nested objects and $defs included)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                found |= set(value)
+            found |= _keys(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= _keys(value)
+    return found
+
+
+async def fact_ids(db: Path, user: str) -> dict[str, int]:
+    async with Memory(db) as mem:
+        return {k.statement: k.id for k in await mem.knowledge(user, include_expired=True)}
+
+
+async def test_no_tool_takes_a_user(db: Path, errlog: Any) -> None:
+    async with session(db, "u1", errlog) as client:
+        tools = (await client.list_tools()).tools
+    assert {t.name for t in tools} == TOOLS
+    params = {t.name: _keys(t.input_schema) for t in tools}
+    # positive control: the schemas are read (each tool's real parameters are there)
+    assert params == {
+        "search_memory": {"query", "top_k"},
+        "list_memories": {"include_expired"},
+        "propose_memory": {"statement"},
+        "forget_memory": {"knowledge_id", "reason"},
+    }
+    assert not [name for keys in params.values() for name in keys if "user" in name.lower()]
+
+
+async def test_reads_see_only_the_bound_users_approved_facts(db: Path, errlog: Any) -> None:
+    ids_u1, ids_u2 = await fact_ids(db, "u1"), await fact_ids(db, "u2")
+    shared = "Lives in Porto near the river"
+    async with session(db, "u1", errlog) as client:
+        porto, err = await call(client, "search_memory", query="Porto river", top_k=10)
+        assert not err
+        quokkas, _ = await call(client, "search_memory", query="quokkas Tarnwick", top_k=10)
+        listed, _ = await call(client, "list_memories", include_expired=True)
+    # u1's fact found, exactly once: u2's identical statement is not returned beside it
+    assert porto.count(shared) == 1 and porto.startswith("Facts about the user")
+    # u2's own fact is invisible to u1's server (the vector arm still ranks u1's only fact)...
+    assert "quokka" not in quokkas.lower() and "Tarnwick" not in quokkas
+    # ...and the listing names u1's id, not u2's id for the same statement
+    assert f"[{ids_u1[shared]}] {shared}" in listed
+    assert f"[{ids_u2[shared]}]" not in listed and "quokka" not in listed.lower()
+    # control: u2's server does see u2's fact
+    async with session(db, "u2", errlog) as client:
+        theirs, _ = await call(client, "search_memory", query="quokkas Tarnwick", top_k=10)
+    assert "Keeps three quokkas in Tarnwick" in theirs
+
+
+async def test_a_proposed_memory_is_searchable_only_after_approval(db: Path, errlog: Any) -> None:
+    statement = "Plays the bassoon in an amateur orchestra"
+    async with session(db, "u1", errlog) as client:
+        answer, err = await call(client, "propose_memory", statement=statement)
+        assert not err and "reviewer" in answer
+        before, _ = await call(client, "search_memory", query="bassoon orchestra", top_k=5)
+        assert statement not in before
+        async with Memory(db) as mem:
+            pending = await mem.review.pending("u1")
+            assert [(c.statement, c.kind) for c in pending] == [(statement, "proposed")]
+            assert await mem.review.pending("u2") == []
+            assert statement not in {k.statement for k in await mem.knowledge("u1")}  # no direct write
+            await mem.review.approve(pending[0].id, reviewer="ana")
+        after, _ = await call(client, "search_memory", query="bassoon orchestra", top_k=5)
+        assert statement in after
+        again, err = await call(client, "propose_memory", statement=statement)
+    assert not err and "already" in again  # a duplicate proposal is not queued twice
+
+
+async def test_a_forget_request_retracts_only_after_approval(db: Path, errlog: Any) -> None:
+    shared = "Lives in Porto near the river"
+    fact_id = (await fact_ids(db, "u1"))[shared]
+    async with session(db, "u1", errlog) as client:
+        answer, err = await call(client, "forget_memory", knowledge_id=fact_id, reason="moved away")
+        assert not err and "reviewer" in answer
+        still, _ = await call(client, "search_memory", query="Porto river", top_k=5)
+        assert shared in still  # a request is not a deletion
+        async with Memory(db) as mem:
+            [request] = await mem.review.pending("u1")
+            assert (request.kind, request.supersedes_id, request.reason) == ("retraction", fact_id, "moved away")
+            await mem.review.approve(request.id, reviewer="ana")
+        gone, _ = await call(client, "search_memory", query="Porto river", top_k=5)
+        listed, _ = await call(client, "list_memories", include_expired=True)
+    assert shared not in gone
+    assert f"[{fact_id}] {shared}" in listed and "[retracted]" in listed
+    # the other user's identical fact is untouched
+    async with Memory(db) as mem:
+        assert [k.status for k in await mem.knowledge("u2", include_expired=True)] == ["active", "active"]
+
+
+async def test_another_users_id_reads_as_not_found_and_changes_nothing(db: Path, errlog: Any) -> None:
+    theirs = (await fact_ids(db, "u2"))["Keeps three quokkas in Tarnwick"]
+    async with session(db, "u1", errlog) as client:
+        answer, err = await call(client, "forget_memory", knowledge_id=theirs, reason="not mine")
+        missing, missing_err = await call(client, "forget_memory", knowledge_id=999_999, reason="nothing")
+        # control: the same call on the bound user's own fact is accepted
+        own = (await fact_ids(db, "u1"))["Lives in Porto near the river"]
+        ok, ok_err = await call(client, "forget_memory", knowledge_id=own, reason="moved")
+    assert err and "not found" in answer
+    # another user's id answers exactly like an id that does not exist
+    assert answer.replace(str(theirs), "ID") == missing.replace("999999", "ID") and missing_err
+    assert not ok_err and "Requested" in ok
+    async with Memory(db) as mem:
+        assert await mem.review.pending("u2") == []
+        assert [k.status for k in await mem.knowledge("u2", include_expired=True)] == ["active", "active"]
+        assert [c.supersedes_id for c in await mem.review.pending("u1")] == [own]
+
+
+async def test_the_server_refuses_a_missing_database(tmp_path: Path) -> None:
+    import subprocess
+
+    missing = tmp_path / "absent.db"
+    done = subprocess.run(
+        [str(MEMDESK), "mcp", str(missing), "--user", "u1"], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 2 and "no such database" in done.stderr
+    assert not missing.exists()
