@@ -1,0 +1,327 @@
+"""Several reviewers on one database file, and a reviewer killed mid-stream.
+
+The guarantees under test (issue 2, DESIGN "Decisions"): a decision is one BEGIN IMMEDIATE
+transaction guarded by `status = 'pending'`, so (a) four OS processes draining one queue decide each
+candidate exactly once and no "database is locked" ever reaches a caller; (b) two reviewers racing
+on one candidate produce exactly one winner and the loser changes nothing; (c) SIGKILL between or
+inside decisions leaves every decision the engine reported as done stored, and never half of a
+supersession. The workers are real processes (tests/procs/decide_worker.py) because an in-process
+test would only exercise the asyncio lock, not SQLite's cross-process locking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engine import AlreadyDecidedError, Memory
+
+WORKER = Path(__file__).parent / "procs" / "decide_worker.py"
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+DECISIONS = ("approve", "edit_approve", "confirm_supersession", "keep_both", "reject", "approve_retraction")
+PROCESS_TIMEOUT_S = 60
+
+
+def fixed_clock() -> datetime:
+    return T0
+
+
+def spawn(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+@contextmanager
+def line_reader(proc: subprocess.Popen[str]) -> Iterator[queue.Queue[str | None]]:
+    """Lines of the child's stdout through a queue, so the parent can wait with a timeout
+    (None marks end of output)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    try:
+        yield lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=PROCESS_TIMEOUT_S)
+        thread.join(timeout=PROCESS_TIMEOUT_S)
+
+
+def next_line(lines: queue.Queue[str | None], proc: subprocess.Popen[str]) -> str:
+    try:
+        line = lines.get(timeout=PROCESS_TIMEOUT_S)
+    except queue.Empty:
+        pytest.fail(f"worker {proc.pid} printed nothing for {PROCESS_TIMEOUT_S}s")
+    if line is None:
+        stderr = proc.stderr.read() if proc.stderr else ""
+        pytest.fail(f"worker {proc.pid} ended early (rc={proc.wait()}):\n{stderr}")
+    return line
+
+
+async def scalar(mem: Memory, sql: str, args: tuple[object, ...] = ()) -> int:
+    async with mem.db.reading() as conn:
+        row = await (await conn.execute(sql, args)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def rows(mem: Memory, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    async with mem.db.reading() as conn:
+        return [tuple(r) for r in await (await conn.execute(sql, args)).fetchall()]
+
+
+async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
+    marks = ",".join("?" * len(DECISIONS))
+    found = await rows(
+        mem, f"SELECT entity_id FROM audit_log WHERE entity = 'candidate' AND action IN ({marks})", DECISIONS
+    )
+    return Counter(int(r[0]) for r in found)  # type: ignore[call-overload]
+
+
+# -- (a) four processes drain one queue ------------------------------------------------------------
+
+
+async def test_four_processes_decide_each_candidate_exactly_once(tmp_path: Path) -> None:
+    db = tmp_path / "race.db"
+    async with Memory(db, clock=fixed_clock) as mem:
+        ids = [
+            await mem.queue_candidate(f"user{i % 20:02d}", f"User {i % 20} fact number {i}", evidence=f"said {i}")
+            for i in range(400)
+        ]
+
+    names = [f"reviewer{n}" for n in range(4)]
+    procs = [spawn("race", str(db), name, str(seed)) for seed, name in enumerate(names)]
+    reports: list[dict[str, object]] = []
+    try:
+        for proc in procs:  # everyone has the database open before anyone starts deciding
+            assert proc.stdout is not None
+            ready = proc.stdout.readline().strip()
+            assert ready == "ready", f"worker did not start: {ready!r} {proc.stderr.read() if proc.stderr else ''}"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        for proc in procs:
+            out, err = proc.communicate(timeout=PROCESS_TIMEOUT_S)
+            assert proc.returncode == 0, err
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    # No caller saw "database is locked" or any other unexpected error.
+    errors = {r["name"]: r["errors"] for r in reports if r["errors"]}
+    assert errors == {}
+
+    # Each success reported to exactly one caller, and every candidate reported by someone.
+    won_by: dict[int, str] = {}
+    for report in reports:
+        for cid in report["decided"]:  # type: ignore[attr-defined]
+            assert cid not in won_by, f"candidate {cid} reported decided by {won_by[cid]} and {report['name']}"
+            won_by[cid] = str(report["name"])
+    assert sorted(won_by) == sorted(ids)
+
+    # Positive control: the work really was spread over processes (the race was real).
+    deciders = {name for name in won_by.values()}
+    conflicts = sum(int(r["conflicts"]) for r in reports)  # type: ignore[call-overload]
+    assert len(deciders) > 1, f"one process decided everything ({conflicts} conflicts)"
+
+    async with Memory(db, clock=fixed_clock) as mem:
+        assert await mem.review.count() == 0
+        stored = await rows(mem, "SELECT id, status, decided_by, knowledge_id FROM candidates ORDER BY id")
+        assert [r[0] for r in stored] == ids
+        for cid, status, decided_by, _kid in stored:
+            assert decided_by == won_by[int(cid)]  # type: ignore[call-overload]
+            assert status == ("rejected" if int(cid) % 3 == 0 else "approved")  # type: ignore[call-overload]
+        # one decision audit row per candidate
+        assert await decision_rows_per_candidate(mem) == Counter({cid: 1 for cid in ids})
+        approved = [r for r in stored if r[1] == "approved"]
+        rejected = [r for r in stored if r[1] == "rejected"]
+        assert approved and rejected
+        # knowledge rows == approvals, each linked both ways; tombstones == rejections
+        assert await scalar(mem, "SELECT count(*) FROM knowledge") == len(approved)
+        linked = await rows(mem, "SELECT candidate_id, id FROM knowledge")
+        assert sorted((int(c), int(k)) for c, k in linked) == sorted(  # type: ignore[call-overload]
+            (int(r[0]), int(r[3])) for r in approved  # type: ignore[call-overload]
+        )
+        assert await scalar(mem, "SELECT count(*) FROM tombstones") == len(rejected)
+        assert await scalar(mem, "SELECT count(DISTINCT candidate_id) FROM tombstones") == len(rejected)
+        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == len(approved)
+
+
+# -- (b) two reviewers race on one candidate -------------------------------------------------------
+
+
+@pytest.mark.parametrize("instances", [1, 2], ids=["one-memory", "two-memories"])
+async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(tmp_path: Path, instances: int) -> None:
+    db = tmp_path / "duel.db"
+    first = Memory(db, clock=fixed_clock)
+    second = first if instances == 1 else Memory(db, clock=fixed_clock)
+    async with first:
+        if second is not first:
+            await second.open()
+        try:
+            ids = [await first.queue_candidate("ana", f"Ana likes sport {i}") for i in range(12)]
+            outcomes: dict[int, tuple[str, str]] = {}
+            for n, cid in enumerate(ids):
+                # even: two approvals (both pass the first pending check, so the guard inside the
+                # write transaction decides); odd: an approval against a rejection
+                if n % 2 == 0:
+                    rival = second.review.approve(cid, reviewer="bob-reviewer")
+                else:
+                    rival = second.review.reject(cid, reviewer="bob-reviewer", reason="not about Ana")
+                results = await asyncio.gather(
+                    first.review.approve(cid, reviewer="ana-reviewer"), rival, return_exceptions=True
+                )
+                losers = [r for r in results if isinstance(r, BaseException)]
+                assert len(losers) == 1, results
+                assert isinstance(losers[0], AlreadyDecidedError), repr(losers[0])
+                cand = await first.review.get(cid)
+                assert cand.status in ("approved", "rejected")
+                outcomes[cid] = (cand.status, str(cand.decided_by))
+
+            # the loser changed nothing: state matches the winner alone
+            for cid, (status, _who) in outcomes.items():
+                facts = await rows(first, "SELECT id FROM knowledge WHERE candidate_id = ?", (cid,))
+                stones = await rows(first, "SELECT id FROM tombstones WHERE candidate_id = ?", (cid,))
+                assert (len(facts), len(stones)) == ((1, 0) if status == "approved" else (0, 1))
+            assert await decision_rows_per_candidate(first) == Counter({cid: 1 for cid in ids})
+
+            # positive control: unraced, each of the losing calls succeeds on its own
+            solo = [await first.queue_candidate("ana", f"Ana plays instrument {i}") for i in range(2)]
+            await second.review.approve(solo[0], reviewer="bob-reviewer")
+            assert await second.review.reject(solo[1], reviewer="bob-reviewer", reason="solo") is not None
+            await first.review.approve(await first.queue_candidate("ana", "Ana reads novels"), reviewer="ana-reviewer")
+            # a third, late decision is refused too
+            with pytest.raises(AlreadyDecidedError):
+                await second.review.approve(ids[0], reviewer="carol")
+        finally:
+            if second is not first:
+                await second.close()
+
+
+# -- (c) SIGKILL in the middle of a stream of decisions ---------------------------------------------
+
+
+async def build_stream_queue(db: Path) -> dict[int, tuple[str, int]]:
+    """200 candidates for 4 users; every third is an update superseding an existing fact.
+    Returns {update candidate id: (user, id of the fact it supersedes)}."""
+    targets: dict[int, tuple[str, int]] = {}
+    async with Memory(db, clock=fixed_clock) as mem:
+        for i in range(200):
+            user = f"user{i % 4}"
+            if i % 3 == 1:
+                old = await mem.add_knowledge(user, f"{user} lives in town {i}", actor="seed")
+                cid = await mem.queue_candidate(user, f"{user} moved to city {i}", kind="update", supersedes_id=old.id)
+                targets[cid] = (user, old.id)
+            else:
+                await mem.queue_candidate(user, f"{user} enjoys pastime {i}")
+    return targets
+
+
+async def check_consistent(db: Path, targets: dict[int, tuple[str, int]], printed: dict[int, str]) -> int:
+    """Everything the killed worker reported is stored; nothing is half-applied. Returns the number
+    of candidates still pending."""
+    async with Memory(db, clock=fixed_clock) as mem:
+        assert await rows(mem, "PRAGMA integrity_check") == [("ok",)]
+        assert await rows(mem, "PRAGMA foreign_key_check") == []
+        cands = {
+            int(r[0]): (str(r[1]), r[2], r[3])  # type: ignore[call-overload]
+            for r in await rows(mem, "SELECT id, status, decision, knowledge_id FROM candidates")
+        }
+        for cid, decision in printed.items():
+            status, stored_decision, _ = cands[cid]
+            assert stored_decision == decision, f"candidate {cid}: printed {decision}, stored {stored_decision}"
+            assert status == ("rejected" if decision == "reject" else "approved")
+
+        per_candidate = await decision_rows_per_candidate(mem)
+        facts_by_candidate = {
+            int(r[0]): (int(r[1]), str(r[2]))  # type: ignore[call-overload]
+            for r in await rows(mem, "SELECT candidate_id, id, status FROM knowledge WHERE candidate_id IS NOT NULL")
+        }
+        stones = {int(r[0]) for r in await rows(mem, "SELECT candidate_id FROM tombstones")}  # type: ignore[call-overload]
+        for cid, (status, _decision, kid) in cands.items():
+            assert per_candidate.get(cid, 0) == (0 if status == "pending" else 1), cid
+            assert (cid in facts_by_candidate) == (status == "approved"), cid
+            assert (cid in stones) == (status == "rejected"), cid
+            if status == "approved":
+                assert kid == facts_by_candidate[cid][0]
+            if cid in targets:
+                user, old_id = targets[cid]
+                old = await mem.get_knowledge(user, old_id)
+                if status == "approved":  # supersession whole: old ended, pointing at the new fact
+                    assert (old.status, old.superseded_by) == ("superseded", kid)
+                    assert old.expired_at is not None
+                else:  # not started at all: old untouched, and no new fact exists
+                    assert (old.status, old.superseded_by, old.expired_at) == ("active", None, None)
+                    assert cid not in facts_by_candidate
+        # the indexes agree with the fact table (no fact without its vector and FTS rows)
+        facts = await scalar(mem, "SELECT count(*) FROM knowledge")
+        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == facts
+        assert await scalar(mem, "SELECT count(*) FROM knowledge_vec") == facts
+        vec_active = await scalar(mem, "SELECT count(*) FROM knowledge_vec WHERE status = 'active'")
+        assert vec_active == await scalar(mem, "SELECT count(*) FROM knowledge WHERE status = 'active'")
+        return sum(1 for status, _, _ in cands.values() if status == "pending")
+
+
+async def test_sigkill_mid_stream_keeps_every_returned_decision_and_no_half_supersession(tmp_path: Path) -> None:
+    db = tmp_path / "kill.db"
+    targets = await build_stream_queue(db)
+    printed: dict[int, str] = {}
+    kill_after = 35
+    for round_no in range(2):  # the second round starts from the state the first kill left
+        proc = spawn("stream", str(db), f"stream{round_no}")
+        with line_reader(proc) as lines:
+            for _ in range(kill_after):
+                cid, decision = next_line(lines, proc).split()
+                printed[int(cid)] = decision
+            os.kill(proc.pid, signal.SIGKILL)
+            assert proc.wait(timeout=PROCESS_TIMEOUT_S) == -signal.SIGKILL
+        pending = await check_consistent(db, targets, printed)
+        # positive control: the kill really interrupted the stream (work was left undone), and the
+        # stream did include supersessions
+        assert pending > 0
+        assert pending <= 200 - len(printed)
+    assert len(printed) == 2 * kill_after
+    assert "confirm_supersession" in printed.values() and "reject" in printed.values()
+
+
+async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
+    """Positive control for check_consistent: a deliberately half-applied supersession (old fact
+    ended, candidate still pending) is caught."""
+    db = tmp_path / "half.db"
+    async with Memory(db, clock=fixed_clock) as mem:
+        old = await mem.add_knowledge("user1", "user1 lives in Oslo", actor="seed")
+        cid = await mem.queue_candidate("user1", "user1 moved to Bergen", kind="update", supersedes_id=old.id)
+        async with mem.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE knowledge SET status = 'superseded', expired_at = ?, end_reason = 'superseded' WHERE id = ?",
+                (1, old.id),
+            )
+    with pytest.raises(AssertionError):
+        await check_consistent(db, {cid: ("user1", old.id)}, {})
+
