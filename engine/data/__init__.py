@@ -1,0 +1,62 @@
+"""The bundled labelled conversation set: demo data for `memdesk demo` and a fixture for the
+extraction tests and the ablation benchmark.
+
+`conversations.jsonl` holds 5 users' exchanges over about nine weeks, in the JSON Lines format
+`memdesk ingest` reads. Sessions are minutes apart inside and days apart between, so episodes split
+on the 30-minute gap. The exchanges cover new facts, repeats in later episodes (the claims a
+prediction should already hold), updates (a move, a new job), contradictions ("not ... anymore"),
+hedges, hypotheticals, questions, facts stated only by the assistant, small talk and relative
+dates. `expected.json` is what a careful curator would approve per user: every fact once, with
+`supersedes` naming the statement it replaces, so precision and recall of a review queue can be
+measured against it. The labels were written from the conversations, not from any extractor's
+output; facts the offline rules cannot read (e.g. "my partner Sam") are labelled all the same.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..timeutil import parse_datetime
+
+_PACKAGE = __name__
+
+
+def _file(name: str) -> Path:
+    # The data files live inside the `engine` package, so a wheel carries them; resolving through
+    # importlib.resources keeps this right when the package is installed rather than checked out.
+    return Path(str(resources.files(_PACKAGE).joinpath(name)))
+
+
+def conversations_path() -> Path:
+    """Path of the JSON Lines file (what `memdesk ingest` and `memdesk demo` read)."""
+    return _file("conversations.jsonl")
+
+
+def expected_path() -> Path:
+    return _file("expected.json")
+
+
+def load_exchanges() -> list[tuple[str, str, str | None, datetime]]:
+    """Every exchange as (user_id, user_msg, assistant_msg, at), in file order (time order)."""
+    out: list[tuple[str, str, str | None, datetime]] = []
+    with conversations_path().open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            row: dict[str, Any] = json.loads(line)
+            out.append((row["user_id"], row["user"], row.get("assistant"), parse_datetime(row["at"], "at")))
+    return out
+
+
+def load_expected() -> dict[str, list[dict[str, Any]]]:
+    """Per user, the labelled facts: {"statement", "slot"?, "supersedes"?, "valid_at"?, "invalid_at"?}."""
+    with expected_path().open(encoding="utf-8") as fh:
+        data: dict[str, list[dict[str, Any]]] = json.load(fh)
+    return data
+
+
+__all__ = ["conversations_path", "expected_path", "load_exchanges", "load_expected"]
