@@ -11,16 +11,18 @@ same vector for the same text on every machine (blake2b, not Python's salted `ha
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from .errors import ModelError
+from .errors import ConfigurationError, ModelError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
-    "a an the is are was were be been am of to in on at for and or with by as it its this that".split()
+    ("a", "an", "the", "is", "are", "was", "were", "be", "been", "am", "of", "to", "in", "on", "at", "for", "and",
+     "or", "with", "by", "as", "it", "its", "this", "that")
 )
 
 
@@ -50,7 +52,7 @@ class HashingEmbedder:
         content = [w for w in words if w not in _STOP] or words
         features: list[tuple[str, float]] = []
         features.extend((f"w:{w}", 1.0) for w in content)
-        features.extend((f"b:{a} {b}", 0.7) for a, b in zip(content, content[1:], strict=False))
+        features.extend((f"b:{a} {b}", 0.7) for a, b in itertools.pairwise(content))
         for w in content:
             padded = f"<{w}>"
             features.extend((f"c:{padded[i : i + 3]}", 0.25) for i in range(max(1, len(padded) - 2)))
@@ -81,7 +83,9 @@ class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
     `dimensions` must be given: it fixes the vector table's width, and the database refuses to
-    open with a different one.
+    open with a different one. An answer of another width is refused here, before it reaches the
+    store, with a message that names both widths. Transient failures are retried with backoff
+    (`engine.openai_compat`).
     """
 
     name = "openai"
@@ -95,40 +99,55 @@ class OpenAIEmbedder:
         timeout: float = 30.0,
         max_retries: int = 3,
         batch_size: int = 128,
+        *,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        client: Any = None,
     ) -> None:
-        import openai
+        from .openai_compat import make_client
 
+        if dimensions < 1:
+            raise ConfigurationError("dimensions must be a positive integer")
+        if batch_size < 1:
+            raise ConfigurationError("batch_size must be a positive integer")
         self.dimensions = dimensions
         self.model = model or os.environ.get("MEMDESK_EMBED_MODEL", "text-embedding-3-small")
         self.batch_size = batch_size
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url or os.environ.get("MEMDESK_BASE_URL"),
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._client = client if client is not None else make_client(base_url, api_key, timeout)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
-        import openai
+        from .openai_compat import call_with_retries
 
         out: list[list[float]] = []
+        what = f"embedding request to {self._client.base_url} (model {self.model})"
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            try:
-                response = await self._client.embeddings.create(model=self.model, input=batch)
-            except openai.OpenAIError as exc:
-                raise ModelError(f"embedding request to {self._client.base_url} failed: {exc}") from exc
-            data = sorted(response.data, key=lambda d: d.index)
-            if len(data) != len(batch):
-                raise ModelError(f"embedding endpoint returned {len(data)} vectors for {len(batch)} texts")
+            response = await call_with_retries(
+                lambda batch=batch: self._client.embeddings.create(model=self.model, input=batch),
+                what=what, max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
+            )
+            raw = getattr(response, "data", None)
+            if not isinstance(raw, list):
+                raise ModelError(f"{what}: the answer has no `data` list (not an embeddings response)")
+            data = sorted(raw, key=lambda d: d.index)
+            if [d.index for d in data] != list(range(len(batch))):
+                raise ModelError(
+                    f"{what}: returned {len(data)} vectors with indices {[d.index for d in data][:10]} "
+                    f"for {len(batch)} texts"
+                )
             for item in data:
-                vector = [float(x) for x in item.embedding]
+                vector = [float(x) for x in item.embedding or []]
                 if len(vector) != self.dimensions:
                     raise ModelError(
-                        f"embedding endpoint returned {len(vector)} dimensions, expected {self.dimensions}"
+                        f"{what}: returned {len(vector)}-dimensional vectors, expected {self.dimensions}; "
+                        f"configure OpenAIEmbedder(dimensions={len(vector)}) for this model (a database "
+                        f"built with {self.dimensions} dimensions needs a model of that width)"
                     )
                 if any(math.isnan(x) or math.isinf(x) for x in vector):
-                    raise ModelError("embedding endpoint returned NaN or infinite values")
+                    raise ModelError(f"{what}: returned NaN or infinite values")
                 out.append(vector)
         return out
 

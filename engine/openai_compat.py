@@ -1,0 +1,103 @@
+"""What the OpenAI-backed extractor and embedder share: building the client and one bounded retry
+loop.
+
+Why our own loop instead of the client's `max_retries`: the client's backoff starts at 0.5 s and
+cannot be tuned per call, its retry count is invisible to us, and a body that is not JSON escapes
+it as a bare `json.JSONDecodeError`. Here the client runs with `max_retries=0`, and this loop
+retries exactly the transient failures (timeouts, connection errors, 408/409/429, 5xx) with
+exponential backoff, honouring `retry-after`, and turns everything else into a typed `ModelError`
+whose message names the endpoint and the cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .errors import ConfigurationError, MalformedModelOutputError, ModelError
+
+T = TypeVar("T")
+
+PLACEHOLDER_KEY = "not-needed"  # local OpenAI-compatible servers accept any key
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def make_client(base_url: str | None, api_key: str | None, timeout: float) -> Any:
+    """An `openai.AsyncOpenAI` with retries off (the caller's loop owns them).
+
+    A base URL without a key gets a placeholder key, since local servers need none; the real
+    OpenAI endpoint without a key is a configuration error named as such, not the client's
+    generic complaint."""
+    import openai
+
+    url = base_url or os.environ.get("MEMDESK_BASE_URL") or None
+    key = api_key or os.environ.get("OPENAI_API_KEY") or (PLACEHOLDER_KEY if url else None)
+    if key is None:
+        raise ConfigurationError(
+            "no API key for the OpenAI endpoint: set OPENAI_API_KEY, or point MEMDESK_BASE_URL "
+            "(base_url=...) at an OpenAI-compatible server"
+        )
+    return openai.AsyncOpenAI(base_url=url, api_key=key, timeout=timeout, max_retries=0)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            return max(0.0, float(raw) / divisor)
+        except ValueError:
+            continue  # an HTTP date: fall back to our own backoff
+    return None
+
+
+def _transient(exc: Exception) -> bool:
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
+    return False
+
+
+async def call_with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    what: str,
+    max_retries: int,
+    backoff: float,
+    max_backoff: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
+    """Run `call`; on a transient failure wait and try again, at most `max_retries` more times.
+
+    The wait is `backoff * 2**attempt` (or the server's `retry-after`), capped at `max_backoff`.
+    Raises ModelError (MalformedModelOutputError for a body that is not JSON) once retries are
+    spent or on a failure retrying cannot fix (400, 401, 404...)."""
+    import openai
+
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except openai.OpenAIError as exc:
+            if _transient(exc) and attempt < max_retries:
+                hinted = _retry_after(exc)
+                delay = hinted if hinted is not None else backoff * (2**attempt)
+                await sleep(min(delay, max_backoff))
+                attempt += 1
+                continue
+            tries = f" after {attempt + 1} attempts" if attempt else ""
+            status = getattr(exc, "status_code", None)
+            cause = f"HTTP {status}: {exc}" if status is not None else f"{type(exc).__name__}: {exc}"
+            raise ModelError(f"{what} failed{tries}: {cause}") from exc
+        except ValueError as exc:  # json.JSONDecodeError from a body that is not JSON
+            raise MalformedModelOutputError(f"{what} answered with a body that is not JSON: {exc}") from exc
