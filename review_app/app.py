@@ -1,0 +1,242 @@
+"""The review workstation: a Textual app over one memdesk database.
+
+The app owns what every screen shares: the open `Memory`, the reviewer's name, the clock, the
+lease bookkeeping and the one place where a failed worker becomes an error dialog. Screens are
+Textual modes so each keeps its state (cursor, filters) while another is shown.
+
+The database is opened in a worker while a plain "opening" screen is shown, and the first mode is
+entered only once it is open: every screen may therefore rely on `app.memory` being open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input, Static, TextArea
+from textual.worker import WorkerFailed, get_current_worker
+
+from engine import Memory, MemoryConfig
+from engine.errors import ConflictError, MemdeskError, UserInputError
+
+from .modals import ErrorModal
+from .widgets.literal import literal
+
+try:  # the SCREENS engineer's modules; until they exist the modes say so instead of failing
+    from .screens.help import HelpScreen
+    from .screens.knowledge import KnowledgeScreen
+    from .screens.stats import StatsScreen
+    from .screens.tombstones import TombstonesScreen
+except ImportError:  # pragma: no cover - only while the other screens are being written
+    HelpScreen = KnowledgeScreen = StatsScreen = TombstonesScreen = None  # type: ignore[assignment,misc]
+from .screens.queue import QueueScreen
+
+
+class OpeningScreen(Screen[None]):
+    """Shown while the database opens (and if it cannot be opened, under the error dialog)."""
+
+    def __init__(self, db_path: str) -> None:
+        super().__init__()
+        self.db_path = db_path
+
+    def compose(self) -> ComposeResult:
+        yield Static(literal(f"Opening {self.db_path} …"), id="opening")
+
+
+class UnavailableScreen(Screen[None]):
+    """A mode whose screen module is not installed in this build."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.mode_name = name
+
+    def compose(self) -> ComposeResult:
+        yield Static(literal(f"The {self.mode_name} screen is not available in this build."))
+
+
+def _mode(cls: type[Screen[Any]] | None, name: str) -> Callable[[], Screen[Any]]:
+    return cls if cls is not None else partial(UnavailableScreen, name)
+
+
+def what_was_kept(error: BaseException) -> str:
+    """The sentence an error dialog ends with: what the failure did NOT change."""
+    if isinstance(error, UserInputError | ConflictError):
+        return "Nothing was changed: the engine rolled the transaction back."
+    if isinstance(error, MemdeskError):
+        return "Nothing was changed by this step (each change is one transaction); earlier decisions are saved."
+    return "Decisions confirmed before this step are saved; this step may not have completed."
+
+
+class ReviewApp(App[None]):
+    """memdesk review workstation."""
+
+    TITLE = "memdesk review"
+    CSS_PATH = "app.tcss"
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+        "queue": QueueScreen,
+        "knowledge": _mode(KnowledgeScreen, "knowledge"),
+        "tombstones": _mode(TombstonesScreen, "tombstones"),
+        "stats": _mode(StatsScreen, "stats"),
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "mode('queue')", "Queue", id="app.mode.queue"),
+        Binding("2", "mode('knowledge')", "Knowledge", id="app.mode.knowledge"),
+        Binding("3", "mode('tombstones')", "Tombstones", id="app.mode.tombstones"),
+        Binding("4", "mode('stats')", "Stats", id="app.mode.stats"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(
+        self, db_path: str, reviewer: str, *, clock: Callable[[], datetime] | None = None,
+        keymap: Mapping[str, str] | None = None, config: MemoryConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.db_path = str(db_path)
+        self.reviewer = reviewer
+        self.clock = clock
+        self.config = config
+        self.memory: Memory = Memory(self.db_path, clock=clock, config=config)
+        self.memory_ready = False
+        # A fixed clock means a test or a screenshot: render identically every run.
+        self.test_mode = clock is not None
+        self.claimed: set[int] = set()
+        """Candidates this app holds a lease on; released on quit so nobody waits for the expiry."""
+        if keymap:
+            self.set_keymap(dict(keymap))
+
+    # -- shared services ---------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock() if self.clock is not None else datetime.now(UTC)
+
+    async def claim(self, candidate_id: int) -> None:
+        """Lease a candidate to this reviewer (raises ClaimedError / AlreadyDecidedError)."""
+        await self.memory.review.claim(candidate_id, self.reviewer)
+        self.claimed.add(candidate_id)
+
+    async def release(self, candidate_id: int) -> None:
+        self.claimed.discard(candidate_id)
+        if self.memory_ready:
+            await self.memory.review.release(candidate_id, self.reviewer)
+
+    async def release_all(self) -> None:
+        for cid in sorted(self.claimed):
+            await self.release(cid)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[Any]:
+        return OpeningScreen(self.db_path)
+
+    def on_mount(self) -> None:
+        self._open_memory()
+
+    @work(exclusive=True, group="open", name="Opening the database")
+    async def _open_memory(self) -> None:
+        await self.memory.open()
+        self.memory_ready = True
+        await self.switch_mode("queue")
+
+    async def on_unmount(self) -> None:
+        if self.memory_ready:
+            try:
+                await self.release_all()
+            finally:
+                self.memory_ready = False
+                await self.memory.close()
+
+    async def action_quit(self) -> None:
+        if self.memory_ready:
+            await self.release_all()
+        self.exit()
+
+    def _register(self, parent: DOMNode, *widgets: Widget, **kwargs: Any) -> list[Widget]:
+        # In test mode no cursor blinks: a blink timer would make snapshots differ run to run.
+        # Hooked here because Textual has no app-wide "a widget was mounted" event.
+        registered = super()._register(parent, *widgets, **kwargs)
+        if self.test_mode:
+            for widget in widgets:
+                for node in (widget, *widget.walk_children(with_self=False)):
+                    if isinstance(node, Input | TextArea):
+                        node.cursor_blink = False
+        return registered
+
+    # -- actions -----------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Before the database is open no screen can show anything: keep the mode keys inert.
+        return self.memory_ready or action not in ("mode", "help")
+
+    async def action_mode(self, mode: str) -> None:
+        if self.current_mode != mode:
+            await self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        if HelpScreen is None:  # pragma: no cover - only while the help screen is being written
+            self.notify("Help is not available in this build.", severity="warning")
+            return
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # -- command palette ---------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Every described binding of the app and of the active screen is also a palette entry."""
+        yield from super().get_system_commands(screen)
+        seen: set[str] = set()
+        for key, active in screen.active_bindings.items():
+            binding, node = active.binding, active.node
+            if node is not self and node is not screen:
+                continue
+            if not binding.description or not active.enabled:
+                continue
+            ident = binding.id or binding.action
+            if ident in seen:
+                continue
+            seen.add(ident)
+            yield SystemCommand(
+                binding.description,
+                f"key {self.get_key_display(binding) or key}" + (f" · {binding.id}" if binding.id else ""),
+                partial(self.run_action, binding.action, node),
+            )
+
+    # -- the central error handler -----------------------------------------------------------------
+
+    def _handle_exception(self, error: Exception) -> None:
+        """A failed worker opens an ErrorModal instead of closing the app.
+
+        Textual routes a worker's exception here (workers default to exit_on_error=True); the
+        worker's name says what was being done ("Approving candidate 12"). Anything that is not a
+        worker failure keeps Textual's behaviour (print the traceback and exit).
+        """
+        if not isinstance(error, WorkerFailed):
+            super()._handle_exception(error)
+            return
+        cause = error.error
+        try:
+            worker = get_current_worker()
+            what = worker.name or worker.description or "A background task"
+        except Exception:
+            what = "A background task"
+        detail = f"{type(cause).__name__}: {cause}\n\n{what_was_kept(cause)}"
+        self.report_error(f"{what} failed", detail)
+
+    def report_error(self, title: str, detail: str) -> None:
+        self.push_screen(ErrorModal(title, detail))
+
+
+def run_review(db_path: str, reviewer: str, keymap_path: str | None) -> None:
+    """Entry point of `memdesk review`: load the keymap (errors before the screen switches), run."""
+    from .keymap import load_keymap
+
+    keymap = load_keymap(keymap_path) if keymap_path else None
+    ReviewApp(db_path, reviewer, keymap=keymap).run()

@@ -1,0 +1,294 @@
+"""The workstation's modal dialogs: confirm, reason, error and edit.
+
+Each modal returns a typed value through `dismiss` so that a screen can push it with a callback
+(or `push_screen_wait` inside a worker) and never has to read widget state itself. Validation
+happens here, before anything reaches the engine, so that "nothing saved until valid" holds by
+construction: the modal simply does not dismiss while its input is wrong. The engine still checks
+again (`check_interval` is the single interval rule), so a modal bug cannot store a bad interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from engine.errors import UserInputError
+from engine.timeutil import check_interval, parse_datetime
+
+from .widgets.literal import literal
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonResult:
+    """What a reviewer gave as the reason for a rejection or retraction."""
+
+    reason: str
+    tombstone: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    """An edited candidate: None for an interval end means an open end."""
+
+    statement: str
+    valid_at: datetime | None
+    invalid_at: datetime | None
+
+
+def _format_dt(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    if value.hour == value.minute == value.second == value.microsecond == 0:
+        return value.date().isoformat()
+    return value.isoformat()
+
+
+class ConfirmModal(ModalScreen[bool]):
+    """A yes/no question; `y`/Enter say yes, `n`/Escape say no."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("enter", "answer(True)", "Yes", show=False, id="confirm.enter"),
+        Binding("n", "answer(False)", "No", id="confirm.no"),
+        Binding("escape", "answer(False)", "No", show=False, id="confirm.escape"),
+    ]
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="confirm-box"):
+            yield Static(literal(self.message), id="confirm-message")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Yes (y)", id="yes", variant="primary")
+                yield Button("No (n)", id="no")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class ReasonModal(ModalScreen["ReasonResult | None"]):
+    """Ask why (a rejection, a retraction): common reasons as a list, or free text.
+
+    An empty reason is refused inline rather than dismissed, because the engine requires one and a
+    reviewer who pressed Enter by accident should not lose the dialog.
+    """
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="reason.cancel"),
+        Binding("ctrl+s", "submit", "Confirm", id="reason.submit"),
+    ]
+
+    def __init__(
+        self, title: str, *, presets: Sequence[str] = (), note: str | None = None, tombstone: bool | None = None
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.presets = list(presets)
+        self.note = note
+        self.tombstone = tombstone
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="reason-box"):
+            yield Static(literal(self.title_text), classes="modal-title")
+            if self.presets:
+                yield OptionList(*[Option(literal(p), id=f"preset-{i}") for i, p in enumerate(self.presets)],
+                                 id="reason-presets")
+            yield Input(placeholder="or type a reason, then Enter", id="reason-input")
+            yield Static("", id="reason-error", classes="inline-error")
+            if self.note:
+                yield Static(literal(self.note), id="reason-note", classes="modal-note")
+            if self.tombstone is not None:
+                yield Checkbox("Write a tombstone", value=self.tombstone, id="reason-tombstone")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Confirm", id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason-input", Input).focus()
+
+    def _tombstone_value(self) -> bool:
+        if self.tombstone is None:
+            return False
+        return self.query_one("#reason-tombstone", Checkbox).value
+
+    def _submit(self, reason: str) -> None:
+        cleaned = reason.strip()
+        if not cleaned:
+            self.query_one("#reason-error", Static).update("A reason is required: pick one or type it.")
+            self.query_one("#reason-input", Input).focus()
+            return
+        self.dismiss(ReasonResult(cleaned, self._tombstone_value()))
+
+    @on(OptionList.OptionSelected, "#reason-presets")
+    def _preset(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._submit(self.presets[event.option_index])
+
+    @on(Input.Submitted, "#reason-input")
+    def _typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit(event.value)
+
+    @on(Button.Pressed, "#ok")
+    def _ok(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
+
+    def action_submit(self) -> None:
+        self._submit(self.query_one("#reason-input", Input).value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ErrorModal(ModalScreen[None]):
+    """Something failed: what, why, and what was kept. The detail is shown literally (it may quote
+    user text inside an engine error message)."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="error.close"),
+        Binding("enter", "close", "Close", show=False, id="error.enter"),
+    ]
+
+    def __init__(self, title: str, detail: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="error-box"):
+            yield Static(literal(self.title_text), classes="modal-title error-title")
+            yield Static(literal(self.detail), id="error-detail")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Close", id="close", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#close", Button).focus()
+
+    @on(Button.Pressed, "#close")
+    def _close_pressed(self) -> None:
+        self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class EditModal(ModalScreen["EditResult | None"]):
+    """Edit a statement and its valid-time interval before approving.
+
+    Dates are ISO 8601 (a date alone is midnight UTC); an empty field is an open end. Errors are
+    shown under the field that caused them, and nothing is returned until all of them are gone.
+    """
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="edit.cancel"),
+        Binding("ctrl+s", "submit", "Save", id="edit.submit"),
+    ]
+
+    def __init__(
+        self, statement: str, valid_at: datetime | None = None, invalid_at: datetime | None = None,
+        *, title: str = "Edit, then approve",
+    ) -> None:
+        super().__init__()
+        self.statement = statement
+        self.valid_at = valid_at
+        self.invalid_at = invalid_at
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="edit-box"):
+            yield Static(literal(self.title_text), classes="modal-title")
+            yield Label("Statement")
+            yield Input(self.statement, id="edit-statement")
+            yield Static("", id="edit-statement-error", classes="inline-error")
+            yield Label("Valid from (ISO date, empty = always)")
+            yield Input(_format_dt(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")
+            yield Static("", id="edit-valid-at-error", classes="inline-error")
+            yield Label("Valid until (ISO date, empty = until further notice)")
+            yield Input(_format_dt(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
+            yield Static("", id="edit-invalid-at-error", classes="inline-error")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Save and approve", id="ok", variant="primary")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#edit-statement", Input).focus()
+
+    def _error(self, field: str, message: str) -> None:
+        self.query_one(f"#edit-{field}-error", Static).update(literal(message))
+
+    def validate_fields(self) -> EditResult | None:
+        """The EditResult, or None after showing every error inline."""
+        for field in ("statement", "valid-at", "invalid-at"):
+            self._error(field, "")
+        ok = True
+        statement = self.query_one("#edit-statement", Input).value.strip()
+        if not statement:
+            self._error("statement", "The statement cannot be empty.")
+            ok = False
+        ends: dict[str, datetime | None] = {}
+        for field, what in (("valid-at", "valid from"), ("invalid-at", "valid until")):
+            raw = self.query_one(f"#edit-{field}", Input).value
+            if not raw.strip():
+                ends[field] = None
+                continue
+            try:
+                ends[field] = parse_datetime(raw, what)
+            except UserInputError as exc:
+                self._error(field, str(exc))
+                ok = False
+        if not ok:
+            return None
+        try:
+            check_interval(ends["valid-at"], ends["invalid-at"])
+        except UserInputError as exc:
+            self._error("invalid-at", f"{exc}. Nothing was saved.")
+            return None
+        return EditResult(statement, ends["valid-at"], ends["invalid-at"])
+
+    def action_submit(self) -> None:
+        result = self.validate_fields()
+        if result is not None:
+            self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    @on(Button.Pressed, "#ok")
+    def _ok(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
+
+
+__all__ = ["ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult"]
