@@ -14,6 +14,7 @@ another's transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -95,6 +96,21 @@ class Database:
     async def close(self) -> None:
         await self.conn.close()
 
+    async def _begin(self, statement: str) -> None:
+        """BEGIN that survives the caller's cancellation (a UI cancelling a stale read, say).
+
+        aiosqlite runs a queued statement even after the task awaiting it is cancelled, so a
+        cancelled BEGIN would leave the shared connection inside a transaction nobody ends, and
+        every later BEGIN would fail with "cannot start a transaction within a transaction".
+        The ROLLBACK is queued behind the BEGIN, so it always ends exactly that transaction.
+        """
+        try:
+            await self.conn.execute(statement)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):  # the BEGIN itself failed: no transaction to end
+                await self.conn.execute("ROLLBACK")
+            raise
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Lock contention beyond the
@@ -102,7 +118,7 @@ class Database:
         async with self.lock:
             for attempt in range(20):
                 try:
-                    await self.conn.execute("BEGIN IMMEDIATE")
+                    await self._begin("BEGIN IMMEDIATE")
                     break
                 except Exception as exc:  # driver-specific OperationalError
                     if not _is_busy(exc) or attempt == 19:
@@ -128,7 +144,7 @@ class Database:
     async def reading(self) -> AsyncIterator[aiosqlite.Connection]:
         """A consistent snapshot for multi-statement reads."""
         async with self.lock:
-            await self.conn.execute("BEGIN")
+            await self._begin("BEGIN")
             try:
                 yield self.conn
             finally:
