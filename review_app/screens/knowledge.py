@@ -1,0 +1,332 @@
+"""The Knowledge screen: one user's facts, for support teams correcting them while the user waits.
+
+Everything the agent sees comes from the engine's public `Memory` calls (`knowledge`, `versions`,
+`history`, `correct`, `retract`), run in workers so the event loop (which aiosqlite shares) never
+blocks. An action re-reads the table afterwards and puts its outcome in the status line, so the
+agent sees the new version (or the fact leaving the active view) without guessing.
+
+The as-of field asks VALID time (what was true in the world then); `x` adds expired versions
+(superseded or retracted), which is how an old version valid at that date becomes visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from engine.errors import UserInputError
+from engine.models import Knowledge
+from engine.timeutil import parse_datetime
+
+from ..modals import ReasonModal, ReasonResult
+from ..widgets.knowledge_correct import CorrectModal, CorrectResult
+from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
+from ..widgets.literal import literal
+
+if TYPE_CHECKING:
+    from engine import Memory
+
+RETRACT_PRESETS = (
+    "The user says this is wrong",
+    "Not about this user",
+    "The user asked us to forget it",
+    "Sensitive: must not be stored",
+)
+
+
+class KnowledgeScreen(Screen[None]):
+    """Pick a user; list, search, date and fix their facts; read a fact's history."""
+
+    CSS_PATH = "knowledge.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "correct", "Correct", id="knowledge.correct"),
+        Binding("t", "retract", "Retract", id="knowledge.retract"),
+        Binding("x", "toggle_expired", "Show expired", id="knowledge.toggle_expired"),
+        Binding("slash", "search", "Search", id="knowledge.search"),
+        Binding("d", "as_of", "As-of date", id="knowledge.as_of"),
+        Binding("u", "pick_user", "User", id="knowledge.user"),
+        Binding("escape", "focus_table", "Back to the table", show=False, id="knowledge.table"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.user_id: str | None = None
+        self.include_expired = False
+        self.as_of: datetime | None = None
+        self.search_text = ""
+        self.facts: dict[int, Knowledge] = {}
+        self._select_after_load: int | None = None
+
+    # -- layout -------------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="knowledge-bar"):
+            yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
+            yield Input(placeholder="search statements  (/)", id="knowledge-search")
+            yield Input(placeholder="as of (valid time), e.g. 2024-05-01  (d)", id="knowledge-asof")
+            yield Static("", id="knowledge-mode")
+        yield Static("", id="knowledge-asof-error", classes="inline-error")
+        with Vertical(id="knowledge-body"):
+            yield DataTable(id="knowledge-table", cursor_type="row", zebra_stripes=True)
+            with Horizontal(id="knowledge-history"):
+                with VerticalScroll(id="knowledge-versions-box"):
+                    yield Static("Select a fact to see its versions.", id="knowledge-versions")
+                with VerticalScroll(id="knowledge-audit-box"):
+                    yield Static("", id="knowledge-audit")
+        yield Static("", id="knowledge-status")
+        yield Footer()
+
+    @property
+    def memory(self) -> Memory:
+        return cast("Memory", cast(Any, self.app).memory)
+
+    @property
+    def reviewer(self) -> str:
+        return str(cast(Any, self.app).reviewer)
+
+    @property
+    def table(self) -> DataTable[Any]:
+        return self.query_one("#knowledge-table", DataTable)
+
+    def on_mount(self) -> None:
+        table = self.table
+        table.add_column("#", key="id")
+        table.add_column("Statement", key="statement", width=64)
+        table.add_column("Status", key="status")
+        table.add_column("End reason", key="end_reason", width=18)
+        table.add_column("Valid (from → until)", key="valid")
+        table.add_column("Created (UTC)", key="created")
+        table.add_column("By", key="by")
+        self.query_one("#knowledge-versions-box").border_title = "Versions"
+        self.query_one("#knowledge-audit-box").border_title = "Audit events"
+        self._show_mode()
+        table.focus()
+        self._work(self._load_users, "Loading the user list", "users")
+
+    def on_screen_resume(self) -> None:
+        """Coming back from another mode: other screens may have changed facts meanwhile."""
+        if self.user_id is not None:
+            self.reload()
+
+    # -- workers ------------------------------------------------------------------------------------
+
+    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
+        """Run DB work in a worker; errors go to the app's central handler (exit_on_error=False),
+        which names `description` as what failed. A read is exclusive in its group (a newer read
+        makes the older one moot); a change never is: cancelling it would silently undo it."""
+        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}",
+                        exclusive=group != "action", exit_on_error=False)
+
+    async def _load_users(self) -> None:
+        users = await self.memory.users()
+        select = self.query_one("#knowledge-user", Select)
+        select.set_options([(literal(u), u) for u in users])
+        if users:
+            chosen = self.user_id if self.user_id in users else users[0]
+            select.value = chosen
+            if self.user_id != chosen:
+                self.user_id = chosen
+                self.reload()
+        else:
+            self._status("No users in this database yet.")
+
+    def reload(self, select_id: int | None = None) -> None:
+        """Re-read the table for the current user, filters and as-of date."""
+        self._select_after_load = select_id
+        self._work(self._load_facts, f"Loading the facts of {self.user_id}", "load")
+
+    async def _load_facts(self) -> None:
+        if self.user_id is None:
+            return
+        facts = await self.memory.knowledge(
+            self.user_id, include_expired=self.include_expired, at_time=self.as_of,
+            search=self.search_text or None,
+        )
+        self.facts = {k.id: k for k in facts}
+        table = self.table
+        previous = self._current_id()
+        table.clear()
+        for k in facts:
+            table.add_row(
+                str(k.id), literal(k.statement), status_text(k.status), literal(k.end_reason or ""),
+                k.interval_text(), fmt_time(k.created_at), literal(k.created_by), key=str(k.id),
+            )
+        target = self._select_after_load if self._select_after_load in self.facts else previous
+        self._select_after_load = None
+        if target in self.facts:
+            table.move_cursor(row=table.get_row_index(str(target)))
+        self._show_mode(len(facts))
+        if not facts:
+            self.query_one("#knowledge-versions", Static).update(Text("No facts match.", style="dim"))
+            self.query_one("#knowledge-audit", Static).update("")
+        else:
+            self._show_history()
+
+    def _show_history(self) -> None:
+        kid = self._current_id()
+        if kid is None or self.user_id is None:
+            return
+        self._work(partial(self._load_history, self.user_id, kid), f"Loading the history of fact {kid}", "history")
+
+    async def _load_history(self, user_id: str, kid: int) -> None:
+        chain = await self.memory.versions(user_id, kid)
+        events = await self.memory.history(user_id, kid)
+        fact = next((k for k in chain if k.id == kid), None)
+        if fact is None:
+            return
+        self.query_one("#knowledge-versions", Static).update(versions_renderable(fact, chain))
+        self.query_one("#knowledge-audit", Static).update(audit_renderable(events))
+        self.query_one("#knowledge-versions-box").border_title = f"Versions of fact #{kid}"
+        self.query_one("#knowledge-audit-box").border_title = f"Audit events of fact #{kid} and its versions"
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def _current_id(self) -> int | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:  # cursor outside the rows while the table is being rebuilt
+            return None
+        return int(key.value) if key.value is not None else None
+
+    def _current_fact(self) -> Knowledge | None:
+        kid = self._current_id()
+        return self.facts.get(kid) if kid is not None else None
+
+    def _status(self, message: str) -> None:
+        self.query_one("#knowledge-status", Static).update(literal(message))
+
+    def _show_mode(self, count: int | None = None) -> None:
+        parts = ["all versions" if self.include_expired else "active only"]
+        if self.as_of is not None:
+            parts.append(f"valid on {fmt_time(self.as_of)}")
+        if count is not None:
+            parts.append(f"{count} fact{'s' if count != 1 else ''}")
+        self.query_one("#knowledge-mode", Static).update(Text(" · ".join(parts)))
+
+    # -- events -------------------------------------------------------------------------------------
+
+    @on(Select.Changed, "#knowledge-user")
+    def _user_changed(self, event: Select.Changed) -> None:
+        value = event.value
+        if isinstance(value, str) and value != self.user_id:
+            self.user_id = value
+            self.reload()
+
+    @on(Input.Changed, "#knowledge-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.search_text = event.value.strip()
+        self.reload()
+
+    @on(Input.Submitted, "#knowledge-search")
+    def _search_done(self) -> None:
+        self.table.focus()
+
+    @on(Input.Submitted, "#knowledge-asof")
+    def _as_of_submitted(self, event: Input.Submitted) -> None:
+        error = self.query_one("#knowledge-asof-error", Static)
+        raw = event.value.strip()
+        if not raw:
+            self.as_of = None
+        else:
+            try:
+                self.as_of = parse_datetime(raw, "as-of date")
+            except UserInputError as exc:
+                error.update(literal(str(exc)))
+                return
+        error.update("")
+        self.reload()
+        self.table.focus()
+
+    @on(DataTable.RowHighlighted, "#knowledge-table")
+    def _row_highlighted(self) -> None:
+        self._show_history()
+
+    # -- actions ------------------------------------------------------------------------------------
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_search(self) -> None:
+        self.query_one("#knowledge-search", Input).focus()
+
+    def action_as_of(self) -> None:
+        self.query_one("#knowledge-asof", Input).focus()
+
+    def action_pick_user(self) -> None:
+        self.query_one("#knowledge-user", Select).focus()
+
+    def action_toggle_expired(self) -> None:
+        self.include_expired = not self.include_expired
+        self._show_mode()
+        self.reload()
+
+    def action_correct(self) -> None:
+        fact = self._current_fact()
+        if fact is None:
+            self.notify("No fact selected.", severity="warning")
+            return
+        if fact.status != "active":
+            self.notify(f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
+                        severity="warning", markup=False)
+            return
+        self.app.push_screen(CorrectModal(fact), callback=lambda result: self._corrected(fact, result))
+
+    def _corrected(self, fact: Knowledge, result: CorrectResult | None) -> None:
+        if result is None:
+            return
+        change = partial(self._apply, partial(self._do_correct, fact, result))
+        self._work(change, f"Correcting fact {fact.id}", "action")
+
+    async def _do_correct(self, fact: Knowledge, result: CorrectResult) -> int:
+        new = await self.memory.correct(
+            fact.user_id, fact.id, result.statement, actor=self.reviewer, reason=result.reason,
+            valid_at=result.valid_at, invalid_at=result.invalid_at,
+        )
+        self._status(f"Fact #{fact.id} corrected: new version #{new.id} supersedes it ({result.reason}).")
+        return new.id
+
+    def action_retract(self) -> None:
+        fact = self._current_fact()
+        if fact is None:
+            self.notify("No fact selected.", severity="warning")
+            return
+        if fact.status != "active":
+            self.notify(f"Fact #{fact.id} is already {fact.status}.", severity="warning", markup=False)
+            return
+        modal = ReasonModal(
+            f"Retract fact #{fact.id}: {fact.statement}", presets=RETRACT_PRESETS, tombstone=True,
+            note=f"With a tombstone, extraction will not queue this value again for user {fact.user_id}.",
+        )
+        self.app.push_screen(modal, callback=lambda result: self._retracted(fact, result))
+
+    def _retracted(self, fact: Knowledge, result: ReasonResult | None) -> None:
+        if result is None:
+            return
+        change = partial(self._apply, partial(self._do_retract, fact, result))
+        self._work(change, f"Retracting fact {fact.id}", "action")
+
+    async def _do_retract(self, fact: Knowledge, result: ReasonResult) -> int:
+        await self.memory.retract(fact.user_id, fact.id, actor=self.reviewer, reason=result.reason,
+                                  tombstone=result.tombstone)
+        stone = "; tombstone written" if result.tombstone else "; no tombstone"
+        self._status(f"Fact #{fact.id} retracted ({result.reason}){stone}.")
+        return fact.id
+
+    async def _apply(self, change: Callable[[], Awaitable[int]]) -> None:
+        """Run one engine change, then re-read the table selecting the row it produced."""
+        selected = await change()
+        self._select_after_load = selected
+        await self._load_facts()

@@ -1,0 +1,144 @@
+"""The correction dialog of the Knowledge screen: a new statement and interval plus a reason.
+
+A correction is one engine call that needs all four values, so they are asked for in one dialog
+rather than an edit dialog followed by a reason dialog: a support agent fixing a fact while the
+user waits should not be able to lose the edit by cancelling the second step. Validation runs here
+through the engine's own rules (`parse_datetime`, `check_interval`) and the dialog does not
+dismiss while anything is wrong; the engine checks again on write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from engine.errors import UserInputError
+from engine.models import Knowledge
+from engine.timeutil import check_interval, parse_datetime
+
+from .literal import literal
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectResult:
+    """A correction as typed: None for an interval end means an open end."""
+
+    statement: str
+    valid_at: datetime | None
+    invalid_at: datetime | None
+    reason: str
+
+
+def format_day_or_time(value: datetime | None) -> str:
+    """An interval end as the user would type it back: a date when it is midnight UTC."""
+    if value is None:
+        return ""
+    if value.hour == value.minute == value.second == value.microsecond == 0:
+        return value.date().isoformat()
+    return value.isoformat()
+
+
+class CorrectModal(ModalScreen["CorrectResult | None"]):
+    """Correct one fact: statement and interval pre-filled from the current version."""
+
+    CSS_PATH = "knowledge_correct.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="correct.cancel"),
+        Binding("ctrl+s", "submit", "Save", id="correct.submit"),
+    ]
+
+    def __init__(self, fact: Knowledge) -> None:
+        super().__init__()
+        self.fact = fact
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="correct-box"):
+            yield Static(f"Correct fact #{self.fact.id} of {self.fact.user_id}", classes="correct-title", markup=False)
+            yield Label("Current statement")
+            yield Static(literal(self.fact.statement), id="correct-current")
+            yield Label("New statement")
+            yield Input(self.fact.statement, id="correct-statement")
+            yield Static("", id="correct-statement-error", classes="inline-error")
+            yield Label("Valid from (ISO date, empty = always)")
+            yield Input(format_day_or_time(self.fact.valid_at), id="correct-valid-at", placeholder="e.g. 2024-05-01")
+            yield Static("", id="correct-valid-at-error", classes="inline-error")
+            yield Label("Valid until (ISO date, empty = until further notice)")
+            yield Input(format_day_or_time(self.fact.invalid_at), id="correct-invalid-at",
+                        placeholder="e.g. 2025-01-01")
+            yield Static("", id="correct-invalid-at-error", classes="inline-error")
+            yield Label("Reason (required, kept in the audit log)")
+            yield Input("", id="correct-reason", placeholder="e.g. the user told support it is wrong")
+            yield Static("", id="correct-reason-error", classes="inline-error")
+            yield Static("The old version stays in the history, superseded (end reason: corrected).",
+                         classes="correct-note")
+            with Horizontal(classes="correct-buttons"):
+                yield Button("Save correction", id="correct-ok", variant="primary")
+                yield Button("Cancel", id="correct-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#correct-statement", Input).focus()
+
+    def _error(self, field: str, message: str) -> None:
+        self.query_one(f"#correct-{field}-error", Static).update(literal(message))
+
+    def validate_fields(self) -> CorrectResult | None:
+        """The result, or None after showing every problem under its field."""
+        for field in ("statement", "valid-at", "invalid-at", "reason"):
+            self._error(field, "")
+        ok = True
+        statement = self.query_one("#correct-statement", Input).value.strip()
+        if not statement:
+            self._error("statement", "The statement cannot be empty.")
+            ok = False
+        reason = self.query_one("#correct-reason", Input).value.strip()
+        if not reason:
+            self._error("reason", "A reason is required.")
+            ok = False
+        ends: dict[str, datetime | None] = {}
+        for field, what in (("valid-at", "valid from"), ("invalid-at", "valid until")):
+            raw = self.query_one(f"#correct-{field}", Input).value
+            if not raw.strip():
+                ends[field] = None
+                continue
+            try:
+                ends[field] = parse_datetime(raw, what)
+            except UserInputError as exc:
+                self._error(field, str(exc))
+                ok = False
+        if not ok:
+            return None
+        try:
+            check_interval(ends["valid-at"], ends["invalid-at"])
+        except UserInputError as exc:
+            self._error("invalid-at", f"{exc}. Nothing was saved.")
+            return None
+        return CorrectResult(statement, ends["valid-at"], ends["invalid-at"], reason)
+
+    def action_submit(self) -> None:
+        result = self.validate_fields()
+        if result is not None:
+            self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    @on(Button.Pressed, "#correct-ok")
+    def _ok(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#correct-cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
