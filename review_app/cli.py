@@ -57,8 +57,20 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         raise Failure(str(exc)) from None
     except MemdeskError as exc:
         raise Failure(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
+    except _database_errors() as exc:
         raise Failure(f"database error: {exc}") from None
+
+
+def _database_errors() -> tuple[type[Exception], ...]:
+    """The stdlib's DatabaseError and, when the engine runs on pysqlite3 (a Python whose sqlite3
+    cannot load extensions), that driver's: they are different classes."""
+    from engine.db import sqlite_module
+
+    try:
+        driver = sqlite_module()
+    except MemdeskError:
+        return (sqlite3.DatabaseError,)
+    return (sqlite3.DatabaseError, driver.DatabaseError)
 
 
 def _os_user() -> str:
@@ -148,7 +160,10 @@ def _print_mapping(data: dict[str, Any], indent: int = 0) -> None:
                 click.echo(f"{pad}  -")
                 _print_mapping(item, indent + 2)
         else:
-            shown = ", ".join(map(str, value)) if isinstance(value, list) else ("-" if value is None else value)
+            if isinstance(value, list):
+                shown = ", ".join(map(str, value)) if value else "(none)"
+            else:
+                shown = "-" if value is None else value
             click.echo(f"{pad}{str(key).ljust(width)}  {shown}")
 
 
@@ -301,7 +316,7 @@ def _extractor(name: str, model: str | None, base_url: str | None) -> Any:
 
     try:
         return OpenAIExtractor(base_url=base_url, model=model, api_key=None)  # type: ignore[operator]
-    except UserInputError as exc:
+    except (UserInputError, ConfigurationError) as exc:  # no model, no endpoint, no key: the caller's to fix
         raise BadInput(str(exc)) from None
     except MemdeskError as exc:
         raise Failure(str(exc)) from None
@@ -328,14 +343,15 @@ REPORT_FIELDS = (
 @click.option("--user", help="Only this user's unprocessed messages.")
 @click.option("--extractor", "extractor_name", type=click.Choice(["offline", "openai"]), default="offline",
               show_default=True, help="offline: deterministic, no network. openai: any OpenAI-compatible endpoint.")
-@click.option("--model", help="Model name for --extractor openai (else $MEMDESK_MODEL / $OPENAI_MODEL).")
-@click.option("--base-url", help="Endpoint for --extractor openai (else $MEMDESK_BASE_URL / $OPENAI_BASE_URL).")
+@click.option("--model", help="Model name for --extractor openai (else $MEMDESK_MODEL).")
+@click.option("--base-url", help="Endpoint for --extractor openai (else $MEMDESK_BASE_URL; default OpenAI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def process(db: str, user: str | None, extractor_name: str, model: str | None, base_url: str | None,
             as_json: bool) -> None:
     """Extract pending candidates from unprocessed messages and print the per-gate counts.
 
-    The API key of --extractor openai comes from $MEMDESK_API_KEY or $OPENAI_API_KEY (never argv).
+    The API key of --extractor openai comes from $OPENAI_API_KEY (never argv); a local
+    OpenAI-compatible server given by --base-url needs none.
     """
     existing_db(db)
     extractor = _extractor(extractor_name, model, base_url)
@@ -383,8 +399,10 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
            include_expired: bool, as_json: bool) -> None:
     """Retrieve USER's approved facts for QUERY, as the prompt block an agent would get.
 
-    A user with no facts (or unknown to the store) gets the empty answer and exit 0: search
-    never reveals whether a user exists.
+    A user the store knows but who has no matching approved fact gets the empty answer (exit 0).
+    A user the store holds nothing of is exit 2: at the command line that is almost always a typo,
+    and whoever can run this command can read the whole file anyway. (Agents never get that
+    distinction: the MCP server is bound to one user.)
     """
     existing_db(db)
     at_time = _parse_date(as_of, "--as-of")
@@ -393,8 +411,11 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 
     async def go() -> Any:
         from engine import Memory
+        from engine.errors import NotFoundError
 
         async with Memory(db) as mem:
+            if user not in await mem.users():
+                raise NotFoundError(f"no data for user {user!r} in {db} (`memdesk stats {db}` counts what it holds)")
             return await mem.retrieve(text, user_id=user, top_k=top_k, at_time=at_time, known_at=known,
                                       include_expired=include_expired)
 
