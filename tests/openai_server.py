@@ -3,7 +3,7 @@
 
 Usage (the whole API):
 
-    from openai_server import Reply, chat_reply, embedding_reply, openai_server
+    from openai_server import Reply, chat_reply, embedding_reply, models_reply, openai_server
 
     with openai_server() as server:                       # binds 127.0.0.1 on a free port
         server.script(Reply(429, {"error": {"message": "slow down"}}, headers={"retry-after": "0"}),
@@ -12,7 +12,8 @@ Usage (the whole API):
         ...
         server.requests[0].path, server.requests[0].json  # what the client sent, in order
 
-Replies are consumed first-in first-out by POST /v1/chat/completions and POST /v1/embeddings alike.
+Replies are consumed first-in first-out by POST /v1/chat/completions, POST /v1/embeddings and
+GET /v1/models alike (`models_reply` builds the last).
 When the script is empty, `/v1/embeddings` answers with `embed_fallback(inputs)` if one is set
 (useful when a Memory embeds many times), and otherwise the server answers 418 "script exhausted",
 a status the client does not retry, so a test that under-scripts fails loudly instead of hanging.
@@ -79,6 +80,11 @@ def embedding_reply(vectors: list[list[float]], *, model: str = "test-embed", or
                        "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
 
+def models_reply(*ids: str) -> Reply:
+    return Reply(200, {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "test"}
+                                                  for i in ids]})
+
+
 class ScriptedOpenAIServer:
     def __init__(self) -> None:
         self._replies: deque[Reply] = deque()
@@ -90,7 +96,9 @@ class ScriptedOpenAIServer:
         self._httpd.daemon_threads = True
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-test-server", daemon=True
+        )
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -136,6 +144,15 @@ class ScriptedOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 return
 
+            def do_GET(self) -> None:
+                recorded = Recorded("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+                if self.path != "/v1/models":
+                    with server._lock:
+                        server.requests.append(recorded)
+                    self._send(Reply(404, {"error": {"message": f"no route {self.path}"}}))
+                    return
+                self._reply(server._next(recorded))
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -149,7 +166,9 @@ class ScriptedOpenAIServer:
                         server.requests.append(recorded)
                     self._send(Reply(404, {"error": {"message": f"no route {self.path}"}}))
                     return
-                reply = server._next(recorded)
+                self._reply(server._next(recorded))
+
+            def _reply(self, reply: Reply) -> None:
                 if reply.delay and server._stopping.wait(reply.delay):
                     return
                 self._send(reply)
