@@ -278,7 +278,17 @@ class ReviewService:
                 if await store.later_audit_rows(conn, entity, entity_id, decision_row):
                     raise UndoRefusedError(
                         f"cannot undo the decision on candidate {candidate_id}: {entity} {entity_id} "
-                        "was changed after it; undo that change first"
+                        "was changed after it, and undo never rewrites later history"
+                    )
+
+            async def unreferenced(knowledge_id: int) -> None:
+                # Deleting the fact would leave another candidate's supersedes_id dangling (and the
+                # foreign key would refuse the DELETE with a bare IntegrityError).
+                naming = await store.candidates_naming(conn, knowledge_id, excluding=candidate_id)
+                if naming:
+                    raise UndoRefusedError(
+                        f"cannot undo the decision on candidate {candidate_id}: candidate(s)"
+                        f" {', '.join(map(str, naming))} refer to fact {knowledge_id}, which it created"
                     )
 
             uid = cand.user_id
@@ -305,6 +315,7 @@ class ReviewService:
             else:
                 created = await store.get_knowledge(conn, uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", created.id)
+                await unreferenced(created.id)
                 if cand.decision == "confirm_supersession" and cand.supersedes_id is not None:
                     old = await store.get_knowledge(conn, uid, cand.supersedes_id)
                     await untouched("knowledge", old.id)

@@ -310,6 +310,14 @@ async def restore_candidate(conn: aiosqlite.Connection, before: Candidate) -> No
     )
 
 
+async def candidates_naming(conn: aiosqlite.Connection, knowledge_id: int, *, excluding: int) -> list[int]:
+    """Ids of candidates (any status) whose supersedes_id names the fact, other than `excluding`."""
+    rows = await (await conn.execute(
+        "SELECT id FROM candidates WHERE supersedes_id = ? AND id != ? ORDER BY id", (knowledge_id, excluding)
+    )).fetchall()
+    return [int(r[0]) for r in rows]
+
+
 async def claim_candidate(
     conn: aiosqlite.Connection, candidate_id: int, reviewer: str, now: int, until: int
 ) -> bool:

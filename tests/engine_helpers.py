@@ -1,0 +1,101 @@
+"""Shared pieces of the engine behaviour tests: an injectable clock, and whole-database snapshots so
+that "this call changed nothing" is checked against every row, not against the one column a test
+happened to think of."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine import Memory, MemoryConfig
+from engine.embedders import Embedder
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+# Every table a mutation can touch; the vector table is read through its metadata columns only
+# (the embedding blob is compared as bytes, which is what "unchanged" means for it).
+SNAPSHOT_QUERIES: dict[str, str] = {
+    "knowledge": "SELECT * FROM knowledge ORDER BY id",
+    "candidates": "SELECT * FROM candidates ORDER BY id",
+    "tombstones": "SELECT * FROM tombstones ORDER BY id",
+    "audit_log": "SELECT * FROM audit_log ORDER BY id",
+    "knowledge_fts": "SELECT rowid, statement FROM knowledge_fts ORDER BY rowid",
+    "knowledge_vec": (
+        "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
+        " FROM knowledge_vec ORDER BY knowledge_id"
+    ),
+}
+
+
+class Clock:
+    """A clock the test moves by hand: decisions stamp times a test can name exactly."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@asynccontextmanager
+async def open_memory(
+    path: Path | str, clock: Clock | None = None, embedder: Embedder | None = None,
+    config: MemoryConfig | None = None,
+) -> AsyncIterator[Memory]:
+    async with Memory(path, embedder=embedder, clock=clock or Clock(), config=config) as mem:
+        yield mem
+
+
+async def snapshot(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table a decision or knowledge operation may write."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    async with mem.db.reading() as conn:
+        for table, sql in SNAPSHOT_QUERIES.items():
+            out[table] = [tuple(r) for r in await (await conn.execute(sql)).fetchall()]
+    return out
+
+
+async def counts(mem: Memory) -> dict[str, int]:
+    return {table: len(rows) for table, rows in (await snapshot(mem)).items()}
+
+
+async def row(mem: Memory, table: str, row_id: int) -> tuple[Any, ...]:
+    """One full row by id (knowledge, candidates, tombstones)."""
+    async with mem.db.reading() as conn:
+        found = await (await conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,))).fetchone()
+    assert found is not None, f"{table} {row_id} does not exist"
+    return tuple(found)
+
+
+async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
+    async with mem.db.reading() as conn:
+        found = await (await conn.execute(
+            "SELECT knowledge_id, user_id, status, valid_from, valid_to, created, expired FROM knowledge_vec"
+            " WHERE knowledge_id = ?",
+            (knowledge_id,),
+        )).fetchone()
+    return tuple(found) if found is not None else None
+
+
+async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
+    """(id, actor, action, user_id, entity, entity_id, before, after, reason) written after `after_id`."""
+    async with mem.db.reading() as conn:
+        rows = await (await conn.execute(
+            "SELECT id, actor, action, user_id, entity, entity_id, before, after, reason FROM audit_log"
+            " WHERE id > ? ORDER BY id",
+            (after_id,),
+        )).fetchall()
+    return [tuple(r) for r in rows]
+
+
+async def last_audit_id(mem: Memory) -> int:
+    async with mem.db.reading() as conn:
+        found = await (await conn.execute("SELECT coalesce(max(id), 0) FROM audit_log")).fetchone()
+    return int(found[0])  # type: ignore[index]
