@@ -176,9 +176,15 @@ def _reason(exc: ValidationError) -> str:
 def _parse_jsonl(
     p: Path, plan: IngestPlan, user: str | None, skip_bad: bool, progress: Progress | None
 ) -> None:
+    if p.is_dir():
+        raise InvalidIngestError(f"{p}: is a directory, not a file")
     total = p.stat().st_size
     done = 0
-    with p.open("rb") as fh:
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        raise InvalidIngestError(f"{p}: cannot be read ({exc.strerror or exc})") from None
+    with fh:
         for lineno, raw in enumerate(fh, start=1):
             done += len(raw)
             where = f"{p}:{lineno}"
