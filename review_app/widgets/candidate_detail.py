@@ -1,0 +1,226 @@
+"""The right side of the Queue screen: what the model predicted, what the user actually said, and
+the gap between them, for one candidate.
+
+The three panes sit side by side when there is room and become tabs on a narrow terminal. Their
+content is built by pure functions (`prediction_text`, `messages_text`, `gap_text`) from a
+`CandidateContext`, so the rendering rules (literal text, evidence highlight, word diff) can be
+read and tested without a running app.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import datetime
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static, TabbedContent, TabPane
+
+from engine.models import Candidate, CandidateContext, Knowledge
+
+from .literal import literal, visible
+
+COLD_START = "cold start — nothing to predict from"
+
+PANES: tuple[tuple[str, str], ...] = (
+    ("prediction", "Prediction"),
+    ("messages", "Original messages"),
+    ("gap", "Surprise gap"),
+)
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value is not None else "—"
+
+
+def interval_text(valid_at: datetime | None, invalid_at: datetime | None) -> str:
+    start = valid_at.date().isoformat() if valid_at else "always"
+    end = invalid_at.date().isoformat() if invalid_at else "until further notice"
+    return f"{start} → {end}"
+
+
+def prediction_text(ctx: CandidateContext) -> Text:
+    cand = ctx.candidate
+    if cand.run_id is None:
+        origin = cand.created_by or "someone"
+        what = "a retraction request" if cand.kind == "retraction" else "a proposal"
+        return Text.assemble(
+            (f"Not from extraction: {what} by ", "italic"), literal(origin, "italic"),
+            ("; there was no prediction.", "italic"),
+        )
+    if not ctx.prediction.strip() or ctx.mode == "cold_start":
+        return Text(COLD_START, style="italic")
+    out = Text()
+    out.append("The model expected, from what was already known:\n\n", style="dim")
+    out.append_text(literal(ctx.prediction))
+    if ctx.existing:
+        out.append("\n\nPredicted from these facts:\n", style="dim")
+        for fact in ctx.existing:
+            out.append(f"  #{fact.id} ", style="dim")
+            out.append_text(literal(fact.statement))
+            out.append("\n")
+    return out
+
+
+def _highlight(text: Text, needle: str) -> None:
+    """Mark every case-insensitive occurrence of the evidence quote in a message."""
+    if not needle.strip():
+        return
+    plain = text.plain.casefold()
+    target = visible(needle).casefold()
+    start = plain.find(target)
+    while start != -1:
+        text.stylize("bold black on yellow", start, start + len(target))
+        start = plain.find(target, start + len(target))
+
+
+def messages_text(ctx: CandidateContext) -> Text:
+    cand = ctx.candidate
+    if not ctx.messages:
+        out = Text("No source messages: this candidate did not come from a conversation.", style="italic")
+        if cand.reason:
+            out.append("\n\nReason given: ", style="dim")
+            out.append_text(literal(cand.reason))
+        return out
+    out = Text()
+    for i, message in enumerate(ctx.messages):
+        if i:
+            out.append("\n\n")
+        if message.role == "user":
+            out.append(f"▌ USER  {_when(message.at)}\n", style="bold cyan")
+            body = literal(message.content)
+        else:
+            out.append(f"▌ assistant  {_when(message.at)}\n", style="magenta")
+            body = literal(message.content, "dim")
+        if message.role == "user":
+            _highlight(body, cand.evidence)
+        out.append_text(body)
+    return out
+
+
+def word_diff(old: str, new: str) -> tuple[Text, Text]:
+    """The old and the new statement with removed words struck red and added words green."""
+    a, b = visible(old).split(), visible(new).split()
+    old_t, new_t = Text(), Text()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        left, right = " ".join(a[i1:i2]), " ".join(b[j1:j2])
+        if tag == "equal":
+            old_t.append(left + " ")
+            new_t.append(right + " ")
+            continue
+        if left:
+            old_t.append(left, style="bold red strike")
+            old_t.append(" ")
+        if right:
+            new_t.append(right, style="bold green underline")
+            new_t.append(" ")
+    old_t.rstrip()
+    new_t.rstrip()
+    return old_t, new_t
+
+
+def _field(out: Text, label: str, value: Text | str) -> None:
+    out.append(f"{label:<12}", style="dim")
+    out.append_text(value if isinstance(value, Text) else Text(value))
+    out.append("\n")
+
+
+def gap_text(ctx: CandidateContext) -> Text:
+    cand: Candidate = ctx.candidate
+    old: Knowledge | None = ctx.superseded
+    out = Text()
+    if cand.kind == "retraction":
+        out.append("Retraction request: approving (a) retracts this fact\n\n", style="bold")
+        if old is not None:
+            _field(out, "Fact", Text(f"#{old.id} · {old.status}"))
+            out.append_text(literal(old.statement, "bold"))
+            out.append("\n\n")
+            _field(out, "Valid", interval_text(old.valid_at, old.invalid_at))
+        else:
+            out.append_text(literal(cand.statement, "bold"))
+            out.append("\n\n")
+        if cand.reason:
+            _field(out, "Reason", literal(cand.reason))
+        _field(out, "Requested", literal(cand.created_by or "—"))
+        return out
+    if cand.kind in ("update", "contradiction") and old is not None:
+        old_t, new_t = word_diff(old.statement, cand.statement)
+        label = "Old fact" if old.status == "active" else f"Old fact ({old.status})"
+        out.append(f"{label}  #{old.id}\n", style="dim")
+        out.append_text(old_t)
+        out.append("\n")
+        out.append("New\n", style="dim")
+        out.append_text(new_t)
+        out.append("\n\n")
+    else:
+        out.append_text(literal(cand.statement, "bold"))
+        out.append("\n\n")
+    _field(out, "Kind", cand.kind)
+    confidence = Text(f"{cand.confidence:.2f}")
+    if cand.confidence < 0.75:
+        confidence.stylize("yellow")
+    _field(out, "Confidence", confidence)
+    _field(out, "Valid", interval_text(cand.valid_at, cand.invalid_at))
+    if cand.unsupported:
+        _field(out, "Evidence", Text("⚠ unsupported: the quote is not in the user's messages", style="bold yellow"))
+    if cand.evidence:
+        _field(out, "Quote", literal(cand.evidence, "italic"))
+    if cand.kind == "proposed":
+        _field(out, "Proposed by", literal(cand.created_by or "—"))
+    return out
+
+
+class CandidateDetail(Widget):
+    """Three titled panes for the selected candidate; tabs when `narrow`."""
+
+    DEFAULT_CSS: ClassVar[str] = ""
+    narrow: reactive[bool] = reactive(False, recompose=True)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.context: CandidateContext | None = None
+        self.placeholder = "Select a candidate."
+
+    def compose(self) -> ComposeResult:
+        if self.narrow:
+            with TabbedContent(id="detail-tabs"):
+                for key, title in PANES:
+                    with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="pane"):
+                        yield Static(id=f"pane-{key}", classes="pane-body")
+        else:
+            with Horizontal(id="detail-panes"):
+                for key, title in PANES:
+                    scroll = VerticalScroll(classes="pane", id=f"scroll-{key}")
+                    scroll.border_title = title
+                    with scroll:
+                        yield Static(id=f"pane-{key}", classes="pane-body")
+
+    def on_mount(self) -> None:
+        self._render_context()
+
+    def watch_narrow(self) -> None:
+        self.call_after_refresh(self._render_context)
+
+    def show(self, ctx: CandidateContext | None, placeholder: str = "Select a candidate.") -> None:
+        self.context = ctx
+        self.placeholder = placeholder
+        self._render_context()
+
+    def _render_context(self) -> None:
+        bodies = self.query(".pane-body").results(Static)
+        panes = {b.id: b for b in bodies}
+        if not panes:
+            return
+        ctx = self.context
+        if ctx is None:
+            texts = {"prediction": Text(self.placeholder, style="dim"), "messages": Text(""), "gap": Text("")}
+        else:
+            texts = {"prediction": prediction_text(ctx), "messages": messages_text(ctx), "gap": gap_text(ctx)}
+        for key, text in texts.items():
+            pane = panes.get(f"pane-{key}")
+            if pane is not None:
+                pane.update(text)

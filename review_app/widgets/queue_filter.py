@@ -1,0 +1,158 @@
+"""The queue's filters and the dialog that edits them.
+
+A `QueueFilter` maps one-to-one onto the keyword arguments of `ReviewService.pending`/`count`, so
+the list, the header count and bulk approval always agree on what "the filtered selection" is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
+
+from ..widgets.literal import literal
+
+KINDS: tuple[str, ...] = ("new", "update", "contradiction", "proposed", "retraction")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFilter:
+    user_id: str | None = None
+    kind: str | None = None
+    min_confidence: float | None = None
+    max_confidence: float | None = None
+    unsupported_only: bool = False
+    search: str = ""
+
+    def kwargs(self) -> dict[str, Any]:
+        """The filter as keyword arguments of ReviewService.pending / count."""
+        return {
+            "user_id": self.user_id, "kind": self.kind, "min_confidence": self.min_confidence,
+            "max_confidence": self.max_confidence, "unsupported": True if self.unsupported_only else None,
+            "search": self.search or None,
+        }
+
+    @property
+    def active(self) -> bool:
+        return self != QueueFilter()
+
+    def describe(self) -> str:
+        parts = []
+        if self.user_id:
+            parts.append(f"user {self.user_id}")
+        if self.kind:
+            parts.append(f"kind {self.kind}")
+        if self.min_confidence is not None or self.max_confidence is not None:
+            low = f"{self.min_confidence:.2f}" if self.min_confidence is not None else "0"
+            high = f"{self.max_confidence:.2f}" if self.max_confidence is not None else "1"
+            parts.append(f"confidence {low}–{high}")
+        if self.unsupported_only:
+            parts.append("unsupported only")
+        if self.search:
+            parts.append(f"search “{self.search}”")
+        return ", ".join(parts) if parts else "no filter"
+
+    def with_search(self, text: str) -> QueueFilter:
+        return replace(self, search=text)
+
+
+def _parse_confidence(raw: str, what: str) -> float | None:
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a number between 0 and 1") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{what} must be between 0 and 1")
+    return value
+
+
+class FilterModal(ModalScreen["QueueFilter | None"]):
+    """Edit the queue filter; Escape keeps the current one, "Clear" removes every filter."""
+
+    CSS_PATH = "queue_filter.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="filter.cancel"),
+        Binding("ctrl+s", "apply", "Apply", id="filter.apply"),
+    ]
+
+    def __init__(self, current: QueueFilter, users: list[str]) -> None:
+        super().__init__()
+        self.current = current
+        self.users = users
+
+    def compose(self) -> ComposeResult:
+        cur = self.current
+        with Vertical(classes="modal-box", id="filter-box"):
+            yield Static("Filter the queue", classes="modal-title")
+            yield Label("User")
+            yield Select([(literal(u), u) for u in self.users], value=cur.user_id or Select.BLANK,
+                         prompt="any user", id="filter-user")
+            yield Label("Kind")
+            yield Select([(k, k) for k in KINDS], value=cur.kind or Select.BLANK, prompt="any kind", id="filter-kind")
+            yield Label("Confidence from – to (0–1, empty = open)")
+            with Horizontal(id="filter-confidence"):
+                yield Input("" if cur.min_confidence is None else f"{cur.min_confidence:g}", id="filter-min",
+                            placeholder="0")
+                yield Input("" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max",
+                            placeholder="1")
+            yield Checkbox("Unsupported evidence only", value=cur.unsupported_only, id="filter-unsupported")
+            yield Static("", id="filter-error", classes="inline-error")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Apply", id="apply", variant="primary")
+                yield Button("Clear", id="clear")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#filter-user", Select).focus()
+
+    def _read(self) -> QueueFilter | None:
+        user = self.query_one("#filter-user", Select).value
+        kind = self.query_one("#filter-kind", Select).value
+        try:
+            low = _parse_confidence(self.query_one("#filter-min", Input).value, "'from'")
+            high = _parse_confidence(self.query_one("#filter-max", Input).value, "'to'")
+        except ValueError as exc:
+            self.query_one("#filter-error", Static).update(literal(str(exc)))
+            return None
+        if low is not None and high is not None and low > high:
+            self.query_one("#filter-error", Static).update("'from' must not be above 'to'")
+            return None
+        return QueueFilter(
+            user_id=user if isinstance(user, str) else None, kind=kind if isinstance(kind, str) else None,
+            min_confidence=low, max_confidence=high,
+            unsupported_only=self.query_one("#filter-unsupported", Checkbox).value, search=self.current.search,
+        )
+
+    def action_apply(self) -> None:
+        result = self._read()
+        if result is not None:
+            self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_apply()
+
+    @on(Button.Pressed, "#apply")
+    def _apply_pressed(self) -> None:
+        self.action_apply()
+
+    @on(Button.Pressed, "#clear")
+    def _clear_pressed(self) -> None:
+        self.dismiss(QueueFilter(search=self.current.search))
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
