@@ -151,7 +151,9 @@ async def insert_knowledge(
          invalid_at, created_at, created_by),
     )
     kid = int(cur.lastrowid or 0)
-    await conn.execute("INSERT INTO knowledge_fts(rowid, statement) VALUES (?, ?)", (kid, statement))
+    await conn.execute(
+        "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (?, ?, ?)", (kid, statement, fts_scope(user_id))
+    )
     await conn.execute(
         "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
         " expired) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
@@ -160,6 +162,54 @@ async def insert_knowledge(
          created_at, FOREVER),
     )
     return kid
+
+
+async def insert_knowledge_many(
+    conn: aiosqlite.Connection, rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]], *,
+    created_at: int, created_by: str,
+) -> list[int]:
+    """Bulk form of `insert_knowledge` for (user_id, statement, embedding, valid_at, invalid_at,
+    confidence) rows: one executemany per table instead of three statements per fact. Ids are
+    assigned here from max(id) + 1, which is safe only because the caller holds the write lock
+    (BEGIN IMMEDIATE) for the whole batch."""
+    if not rows:
+        return []
+    row = await (await conn.execute("SELECT coalesce(max(id), 0) FROM knowledge")).fetchone()
+    first = int(row[0]) + 1  # type: ignore[index]
+    ids = list(range(first, first + len(rows)))
+    await conn.executemany(
+        "INSERT INTO knowledge(id, user_id, statement, key, confidence, valid_at, invalid_at, created_at, status,"
+        " created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+        [(kid, u, text, value_key(text), conf, start, end, created_at, created_by)
+         for kid, (u, text, _, start, end, conf) in zip(ids, rows, strict=True)],
+    )
+    await conn.executemany(
+        "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (?, ?, ?)",
+        [(kid, text, fts_scope(u)) for kid, (u, text, _, _, _, _) in zip(ids, rows, strict=True)],
+    )
+    await conn.executemany(
+        "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
+        " expired) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
+        [(kid, u, sqlite_vec.serialize_float32(emb), BEGINNING if start is None else start,
+          FOREVER if end is None else end, created_at, FOREVER)
+         for kid, (u, _, emb, start, end, _) in zip(ids, rows, strict=True)],
+    )
+    return ids
+
+
+async def audit_many(conn: aiosqlite.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Bulk form of `audit`: each dict holds audit()'s keyword arguments."""
+    await conn.executemany(
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (r["at"], r["actor"], r["action"], r["user_id"], r["entity"], r.get("entity_id"),
+             json.dumps(to_jsonable(r["before"])) if r.get("before") is not None else None,
+             json.dumps(to_jsonable(r["after"])) if r.get("after") is not None else None,
+             r.get("reason"))
+            for r in rows
+        ],
+    )
 
 
 async def end_knowledge(
@@ -512,10 +562,12 @@ async def text_arm(
     conn: aiosqlite.Connection, user_id: str, match: str, limit: int, *, at_time: int | None,
     known_at: int | None, include_expired: bool,
 ) -> list[int]:
-    """BM25 over FTS5 joined to the fact rows, with the user and time predicates in the WHERE
-    clause, so they hold before the LIMIT."""
+    """BM25 over FTS5, scoped to the user INSIDE the MATCH (the user's scope token ANDed with the
+    query terms, so FTS5 ranks only this user's rows), then joined to the fact rows for the status
+    and time predicates, all before the LIMIT. CROSS JOIN pins FTS as the outer loop: the other
+    order re-runs the MATCH once per fact of the user."""
     where = ["knowledge_fts MATCH ?", "k.user_id = ?"]
-    args: list[Any] = [match, user_id]
+    args: list[Any] = [f'scope : "{fts_scope(user_id)}" AND ({match})', user_id]
     if known_at is not None:
         where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
         args += [known_at, known_at]
@@ -525,11 +577,18 @@ async def text_arm(
         where.append("(k.valid_at IS NULL OR k.valid_at <= ?) AND (k.invalid_at IS NULL OR k.invalid_at > ?)")
         args += [at_time, at_time]
     rows = await (await conn.execute(
-        "SELECT k.id FROM knowledge_fts JOIN knowledge k ON k.id = knowledge_fts.rowid"
-        f" WHERE {' AND '.join(where)} ORDER BY bm25(knowledge_fts), k.id LIMIT ?",
+        "SELECT k.id FROM knowledge_fts CROSS JOIN knowledge k ON k.id = knowledge_fts.rowid"
+        f" WHERE {' AND '.join(where)} ORDER BY bm25(knowledge_fts, 1.0, 0.0), k.id LIMIT ?",
         (*args, limit),
     )).fetchall()
     return [r[0] for r in rows]
+
+
+def fts_scope(user_id: str) -> str:
+    """The one FTS token that stands for a user: 'u' + the hex of the id's UTF-8 bytes, so any id
+    (spaces, punctuation, non-Latin script) becomes a single token the tokenizer cannot split or
+    fold into another user's. Migration v2 computes the same value in SQL."""
+    return "u" + user_id.encode("utf-8").hex()
 
 
 async def knowledge_by_ids(conn: aiosqlite.Connection, ids: Sequence[int]) -> dict[int, Knowledge]:

@@ -22,12 +22,19 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlite_vec
 
-from engine import AlreadyDecidedError, Memory
+from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError
+from engine.db import _connect_sync
+from engine.memory import NewFact
+from engine.models import to_jsonable
+from engine.schema import MIGRATIONS
+from engine.store import fts_scope
+from engine.timeutil import BEGINNING, FOREVER
 
 WORKER = Path(__file__).parent / "procs" / "decide_worker.py"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -325,3 +332,93 @@ async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
     with pytest.raises(AssertionError):
         await check_consistent(db, {cid: ("user1", old.id)}, {})
 
+
+
+# -- engine additions made for benchmarks/retrieval.py ---------------------------------------------
+
+
+async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(tmp_path: Path) -> None:
+    async with Memory(tmp_path / "bulk.db", clock=fixed_clock) as mem:
+        facts: list[str | NewFact] = [
+            f"Ana collects stamp series {i}" if i % 2
+            else NewFact(f"Ana visited town {i}", T0, T0 + timedelta(days=i + 1))
+            for i in range(1200)
+        ]
+        added = await mem.add_knowledge_many("ana", facts, actor="import", batch_size=500)  # three batches
+        assert [k.id for k in added] == sorted({k.id for k in added})
+        stored = await mem.knowledge("ana")
+        assert stored == added  # what the call returned is exactly what was stored
+        assert stored[1].statement == "Ana collects stamp series 1"
+        assert (stored[0].valid_at, stored[0].invalid_at) == (T0, T0 + timedelta(days=1))
+        audit = await rows(mem, "SELECT entity_id, action, after FROM audit_log WHERE entity = 'knowledge'")
+        assert sorted(int(r[0]) for r in audit) == [k.id for k in added]  # type: ignore[call-overload]
+        assert {r[1] for r in audit} == {"inject"}
+        assert json.loads(str(audit[5][2])) == to_jsonable(stored[5])
+        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == 1200
+        assert await scalar(mem, "SELECT count(*) FROM knowledge_vec") == 1200
+        # indexed for retrieval, for Ana only
+        hit = await mem.retrieve("Ana visited town 842", user_id="ana", top_k=3)
+        assert hit.items[0].knowledge.statement == "Ana visited town 842"
+        assert hit.items[0].text_rank is not None and hit.items[0].vector_rank == 1
+        assert (await mem.retrieve("Ana visited town 842", user_id="bob", top_k=3)).items == []
+
+
+async def test_add_knowledge_many_refuses_a_bad_fact_and_writes_nothing(tmp_path: Path) -> None:
+    async with Memory(tmp_path / "bulk.db", clock=fixed_clock) as mem:
+        good = [NewFact(f"Bo likes fruit {i}") for i in range(10)]
+        inverted = NewFact("Bo lived in Rome", valid_at=T0, invalid_at=T0 - timedelta(days=1))
+        for bad in (inverted, NewFact("   ")):
+            with pytest.raises(UserInputError):
+                await mem.add_knowledge_many("bo", [*good[:5], bad, *good[5:]], actor="import", batch_size=3)
+            assert await scalar(mem, "SELECT count(*) FROM knowledge") == 0
+            assert await scalar(mem, "SELECT count(*) FROM audit_log") == 0
+        # positive control: the same facts without the bad one are stored
+        assert len(await mem.add_knowledge_many("bo", good, actor="import", batch_size=3)) == 10
+        assert await scalar(mem, "SELECT count(*) FROM knowledge") == 10
+
+
+async def test_text_arm_is_scoped_by_user_inside_the_fts_match(tmp_path: Path) -> None:
+    """'ana' and 'ana smith' hold the same statement; each one's BM25 arm finds only its own row
+    (their scope tokens must not collide even though one id is a prefix of the other)."""
+    async with Memory(tmp_path / "scope.db", clock=fixed_clock) as mem:
+        own = {u: await mem.add_knowledge(u, "Keeps Zebrafinch birds", actor="seed") for u in ("ana", "ana smith")}
+        await mem.add_knowledge("ünïcode/user", "Keeps Zebrafinch birds too", actor="seed")
+        for user, fact in own.items():
+            res = await mem.retrieve("Zebrafinch", user_id=user, top_k=5)
+            assert [i.knowledge.id for i in res.items] == [fact.id]
+            assert res.items[0].text_rank == 1
+        assert (await mem.retrieve("Zebrafinch", user_id="nobody", top_k=5)).items == []
+        scopes = await rows(mem, "SELECT scope FROM knowledge_fts ORDER BY rowid")
+        assert scopes == [(fts_scope("ana"),), (fts_scope("ana smith"),), (fts_scope("ünïcode/user"),)]
+
+
+async def test_migration_to_v2_rebuilds_the_fts_index_with_user_scopes(tmp_path: Path) -> None:
+    """A database written by schema v1 (FTS without the scope column) is migrated on open and its
+    existing facts stay findable by the BM25 arm, for their own user only."""
+    path = tmp_path / "v1.db"
+    conn = _connect_sync(str(path))
+    try:
+        for statement in MIGRATIONS[1](HashingEmbedder().dimensions):
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        [vec] = await HashingEmbedder().embed(["Ana keeps Zebrafinch birds"])
+        for kid, user in ((1, "ana"), (2, "bob")):
+            text = "Ana keeps Zebrafinch birds" if user == "ana" else "Bob drinks tea"
+            conn.execute(
+                "INSERT INTO knowledge(id, user_id, statement, key, created_at, status, created_by)"
+                " VALUES (?, ?, ?, ?, 1, 'active', 'v1')", (kid, user, text, text.lower()),
+            )
+            conn.execute("INSERT INTO knowledge_fts(rowid, statement) VALUES (?, ?)", (kid, text))
+            conn.execute(
+                "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
+                " expired) VALUES (?, ?, ?, 'active', ?, ?, 1, ?)",
+                (kid, user, sqlite_vec.serialize_float32(vec), BEGINNING, FOREVER, FOREVER),
+            )
+    finally:
+        conn.close()
+    async with Memory(path, clock=fixed_clock) as mem:
+        assert await scalar(mem, "PRAGMA user_version") == 2
+        ana = await mem.retrieve("Zebrafinch", user_id="ana", top_k=5)
+        assert [(i.knowledge.id, i.text_rank) for i in ana.items] == [(1, 1)]
+        bob = await mem.retrieve("Zebrafinch", user_id="bob", top_k=5)
+        assert [(i.knowledge.id, i.text_rank) for i in bob.items] == [(2, None)]  # vector arm only
