@@ -1,5 +1,9 @@
 """The workstation's screens (each module: one screen; its .tcss beside it)."""
 
+from .help import HelpScreen
+from .knowledge import KnowledgeScreen
 from .queue import QueueScreen
+from .stats import StatsScreen
+from .tombstones import TombstonesScreen
 
-__all__ = ["QueueScreen"]
+__all__ = ["HelpScreen", "KnowledgeScreen", "QueueScreen", "StatsScreen", "TombstonesScreen"]

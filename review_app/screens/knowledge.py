@@ -66,6 +66,8 @@ class KnowledgeScreen(Screen[None]):
         self.search_text = ""
         self.facts: dict[int, Knowledge] = {}
         self._select_after_load: int | None = None
+        self._load_gen = 0
+        self._history_gen = 0
 
     # -- layout -------------------------------------------------------------------------------------
 
@@ -111,47 +113,53 @@ class KnowledgeScreen(Screen[None]):
         self.query_one("#knowledge-audit-box").border_title = "Audit events"
         self._show_mode()
         table.focus()
-        self._work(self._load_users, "Loading the user list", "users")
 
     def on_screen_resume(self) -> None:
-        """Coming back from another mode: other screens may have changed facts meanwhile."""
-        if self.user_id is not None:
-            self.reload()
+        """Shown (first time or back from another mode): other screens may have changed the users
+        and facts meanwhile, so re-read both."""
+        self._load_gen += 1
+        self._work(partial(self._load_users_and_facts, self._load_gen), "Loading the user list and facts", "load")
 
     # -- workers ------------------------------------------------------------------------------------
 
     def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker; errors go to the app's central handler (exit_on_error=False),
-        which names `description` as what failed. A read is exclusive in its group (a newer read
-        makes the older one moot); a change never is: cancelling it would silently undo it."""
-        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}",
-                        exclusive=group != "action", exit_on_error=False)
+        """Run DB work in a worker. A failure reaches the app's central handler (Textual routes a
+        failed worker to `App._handle_exception`), whose error dialog names `description`.
 
-    async def _load_users(self) -> None:
+        Reads are not cancelled when a newer one starts (a cancelled worker makes
+        `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
+        instead each read carries a generation number and drops its result when a newer read
+        was asked for meanwhile. A change is never cancelled either: that would roll it back."""
+        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}")
+
+    async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
+        if gen != self._load_gen:
+            return
         select = self.query_one("#knowledge-user", Select)
         select.set_options([(literal(u), u) for u in users])
-        if users:
-            chosen = self.user_id if self.user_id in users else users[0]
-            select.value = chosen
-            if self.user_id != chosen:
-                self.user_id = chosen
-                self.reload()
-        else:
+        if not users:
             self._status("No users in this database yet.")
+            return
+        self.user_id = self.user_id if self.user_id in users else users[0]
+        select.value = self.user_id  # Select.Changed then sees no change: no second read
+        await self._load_facts(gen)
 
     def reload(self, select_id: int | None = None) -> None:
         """Re-read the table for the current user, filters and as-of date."""
         self._select_after_load = select_id
-        self._work(self._load_facts, f"Loading the facts of {self.user_id}", "load")
+        self._load_gen += 1
+        self._work(partial(self._load_facts, self._load_gen), f"Loading the facts of {self.user_id}", "load")
 
-    async def _load_facts(self) -> None:
+    async def _load_facts(self, gen: int) -> None:
         if self.user_id is None:
             return
         facts = await self.memory.knowledge(
             self.user_id, include_expired=self.include_expired, at_time=self.as_of,
             search=self.search_text or None,
         )
+        if gen != self._load_gen:
+            return
         self.facts = {k.id: k for k in facts}
         table = self.table
         previous = self._current_id()
@@ -167,10 +175,11 @@ class KnowledgeScreen(Screen[None]):
             table.move_cursor(row=table.get_row_index(str(target)))
         self._show_mode(len(facts))
         if not facts:
+            self._history_gen += 1
             self.query_one("#knowledge-versions", Static).update(Text("No facts match.", style="dim"))
             self.query_one("#knowledge-audit", Static).update("")
         else:
-            self._show_history()
+            await self._load_history(self.user_id, self._current_id())
 
     def _show_history(self) -> None:
         kid = self._current_id()
@@ -178,11 +187,15 @@ class KnowledgeScreen(Screen[None]):
             return
         self._work(partial(self._load_history, self.user_id, kid), f"Loading the history of fact {kid}", "history")
 
-    async def _load_history(self, user_id: str, kid: int) -> None:
+    async def _load_history(self, user_id: str, kid: int | None) -> None:
+        self._history_gen += 1
+        gen = self._history_gen
+        if kid is None:
+            return
         chain = await self.memory.versions(user_id, kid)
         events = await self.memory.history(user_id, kid)
         fact = next((k for k in chain if k.id == kid), None)
-        if fact is None:
+        if fact is None or gen != self._history_gen:
             return
         self.query_one("#knowledge-versions", Static).update(versions_renderable(fact, chain))
         self.query_one("#knowledge-audit", Static).update(audit_renderable(events))
@@ -329,4 +342,5 @@ class KnowledgeScreen(Screen[None]):
         """Run one engine change, then re-read the table selecting the row it produced."""
         selected = await change()
         self._select_after_load = selected
-        await self._load_facts()
+        self._load_gen += 1
+        await self._load_facts(self._load_gen)

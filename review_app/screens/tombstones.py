@@ -1,0 +1,210 @@
+"""The Tombstones screen: the values extraction must never queue again, per user or for everyone.
+
+A tombstone is written by a rejection or a retraction; lifting one is the only way to let that
+value back into the queue, so it needs a reason and is audited by the engine
+(`Memory.lift_tombstone`). Lifted tombstones stay in the table (hidden by default, `x` shows
+them) so a curator can see who lifted what and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Select, Static
+
+from engine.models import Tombstone
+
+from ..modals import ReasonModal, ReasonResult
+from ..widgets.knowledge_format import fmt_time
+from ..widgets.literal import literal
+
+if TYPE_CHECKING:
+    from engine import Memory
+
+ALL_USERS = ""
+"""The Select value meaning "every user": the engine refuses an empty user id, so it cannot clash."""
+
+LIFT_PRESETS = (
+    "Rejected by mistake",
+    "The user confirmed it is true",
+    "The value changed meaning",
+)
+
+
+class TombstonesScreen(Screen[None]):
+    """List tombstones (one user or all), show or hide lifted ones, lift one with a reason."""
+
+    CSS_PATH = "tombstones.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "lift", "Lift", id="tombstones.lift"),
+        Binding("x", "toggle_lifted", "Show lifted", id="tombstones.toggle_lifted"),
+        Binding("u", "pick_user", "User", id="tombstones.user"),
+        Binding("escape", "focus_table", "Back to the table", show=False, id="tombstones.table"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.user_id: str | None = None  # None: every user
+        self.include_lifted = False
+        self.stones: dict[int, Tombstone] = {}
+        self._select_after_load: int | None = None
+        self._gen = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="tombstones-bar"):
+            yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False,
+                              id="tombstones-user")
+            yield Static("", id="tombstones-mode")
+        yield DataTable(id="tombstones-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="tombstones-status")
+        yield Footer()
+
+    @property
+    def memory(self) -> Memory:
+        return cast("Memory", cast(Any, self.app).memory)
+
+    @property
+    def reviewer(self) -> str:
+        return str(cast(Any, self.app).reviewer)
+
+    @property
+    def table(self) -> DataTable[Any]:
+        return self.query_one("#tombstones-table", DataTable)
+
+    def on_mount(self) -> None:
+        table = self.table
+        table.add_column("#", key="id")
+        table.add_column("User", key="user")
+        table.add_column("Statement", key="statement", width=40)
+        table.add_column("Reason", key="reason", width=20)
+        table.add_column("By", key="by")
+        table.add_column("When (UTC)", key="when")
+        table.add_column("Lifted", key="lifted", width=52)
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        """Shown (first time or back from another mode): other screens may have written or lifted
+        tombstones meanwhile."""
+        self._gen += 1
+        self._work(partial(self._load_users_and_stones, self._gen), "Loading tombstones", "load")
+
+    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
+        """DB work in a worker; failures reach the app's central error dialog, named by
+        `description`. Nothing is cancelled (see KnowledgeScreen._work): a read whose generation
+        is no longer the newest drops its result instead."""
+        self.run_worker(work, name=description, description=description, group=f"tombstones-{group}")
+
+    async def _load_users_and_stones(self, gen: int) -> None:
+        users = await self.memory.users()
+        if gen != self._gen:
+            return
+        if self.user_id not in users:
+            self.user_id = None
+        select = self.query_one("#tombstones-user", Select)
+        select.set_options([(Text("All users"), ALL_USERS), *[(literal(u), u) for u in users]])
+        select.value = self.user_id if self.user_id is not None else ALL_USERS
+        await self._load(gen)
+
+    def reload(self, select_id: int | None = None) -> None:
+        self._select_after_load = select_id
+        self._gen += 1
+        self._work(partial(self._load, self._gen), "Loading tombstones", "load")
+
+    async def _load(self, gen: int) -> None:
+        stones = await self.memory.tombstones(self.user_id, include_lifted=self.include_lifted)
+        if gen != self._gen:
+            return
+        self.stones = {t.id: t for t in stones}
+        table = self.table
+        previous = self._current_id()
+        table.clear()
+        for t in stones:
+            table.add_row(
+                str(t.id), literal(t.user_id), literal(t.statement), literal(t.reason), literal(t.created_by),
+                fmt_time(t.created_at), self._lifted_cell(t), key=str(t.id),
+            )
+        target = self._select_after_load if self._select_after_load in self.stones else previous
+        self._select_after_load = None
+        if target in self.stones:
+            table.move_cursor(row=table.get_row_index(str(target)))
+        scope = "all users" if self.user_id is None else f"user {self.user_id}"
+        shown = "live and lifted" if self.include_lifted else "live only"
+        count = f"{len(stones)} tombstone{'s' if len(stones) != 1 else ''}"
+        self.query_one("#tombstones-mode", Static).update(literal(f"{scope} · {shown} · {count}"))
+
+    @staticmethod
+    def _lifted_cell(stone: Tombstone) -> Text:
+        if stone.lifted_at is None:
+            return Text("no", style="red")
+        cell = Text(f"{fmt_time(stone.lifted_at)} by ", style="green")
+        cell.append_text(literal(stone.lifted_by or "?"))
+        if stone.lift_reason:
+            cell.append(": ")
+            cell.append_text(literal(stone.lift_reason))
+        return cell
+
+    def _current_id(self) -> int | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:  # cursor outside the rows while the table is being rebuilt
+            return None
+        return int(key.value) if key.value is not None else None
+
+    def _status(self, message: str) -> None:
+        self.query_one("#tombstones-status", Static).update(literal(message))
+
+    @on(Select.Changed, "#tombstones-user")
+    def _user_changed(self, event: Select.Changed) -> None:
+        value = event.value if isinstance(event.value, str) and event.value != ALL_USERS else None
+        if value != self.user_id:
+            self.user_id = value
+            self.reload()
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_pick_user(self) -> None:
+        self.query_one("#tombstones-user", Select).focus()
+
+    def action_toggle_lifted(self) -> None:
+        self.include_lifted = not self.include_lifted
+        self.reload()
+
+    def action_lift(self) -> None:
+        tid = self._current_id()
+        stone = self.stones.get(tid) if tid is not None else None
+        if stone is None:
+            self.notify("No tombstone selected.", severity="warning")
+            return
+        if stone.lifted_at is not None:
+            self.notify(f"Tombstone #{stone.id} was already lifted by {stone.lifted_by}.", severity="warning",
+                        markup=False)
+            return
+        modal = ReasonModal(
+            f"Lift tombstone #{stone.id} of {stone.user_id}: {stone.statement}", presets=LIFT_PRESETS,
+            note=f"Extraction may queue this value again for user {stone.user_id}. The lift is audited.",
+        )
+        self.app.push_screen(modal, callback=partial(self._lifted, stone))
+
+    def _lifted(self, stone: Tombstone, result: ReasonResult | None) -> None:
+        if result is None:
+            return
+        self._work(partial(self._do_lift, stone, result), f"Lifting tombstone {stone.id}", "action")
+
+    async def _do_lift(self, stone: Tombstone, result: ReasonResult) -> None:
+        await self.memory.lift_tombstone(stone.user_id, stone.id, actor=self.reviewer, reason=result.reason)
+        self._status(f"Tombstone #{stone.id} lifted ({result.reason}); this value may be queued again.")
+        self._select_after_load = stone.id
+        self._gen += 1
+        await self._load(self._gen)
