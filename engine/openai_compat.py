@@ -12,6 +12,7 @@ whose message names the endpoint and the cause.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -80,7 +81,7 @@ async def call_with_retries(
     """Run `call`; on a transient failure wait and try again, at most `max_retries` more times.
 
     The wait is `backoff * 2**attempt` (or the server's `retry-after`), capped at `max_backoff`.
-    Raises ModelError (MalformedModelOutputError for a body that is not JSON) once retries are
+    Raises ModelError (MalformedModelOutputError for a body that is not JSON or not the API's shape) once retries are
     spent or on a failure retrying cannot fix (400, 401, 404...)."""
     import openai
 
@@ -99,5 +100,7 @@ async def call_with_retries(
             status = getattr(exc, "status_code", None)
             cause = f"HTTP {status}: {exc}" if status is not None else f"{type(exc).__name__}: {exc}"
             raise ModelError(f"{what} failed{tries}: {cause}") from exc
-        except ValueError as exc:  # json.JSONDecodeError from a body that is not JSON
+        except json.JSONDecodeError as exc:  # the client parses the body itself and lets this escape
             raise MalformedModelOutputError(f"{what} answered with a body that is not JSON: {exc}") from exc
+        except ValueError as exc:  # the client's own shape checks (e.g. "No embedding data received")
+            raise MalformedModelOutputError(f"{what} answered out of contract: {exc}") from exc
