@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +33,9 @@ from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .timeutil import Clock, check_interval, from_us, system_clock, to_us
+
+
+_KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +223,11 @@ class Memory:
                               created_by=actor, confidence=c, valid_at=from_us(s), invalid_at=from_us(e))
                     for kid, (text, s, e, c) in zip(ids, batch, strict=True)
                 ]
+                # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
                 await store.audit_many(conn, [
                     {"at": now_us, "actor": actor, "action": "inject", "user_id": uid, "entity": "knowledge",
-                     "entity_id": k.id, "after": k, "reason": reason}
+                     "entity_id": k.id, "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
+                     "reason": reason}
                     for k in facts_out
                 ])
             out.extend(facts_out)
