@@ -1,0 +1,166 @@
+"""Value-keyed, per-user tombstones and the dedup rule (ACTIVE facts and PENDING candidates only).
+
+The value key is checked with hypothesis: the forms a person would call "the same statement" (case,
+whitespace, punctuation, NFC/NFD, full-width) share a key, and different word sequences never do.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from engine_helpers import Clock, open_memory
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine import Memory
+from engine.text import best_match, value_key
+
+# Letters whose case and normalisation forms round-trip (no ß, no dotless i: their case mappings
+# are not one-to-one, and a key that folds them is still right, just not testable by inversion).
+LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789éüñçàöøåæ"
+words = st.lists(st.text(alphabet=LETTERS, min_size=1, max_size=9), min_size=1, max_size=8)
+separators = st.sampled_from([" ", "  ", "\t", "\n", " \u00a0", ", ", ". ", "! ", "? ", " - ", " — ", "; ", "...", "/",
+                              " (", ") ", "'", '"', ":", " & ", "*"])
+
+
+def full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else ("\u3000" if c == " " else c) for c in text)
+
+
+@given(words)
+def test_key_ignores_case_and_unicode_form(ws: list[str]) -> None:
+    text = " ".join(ws)
+    key = value_key(text)
+    assert value_key(text.upper()) == key
+    assert value_key(text.title()) == key
+    assert value_key(unicodedata.normalize("NFD", text)) == key
+    assert value_key(unicodedata.normalize("NFC", text.upper())) == key
+    assert value_key(full_width(text)) == key
+
+
+@given(words, st.data())
+def test_key_ignores_whitespace_and_punctuation_between_words(ws: list[str], data: st.DataObject) -> None:
+    seps = [data.draw(separators) for _ in range(len(ws) + 1)]
+    decorated = seps[0] + "".join(w + s for w, s in zip(ws, seps[1:], strict=True))
+    assert value_key(decorated) == value_key(" ".join(ws)) == " ".join(ws)
+
+
+@given(words, words)
+def test_different_word_sequences_keep_different_keys(a: list[str], b: list[str]) -> None:
+    if a == b:
+        assert value_key(" ".join(a)) == value_key(" ".join(b))
+    else:
+        assert value_key(" ".join(a)) != value_key(" ".join(b))
+
+
+@given(words, st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=10_000))
+def test_a_near_match_never_crosses_a_different_number(ws: list[str], n: int, m: int) -> None:
+    a, b = value_key(" ".join([*ws, str(n)])), value_key(" ".join([*ws, str(m)]))
+    assert (best_match(a, [b], 0.0) is not None) == (n == m)
+
+
+def test_a_near_match_is_a_typo_not_another_value() -> None:
+    key = value_key("Ana is allergic to peanuts")
+    assert best_match(value_key("Ana is alergic to peanuts"), [key], 92) is not None
+    assert best_match(value_key("Ana is allergic to peanutz"), [key], 92) is not None
+    # Each of these scores above 92 on the whole-string ratio, yet states something else.
+    assert best_match(value_key("Ana is allergic to walnuts"), [key], 92) is None
+    assert best_match(value_key("Ana is not allergic to peanuts"), [key], 92) is None
+
+
+# -- tombstones through Memory --------------------------------------------------------------------
+
+
+@pytest.fixture
+async def mem(tmp_path: Path):
+    async with open_memory(tmp_path / "stones.db", Clock()) as m:
+        yield m
+
+
+REJECTED = "Zoë is allergic to crème brûlée"
+
+
+async def test_a_rejected_value_is_tombstoned_in_every_form_for_that_user_only(mem: Memory) -> None:
+    assert await mem.is_tombstoned("zoe", REJECTED) is None  # nothing rejected yet
+    cid = await mem.queue_candidate("zoe", REJECTED)
+    stone = await mem.review.reject(cid, reviewer="rev", reason="it was her brother")
+    assert stone is not None
+
+    same_value = [
+        REJECTED,
+        REJECTED.upper(),
+        "zoë IS allergic to Crème-Brûlée!!!",
+        "  Zoë   is allergic, to crème brûlée.  ",
+        unicodedata.normalize("NFD", REJECTED),
+        unicodedata.normalize("NFC", REJECTED),
+        full_width(REJECTED),
+        "Zoë is alergic to crème brûlée",  # typo
+    ]
+    assert unicodedata.normalize("NFD", REJECTED) != REJECTED  # the NFD case is really a different string
+    for text in same_value:
+        found = await mem.is_tombstoned("zoe", text)
+        assert found is not None and found.id == stone.id, text
+        assert await mem.is_tombstoned("yann", text) is None, text  # another user is never blocked
+
+    for other_value in ("Zoë is allergic to peanuts", "Zoë is not allergic to crème brûlée",
+                        "Zoë is allergic to crème caramel"):
+        assert await mem.is_tombstoned("zoe", other_value) is None, other_value
+
+
+async def test_lifting_a_tombstone_unblocks_the_value(mem: Memory) -> None:
+    cid = await mem.queue_candidate("zoe", REJECTED)
+    stone = await mem.review.reject(cid, reviewer="rev", reason="it was her brother")
+    assert stone is not None
+    assert await mem.is_tombstoned("zoe", REJECTED.upper()) is not None
+    await mem.lift_tombstone("zoe", stone.id, actor="curator", reason="she confirmed it herself")
+    assert await mem.is_tombstoned("zoe", REJECTED.upper()) is None
+    assert [e.action for e in await mem.history("zoe") if e.entity == "tombstone"] == ["create", "lift"]
+
+
+async def test_reject_without_tombstone_blocks_nothing(mem: Memory) -> None:
+    cid = await mem.queue_candidate("zoe", REJECTED)
+    assert await mem.review.reject(cid, reviewer="rev", reason="unclear", tombstone=False) is None
+    assert await mem.is_tombstoned("zoe", REJECTED) is None
+
+
+# -- dedup ----------------------------------------------------------------------------------------
+
+
+async def test_an_active_fact_or_pending_candidate_is_a_duplicate(mem: Memory) -> None:
+    fact = await mem.add_knowledge("zoe", "Zoë lives in Lisbon", actor="support")
+    cid = await mem.queue_candidate("zoe", "Zoë plays the oboe")
+    assert await mem.is_duplicate("zoe", "zoë lives in lisbon!") == ("knowledge", fact.id)
+    assert await mem.is_duplicate("zoe", "Zoë plays the oboe.") == ("candidate", cid)
+    assert await mem.is_duplicate("yann", "Zoë lives in Lisbon") is None  # another user's fact
+    assert await mem.is_duplicate("zoe", "Zoë lives in Porto") is None
+
+
+async def test_a_superseded_or_retracted_fact_is_not_a_duplicate(mem: Memory) -> None:
+    lisbon = await mem.add_knowledge("zoe", "Zoë lives in Lisbon", actor="support")
+    assert await mem.is_duplicate("zoe", "Zoë lives in Lisbon") == ("knowledge", lisbon.id)  # control
+
+    cid = await mem.queue_candidate("zoe", "Zoë lives in Porto", kind="update", supersedes_id=lisbon.id)
+    porto = await mem.review.confirm_supersession(cid, reviewer="rev")
+    # She moves back: the superseded statement is learnable again.
+    assert await mem.is_duplicate("zoe", "Zoë lives in Lisbon") is None
+    back = await mem.queue_candidate("zoe", "Zoë lives in Lisbon", kind="update", supersedes_id=porto.id)
+    assert await mem.is_duplicate("zoe", "Zoë lives in Lisbon") == ("candidate", back)
+    await mem.review.confirm_supersession(back, reviewer="rev")
+    assert await mem.is_duplicate("zoe", "Zoë lives in Porto") is None
+
+    corrected = await mem.add_knowledge("zoe", "Zoë has a cat", actor="support")
+    await mem.correct("zoe", corrected.id, "Zoë has two cats", actor="support", reason="count")
+    assert await mem.is_duplicate("zoe", "Zoë has a cat") is None
+    assert await mem.is_duplicate("zoe", "Zoë has two cats") is not None
+
+    gone = await mem.add_knowledge("zoe", "Zoë works at Acme", actor="support")
+    await mem.retract("zoe", gone.id, actor="support", reason="left", tombstone=False)
+    assert await mem.is_duplicate("zoe", "Zoë works at Acme") is None
+
+
+async def test_a_decided_candidate_is_not_a_duplicate(mem: Memory) -> None:
+    cid = await mem.queue_candidate("zoe", "Zoë plays the oboe")
+    await mem.review.reject(cid, reviewer="rev", reason="no", tombstone=False)
+    assert await mem.is_duplicate("zoe", "Zoë plays the oboe") is None
