@@ -34,7 +34,6 @@ from .review import KEEP, ReviewService
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .timeutil import Clock, check_interval, from_us, system_clock, to_us
 
-
 _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
@@ -245,7 +244,9 @@ class Memory:
         async with self.db.transaction() as conn:
             old = await store.get_knowledge(conn, user_id, knowledge_id)
             if old.status != "active":
-                raise StaleSupersessionError(f"fact {knowledge_id} is {old.status}; only an active fact can be corrected")
+                raise StaleSupersessionError(
+                    f"fact {knowledge_id} is {old.status}; only an active fact can be corrected"
+                )
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
