@@ -99,7 +99,8 @@ class OpenAIExtractor:
 
     Transient failures (timeouts, connection errors, 429, 5xx) are retried up to `max_retries`
     times with exponential backoff from `backoff` seconds (or the server's retry-after), capped
-    at `max_backoff`; see `engine.openai_compat`.
+    at `max_backoff`; see `engine.openai_compat`. `temperature` is sent only when given: some
+    models (reasoning models among them) refuse any value but their default.
     """
 
     name = "openai"
@@ -115,7 +116,7 @@ class OpenAIExtractor:
         client: Any = None,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
-        temperature: float | None = 0.0,
+        temperature: float | None = None,
     ) -> None:
         url = base_url or os.environ.get("MEMDESK_BASE_URL") or None
         self.model: str | None = model or os.environ.get("MEMDESK_MODEL") or None
