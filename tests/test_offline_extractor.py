@@ -1,0 +1,219 @@
+"""The offline extractor on its own: each rule, what must never become a fact, confidence, dates,
+and the calibration against existing facts (covered / update / contradiction / new)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from engine import Episode, Extraction, Knowledge, Message
+from engine.extraction.offline import OfflineExtractor, claims_from_text
+from engine.extraction.offline_rules import parse_statement
+
+T = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+
+
+def episode(*turns: tuple[str, str], at: datetime = T, user_id: str = "ana") -> Episode:
+    return Episode(
+        id=1, user_id=user_id, title="t", narrative="n",
+        messages=[Message(role=role, content=text, at=at) for role, text in turns],  # type: ignore[arg-type]
+    )
+
+
+def fact(fid: int, statement: str, user_id: str = "ana", created: datetime = T) -> Knowledge:
+    return Knowledge(id=fid, user_id=user_id, statement=statement, status="active", created_at=created,
+                     created_by="rev")
+
+
+async def extract(text: str, existing: list[Knowledge] | None = None, at: datetime = T) -> Extraction:
+    return await OfflineExtractor().extract(episode(("user", text), at=at), existing or [])
+
+
+def statements(text: str, at: datetime = T) -> list[str]:
+    return [c.claim.statement for c in claims_from_text(text, at)]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I live in Lisbon.", ["User lives in Lisbon"]),
+    ("I'm based in Berlin, near the river.", ["User lives in Berlin"]),
+    ("I moved to Porto!", ["User lives in Porto"]),
+    ("I'm from Mumbai but I live in Toronto now.", ["User is from Mumbai", "User lives in Toronto"]),
+    ("I work as a nurse.", ["User works as a nurse"]),
+    ("I work at Zalando as a software engineer.", ["User works at Zalando", "User works as a software engineer"]),
+    ("I'm a teacher in London.", ["User works as a teacher"]),
+    ("I became a school librarian.", ["User works as a school librarian"]),
+    ("I'm allergic to peanuts, so no satay.", ["User is allergic to peanuts"]),
+    ("I'm vegetarian.", ["User is vegetarian"]),
+    ("I'm a vegan.", ["User is vegan"]),
+    ("I switched to a vegan diet.", ["User is vegan"]),
+    ("I switched to a Tesla.", ["User drives a Tesla"]),
+    ("My sister is a nurse.", ["User's sister is a nurse"]),
+    ("My sister's name is Maria.", ["User's sister is named Maria"]),
+    ("My brother still lives in Hamburg.", ["User's brother lives in Hamburg"]),
+    ("My daughter is 7 and my son is 4.", ["User's daughter is 7 years old", "User's son is 4 years old"]),
+    ("I live in London with my partner Sam.", ["User's partner is named Sam", "User lives in London"]),
+    ("My favourite food is bacalhau.", ["User's favourite food is bacalhau"]),
+    ("My favorite band is Radiohead.", ["User's favourite band is Radiohead"]),
+    ("I have a dog named Rex.", ["User has a dog named Rex"]),
+    ("I have a cat called Luna and a dog named Pip.", ["User has a cat named Luna", "User has a dog named Pip"]),
+    ("I have two kids.", ["User has two children"]),
+    ("I'm 34 years old.", ["User is 34 years old"]),
+    ("I turned 35.", ["User is 35 years old"]),
+    ("My name is Ben.", ["User's name is Ben"]),
+    ("I speak German and English.", ["User speaks German and English"]),
+    ("I'm learning Italian.", ["User is learning Italian"]),
+    ("I play tennis on weekends.", ["User plays tennis"]),
+    ("I drive a Honda Civic.", ["User drives a Honda Civic"]),
+    ("I'm studying biology at McGill.", ["User studies biology at McGill"]),
+    ("I no longer live in Lisbon.", ["User no longer lives in Lisbon"]),
+    ("I don't play tennis anymore.", ["User no longer plays tennis"]),
+    ("I'm not vegetarian anymore.", ["User is no longer vegetarian"]),
+    ("I stopped playing tennis.", ["User no longer plays tennis"]),
+    ("I quit Shopify.", ["User no longer works at Shopify"]),
+])
+def test_rules(text: str, expected: list[str]) -> None:
+    assert statements(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Do I live in Lisbon?",
+    "I live in Lisbon?",
+    "Would I enjoy living in Madrid",
+    "Where should I live in Porto",
+    "Since you live in Lisbon, any tips?",
+    "Thanks, that was helpful!",
+    "My sister says she is a nurse, he claims",  # third-person hearsay the rules do not read
+    "I don't live in Paris.",  # a bare negation says no previous state ended: not read
+    "Paris is the capital of France.",
+])
+def test_questions_small_talk_and_bare_negations_are_never_claims(text: str) -> None:
+    assert statements(text) == []
+    # Positive control: the same extractor reads a plain first-person statement.
+    assert statements("I live in Lisbon.") == ["User lives in Lisbon"]
+
+
+async def test_assistant_text_is_never_a_source() -> None:
+    said = "You live in Paris. Paris is the capital of France. You work as a chef."
+    out = await OfflineExtractor().extract(episode(("user", "ok thanks"), ("assistant", said)), [])
+    assert out.items == [] and out.covered == []
+    # Positive control: the user saying it in the first person is read.
+    out = await OfflineExtractor().extract(episode(("user", "I live in Paris."), ("assistant", said)), [])
+    assert [i.statement for i in out.items] == ["User lives in Paris"]
+
+
+@pytest.mark.parametrize(("text", "statement"), [
+    ("I might move to Berlin.", "User lives in Berlin"),
+    ("Maybe I'll adopt a cat.", "User has a cat"),
+    ("I think I live in Berlin now.", "User lives in Berlin"),
+    ("I'll probably switch to a Tesla.", "User drives a Tesla"),
+    ("If I move to Japan, I would teach English.", "User lives in Japan"),
+    ("If I were rich, I would live in Lisbon.", "User lives in Lisbon"),
+])
+async def test_hedges_and_hypotheticals_get_low_confidence(text: str, statement: str) -> None:
+    out = await extract(text)
+    assert [(i.statement, i.confidence) for i in out.items] == [(statement, 0.4)]
+    # Positive control: the firm claim is above the 0.7 gate.
+    firm = await extract("I moved to Berlin.")
+    assert [i.confidence for i in firm.items] == [0.9]
+
+
+@pytest.mark.parametrize(("text", "at", "valid_at", "invalid_at"), [
+    ("I've lived in Lisbon since 2021.", T, datetime(2021, 1, 1, tzinfo=UTC), None),
+    ("I've lived in Lisbon since March 2021.", T, datetime(2021, 3, 1, tzinfo=UTC), None),
+    ("I've lived in Lisbon since April.", T, datetime(2025, 4, 1, tzinfo=UTC), None),
+    ("I moved to Porto last year.", T, datetime(2025, 1, 1, tzinfo=UTC), None),
+    ("I moved to Porto this month.", T, datetime(2026, 3, 1, tzinfo=UTC), None),
+    ("I moved to Porto in January.", T, datetime(2026, 1, 1, tzinfo=UTC), None),
+    ("I moved to Porto in 2020.", T, datetime(2020, 1, 1, tzinfo=UTC), None),
+    ("I moved to Porto two years ago.", T, datetime(2024, 1, 1, tzinfo=UTC), None),
+    ("I'm staying in Edinburgh until June.", T, None, datetime(2026, 6, 1, tzinfo=UTC)),
+    # "until June" said in July means next June.
+    ("I'm staying in Edinburgh until June.", datetime(2026, 7, 2, tzinfo=UTC), None, datetime(2027, 6, 1, tzinfo=UTC)),
+    ("I worked at Oakfield School from 2019 to 2021.", T, datetime(2019, 1, 1, tzinfo=UTC),
+     datetime(2021, 1, 1, tzinfo=UTC)),
+    ("I live in Lisbon.", T, None, None),
+])
+async def test_relative_dates_against_the_message_time(
+    text: str, at: datetime, valid_at: datetime | None, invalid_at: datetime | None
+) -> None:
+    out = await extract(text, at=at)
+    [item] = out.items
+    assert (item.valid_at, item.invalid_at) == (valid_at, invalid_at)
+    assert "20" not in item.statement and "June" not in item.statement  # dates never leak into the value
+
+
+async def test_inverted_interval_is_passed_through_for_the_pipeline_to_count() -> None:
+    [item] = (await extract("I worked at Oakfield School from 2022 until 2020.")).items
+    assert item.valid_at == datetime(2022, 1, 1, tzinfo=UTC) and item.invalid_at == datetime(2020, 1, 1, tzinfo=UTC)
+
+
+async def test_cold_start_has_no_prediction_and_every_claim_is_new() -> None:
+    out = await extract("I live in Lisbon. I have a dog named Rex.")
+    assert out.prediction == "" and out.covered == []
+    assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
+        ("User lives in Lisbon", "new", None), ("User has a dog named Rex", "new", None)]
+
+
+async def test_covered_update_contradiction_and_new() -> None:
+    existing = [
+        fact(1, "User lives in Lisbon"), fact(2, "User works as a nurse"), fact(3, "User plays tennis"),
+        fact(4, "User has a dog named Rex"),
+    ]
+    text = ("I'm a nurse. I moved to Porto. I don't play tennis anymore. "
+            "I have a cat named Luna. I'm allergic to cats.")
+    out = await extract(text, existing)
+    assert [(c.statement, c.predicted_by) for c in out.covered] == [("User works as a nurse", "2")]
+    assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
+        ("User lives in Porto", "update", "1"),
+        ("User no longer plays tennis", "contradiction", "3"),
+        ("User has a cat named Luna", "new", None),  # pets are many-valued: a second pet is not an update
+        ("User is allergic to cats", "new", None),
+    ]
+    assert "home: User lives in Lisbon" in out.prediction and "job: User works as a nurse" in out.prediction
+    assert "nothing known about: allergy" in out.prediction
+
+
+async def test_evidence_is_the_exact_user_sentence() -> None:
+    text = "Hi there! I'm allergic to peanuts, so keep that in mind. Thanks."
+    [item] = (await extract(text)).items
+    assert item.evidence == "I'm allergic to peanuts, so keep that in mind." and item.evidence in text
+
+
+async def test_update_names_the_newest_fact_of_the_slot() -> None:
+    older = fact(1, "User lives in Lisbon", created=datetime(2025, 1, 1, tzinfo=UTC))
+    newer = fact(2, "User lives in Porto", created=datetime(2025, 6, 1, tzinfo=UTC))
+    [item] = (await extract("I moved to Braga.", [older, newer])).items
+    assert (item.kind, item.supersedes) == ("update", "2")
+
+
+async def test_positive_claim_against_a_negated_fact_is_an_update_of_it() -> None:
+    [item] = (await extract("I play tennis again.", [fact(7, "User no longer plays tennis")])).items
+    assert (item.statement, item.kind, item.supersedes) == ("User plays tennis", "update", "7")
+
+
+async def test_unparseable_human_fact_covers_only_its_exact_statement() -> None:
+    existing = [fact(5, "Ana keeps bees on her roof")]
+    assert parse_statement("Ana keeps bees on her roof") is None
+    out = await extract("I live in Lisbon.", existing)
+    assert out.covered == [] and [i.kind for i in out.items] == ["new"]
+    # Positive control: a fact in the rules' own words is recognised even when phrased differently.
+    out = await extract("I'm living in Lisbon.", [fact(6, "User lives in Lisbon.")])
+    assert [(c.statement, c.predicted_by) for c in out.covered] == [("User lives in Lisbon", "6")]
+
+
+def test_statements_read_back_to_the_same_slot() -> None:
+    for text in ["I'm not allergic to peanuts anymore.", "My favourite food is bacalhau.",
+                 "My sister's name is Maria.", "I have two kids.", "I don't play tennis anymore."]:
+        [sc] = claims_from_text(text, T)
+        back = parse_statement(sc.claim.statement)
+        assert back is not None and (back.slot, back.key, back.negated) == (sc.claim.slot, sc.claim.key,
+                                                                              sc.claim.negated)
+
+
+async def test_deterministic() -> None:
+    text = "I moved to Porto last year and I work as a nurse. Maybe I'll get a cat. My sister is vegan."
+    existing = [fact(1, "User lives in Lisbon"), fact(2, "User's sister is vegetarian")]
+    runs = [await extract(text, existing) for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    assert OfflineExtractor.name == "offline"
