@@ -358,8 +358,10 @@ def test_demo_no_open_builds_a_queue_with_pending_updates(tmp_path: Path) -> Non
     async def look() -> tuple[int, int, int, set[str]]:
         async with Memory(db) as mem:
             pending = await mem.review.pending(limit=1000)
-            facts = sum(len(await mem.knowledge(u)) for u in await mem.users())
-            curated = {e.actor for u in await mem.users() for e in await mem.history(u) if e.entity == "candidate"}
+            facts, curated = 0, set()
+            for user in await mem.users():
+                facts += len(await mem.knowledge(user))
+                curated |= {e.actor for e in await mem.history(user) if e.entity == "candidate"}
             return len(pending), sum(1 for c in pending if c.supersedes_id), facts, curated
 
     pending, updates, facts, actors = asyncio.run(look())
