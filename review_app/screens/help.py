@@ -104,8 +104,9 @@ class HelpScreen(ModalScreen[None]):
             title.update("Key bindings")
             return
         title.update(Text.assemble(("Key bindings", "bold"), f" · {_scope_name(beneath)} screen and everywhere"))
-        for row in binding_rows(beneath):
-            table.add_row(literal(row.scope), literal(row.keys), literal(row.binding_id), literal(row.description))
+        for i, row in enumerate(binding_rows(beneath)):
+            table.add_row(literal(row.scope), literal(row.keys), literal(row.binding_id), literal(row.description),
+                          key=str(i))
         table.focus()
 
     def action_close(self) -> None:
