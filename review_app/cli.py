@@ -229,11 +229,26 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             existing_db(db)
             click.echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
     if not path.exists():
-        with Progress("Building the demo") as bar:
-            summary = _run(build_demo(db, progress=bar))
+        # Built under a temporary name and renamed when complete: an interrupted build must not
+        # leave a half-built database that the next `memdesk demo` would silently reuse.
+        partial = path.with_name(f".{path.name}.building")
+        _remove_db(partial)
+        try:
+            with Progress("Building the demo") as bar:
+                summary = _run(build_demo(str(partial), progress=bar))
+            # The store is closed: a log SQLite left behind moves with the file; the shared-memory
+            # index is rebuilt at the next open.
+            if Path(f"{partial}-wal").exists():
+                Path(f"{partial}-wal").replace(f"{path}-wal")
+            Path(f"{partial}-shm").unlink(missing_ok=True)
+            partial.replace(path)
+        finally:
+            _remove_db(partial)
         click.echo(
-            f"Built {db}: {summary.get('users', '?')} users, {summary.get('exchanges', '?')} exchanges, "
-            f"{summary.get('pending', '?')} candidates waiting for review.",
+            f"Built {db}: {summary['users']} users, {summary['exchanges']} exchanges; "
+            f"{summary['approved']} candidates approved by the seeded demo-curator, "
+            f"{summary['pending']} candidates waiting for review "
+            f"({summary['pending_updates']} would supersede a fact).",
             err=True,
         )
     if not no_open:
