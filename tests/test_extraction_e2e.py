@@ -134,7 +134,7 @@ async def test_superseded_fact_stated_again_is_queued_again(tmp_path) -> None:
 async def test_assistant_stated_facts_and_questions_are_never_queued(tmp_path) -> None:
     async with memory(tmp_path) as mem:
         await mem.add_exchange("dev", "Is Toronto colder than Montreal?", "Since you live in Vancouver, yes.", at=T0)
-        await mem.add_exchange("dev", "Do I work at Shopify?", "You work at Shopify. Paris is the capital of France.",
+        await mem.add_exchange("dev", "Do I work at Shopify?", "You work at Shopify. I have a dog named Byte, ha.",
                                at=T0 + timedelta(minutes=1))
         await mem.add_exchange("dev", "I drive a Honda Civic.", "You live in Ottawa, right?",
                                at=T0 + timedelta(minutes=2))  # positive control

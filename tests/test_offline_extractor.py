@@ -94,7 +94,8 @@ def test_questions_small_talk_and_bare_negations_are_never_claims(text: str) -> 
 
 
 async def test_assistant_text_is_never_a_source() -> None:
-    said = "You live in Paris. Paris is the capital of France. You work as a chef."
+    # Second-person claims about the user, general knowledge, and the assistant's own first person.
+    said = "You live in Paris. Paris is the capital of France. I work as an assistant. I live in the cloud."
     out = await OfflineExtractor().extract(episode(("user", "ok thanks"), ("assistant", said)), [])
     assert out.items == [] and out.covered == []
     # Positive control: the user saying it in the first person is read.
