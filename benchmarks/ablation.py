@@ -140,6 +140,12 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
                 tally.report.add(await mem.process(user_id))
                 tally.seconds += time.perf_counter() - started
                 await curate(mem, user_id, expected.get(user_id, []), tally)
+            # What the arm costs downstream: a replaced fact still believed is served to the agent.
+            stale = 0
+            for user_id, labels in expected.items():
+                active = [k.statement for k in await mem.knowledge(user_id)]
+                stale += sum(1 for lab in labels if lab.get("supersedes")
+                             and any(same_statement(a, lab["supersedes"]) for a in active))
     r = tally.report
     labelled = sum(len(v) for v in expected.values())
     labelled_updates = sum(1 for v in expected.values() for lab in v if lab.get("supersedes"))
@@ -164,6 +170,7 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
             "missed": tally.updates_missed,
             "proposed_wrongly": tally.updates_wrong,
         },
+        "replaced_facts_still_active": stale,
         "valid_at": {"labelled_and_matched": tally.valid_at_labelled_matched, "correct": tally.valid_at_correct},
         "gates": {
             "predicted": r.predicted, "below_confidence": r.below_confidence, "invalid": r.invalid,
