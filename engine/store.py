@@ -139,18 +139,31 @@ async def get_knowledge(conn: aiosqlite.Connection, user_id: str, knowledge_id: 
     return knowledge_from_row(row)
 
 
+async def next_id(conn: aiosqlite.Connection, table: str, entity: str) -> int:
+    """The id for a new row of an audited table: past both the table's rows and every id its audit
+    trail has ever named. Undo and erasure delete rows, and SQLite would hand a deleted row's id to
+    the next insert, which would then inherit the deleted row's audit history. Safe because every
+    insert runs inside BEGIN IMMEDIATE (the write lock)."""
+    row = await (await conn.execute(
+        f"SELECT max(coalesce((SELECT max(id) FROM {table}), 0),"
+        " coalesce((SELECT max(entity_id) FROM audit_log WHERE entity = ?), 0))",
+        (entity,),
+    )).fetchone()
+    return int(row[0]) + 1  # type: ignore[index]
+
+
 async def insert_knowledge(
     conn: aiosqlite.Connection, *, user_id: str, statement: str, embedding: list[float], created_at: int,
     created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
     candidate_id: int | None = None, episode_id: int | None = None,
 ) -> int:
-    cur = await conn.execute(
-        "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
-        " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-        (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
+    kid = await next_id(conn, "knowledge", "knowledge")
+    await conn.execute(
+        "INSERT INTO knowledge(id, user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
+        " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+        (kid, user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
          invalid_at, created_at, created_by),
     )
-    kid = int(cur.lastrowid or 0)
     await conn.execute(
         "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (?, ?, ?)", (kid, statement, fts_scope(user_id))
     )
@@ -170,12 +183,11 @@ async def insert_knowledge_many(
 ) -> list[int]:
     """Bulk form of `insert_knowledge` for (user_id, statement, embedding, valid_at, invalid_at,
     confidence) rows: one executemany per table instead of three statements per fact. Ids are
-    assigned here from max(id) + 1, which is safe only because the caller holds the write lock
+    assigned here from `next_id`, which is safe only because the caller holds the write lock
     (BEGIN IMMEDIATE) for the whole batch."""
     if not rows:
         return []
-    row = await (await conn.execute("SELECT coalesce(max(id), 0) FROM knowledge")).fetchone()
-    first = int(row[0]) + 1  # type: ignore[index]
+    first = await next_id(conn, "knowledge", "knowledge")
     ids = list(range(first, first + len(rows)))
     await conn.executemany(
         "INSERT INTO knowledge(id, user_id, statement, key, confidence, valid_at, invalid_at, created_at, status,"
@@ -317,14 +329,15 @@ async def insert_candidate(
     invalid_at: int | None = None, episode_id: int | None = None, run_id: int | None = None,
     unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
 ) -> int:
-    cur = await conn.execute(
-        "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
+    cid = await next_id(conn, "candidates", "candidate")
+    await conn.execute(
+        "INSERT INTO candidates(id, user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
         " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-        (user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+        (cid, user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
          confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason),
     )
-    return int(cur.lastrowid or 0)
+    return cid
 
 
 async def mark_decided(
@@ -444,12 +457,14 @@ async def insert_tombstone(
     conn: aiosqlite.Connection, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
     candidate_id: int | None = None, knowledge_id: int | None = None,
 ) -> int:
-    cur = await conn.execute(
-        "INSERT INTO tombstones(user_id, key, statement, reason, created_by, created_at, candidate_id,"
-        " knowledge_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, value_key(statement), statement, reason, created_by, created_at, candidate_id, knowledge_id),
+    tid = await next_id(conn, "tombstones", "tombstone")
+    await conn.execute(
+        "INSERT INTO tombstones(id, user_id, key, statement, reason, created_by, created_at, candidate_id,"
+        " knowledge_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (tid, user_id, value_key(statement), statement, reason, created_by, created_at, candidate_id,
+         knowledge_id),
     )
-    return int(cur.lastrowid or 0)
+    return tid
 
 
 async def get_tombstone(conn: aiosqlite.Connection, user_id: str, tombstone_id: int) -> Tombstone:
@@ -582,6 +597,27 @@ async def text_arm(
         (*args, limit),
     )).fetchall()
     return [r[0] for r in rows]
+
+
+async def informative_terms(conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
+    """The query terms that can change a BM25 ranking: a term found in at least half of all facts
+    gets FTS5's floor IDF (1e-6), so it cannot reorder anything, yet FTS5 would still score every
+    fact of the user that holds it. Statements all phrased "User lives in...", queried with "where
+    does the user live", made the text arm rank all 22,000 facts of a large user (40 ms); without
+    "user" it ranks the few hundred that mention the place. A term the vocabulary does not list
+    verbatim (tokenizer folding differs) is kept."""
+    if not terms:
+        return terms
+    await conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.knowledge_fts_terms USING fts5vocab(main, 'knowledge_fts', 'row')"
+    )
+    row = await (await conn.execute("SELECT count(*) FROM knowledge_fts_docsize")).fetchone()
+    total = int(row[0])  # type: ignore[index]
+    found = await (await conn.execute(
+        f"SELECT term, doc FROM temp.knowledge_fts_terms WHERE term IN ({','.join('?' * len(terms))})", terms
+    )).fetchall()
+    docs = {str(r[0]): int(r[1]) for r in found}
+    return [t for t in terms if 2 * docs.get(t, 0) < total]
 
 
 def fts_scope(user_id: str) -> str:
