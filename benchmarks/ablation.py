@@ -6,7 +6,7 @@
 Each arm replays the set session by session in time order (a session = one user's exchanges
 without a 30-minute gap, i.e. one episode), calls `process(user)` after each, and then decides
 every pending candidate as the labels say: a candidate that matches a labelled fact (rapidfuzz
-ratio on `engine.text.value_key`) is approved, through `confirm_supersession` when the label says
+ratio on `engine.text.value_key`, numbers agreeing) is approved, through `confirm_supersession` when the label says
 it replaces a fact and the candidate names that fact; everything else is rejected (a repeat of an
 already approved label too: the queue should not have shown it). With `MEMDESK_BASE_URL` set, the
 same two arms also run with `OpenAIExtractor`.
@@ -32,11 +32,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rapidfuzz import fuzz
-
 from engine import Memory, MemoryConfig, ProcessReport
 from engine.data import load_exchanges, load_expected
-from engine.text import value_key
+from engine.text import best_match, value_key
 
 MATCH_THRESHOLD = 90.0
 Exchange = tuple[str, str, str | None, datetime]
@@ -55,14 +53,15 @@ def sessions(exchanges: list[Exchange], gap: timedelta) -> list[list[Exchange]]:
 
 
 def best_label(statement: str, labels: list[dict[str, Any]]) -> int | None:
-    key = value_key(statement)
-    scored = [(fuzz.ratio(key, value_key(lab["statement"])), i) for i, lab in enumerate(labels)]
-    score, index = max(scored, default=(0.0, -1))
-    return index if score >= MATCH_THRESHOLD else None
+    """The label a candidate states, by the engine's own rule for "the same value" (a fuzzy ratio
+    on value keys, numbers agreeing exactly: "is 34" is not "is 35")."""
+    keys = [value_key(lab["statement"]) for lab in labels]
+    hit = best_match(value_key(statement), keys, MATCH_THRESHOLD)
+    return keys.index(hit[0]) if hit is not None else None
 
 
 def same_statement(a: str, b: str) -> bool:
-    return fuzz.ratio(value_key(a), value_key(b)) >= MATCH_THRESHOLD
+    return best_match(value_key(a), [value_key(b)], MATCH_THRESHOLD) is not None
 
 
 @dataclass
