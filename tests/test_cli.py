@@ -354,6 +354,8 @@ def test_demo_no_open_builds_a_queue_with_pending_updates(tmp_path: Path) -> Non
     done = memdesk("demo", "--no-open", "--db", db, "--reviewer", "tester")
     assert done.returncode == 0, done.stderr
     assert "candidates waiting for review" in done.stderr
+    # built under a temporary name and renamed: nothing half-built is left beside it
+    assert [p.name for p in tmp_path.iterdir() if "building" in p.name] == []
 
     async def look() -> tuple[int, int, int, set[str]]:
         async with Memory(db) as mem:
