@@ -68,6 +68,11 @@ def _connect_sync(path: str) -> Any:
     if path != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Reads through a memory map: the vector arm scans every embedding of a user's partition, and
+    # copying those pages through the page cache costs more than the distance maths (18 -> 10 ms
+    # CPU for 22,000 vectors of 384 floats). Writes still go through the WAL as before.
+    if path != ":memory:":
+        conn.execute("PRAGMA mmap_size = 268435456")
     conn.execute("PRAGMA foreign_keys = ON")
     # Freed pages are zeroed, so erased text does not linger in the file.
     conn.execute("PRAGMA secure_delete = ON")

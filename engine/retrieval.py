@@ -21,18 +21,29 @@ from .timeutil import to_us
 RRF_K = 60
 MAX_TOP_K = 1000
 _TERM = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an the is are was were be of to in on at for and or with by as it what who does do".split())
+_STOP = frozenset(
+    ("a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "for", "and", "or", "with",
+     "by", "as", "it", "what", "who", "does", "do")
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct content words of a question, casefolded, in order."""
+    terms = [t.casefold() for t in _TERM.findall(text)]
+    content = [t for t in terms if t not in _STOP] or terms
+    return list(dict.fromkeys(content))
+
+
+def or_query(terms: list[str]) -> str | None:
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 def fts_query(text: str) -> str | None:
     """OR of quoted terms: BM25 ranks by how many and how rare, instead of FTS5's implicit AND
     that drops a fact for missing one word of the question."""
-    terms = [t.casefold() for t in _TERM.findall(text)]
-    content = [t for t in terms if t not in _STOP] or terms
-    unique = list(dict.fromkeys(content))
-    if not unique:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+    return or_query(query_terms(text))
 
 
 def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
@@ -54,8 +65,9 @@ async def retrieve(
     at_us, known_us = to_us(at_time, "at_time"), to_us(known_at, "known_at")
     [embedding] = await embedder.embed([query])
     pool = max(top_k * 2, 20)
-    match = fts_query(query)
+    terms = query_terms(query)
     async with db.reading() as conn:
+        match = or_query(await store.informative_terms(conn, terms))
         vec_ids = await store.vector_arm(
             conn, user_id, embedding, min(pool, 4096), at_time=at_us, known_at=known_us,
             include_expired=include_expired,

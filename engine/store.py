@@ -599,20 +599,27 @@ async def text_arm(
     return [r[0] for r in rows]
 
 
+COMMON_TERM_MIN_FACTS = 1000
+
+
 async def informative_terms(conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
-    """The query terms that can change a BM25 ranking: a term found in at least half of all facts
-    gets FTS5's floor IDF (1e-6), so it cannot reorder anything, yet FTS5 would still score every
-    fact of the user that holds it. Statements all phrased "User lives in...", queried with "where
-    does the user live", made the text arm rank all 22,000 facts of a large user (40 ms); without
-    "user" it ranks the few hundred that mention the place. A term the vocabulary does not list
-    verbatim (tokenizer folding differs) is kept."""
+    """Drop the query terms found in at least half of all facts, and in at least
+    COMMON_TERM_MIN_FACTS of them. Such a term gets FTS5's floor IDF (1e-6): it cannot reorder the
+    facts that match a real term, yet FTS5 would score every fact of the user that holds it.
+    Statements all phrased "User lives in...", queried with "where does the user live", made the
+    text arm rank all 22,000 facts of a large user (40 ms); without "user" it ranks the few
+    hundred that mention the place. The absolute floor keeps small stores exact: there, matching a
+    half-common word is still a signal worth a text rank, and scoring it costs nothing. A term the
+    vocabulary does not list verbatim (tokenizer folding differs) is kept."""
     if not terms:
+        return terms
+    row = await (await conn.execute("SELECT count(*) FROM knowledge_fts_docsize")).fetchone()
+    total = int(row[0])  # type: ignore[index]
+    if total < 2 * COMMON_TERM_MIN_FACTS:
         return terms
     await conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.knowledge_fts_terms USING fts5vocab(main, 'knowledge_fts', 'row')"
     )
-    row = await (await conn.execute("SELECT count(*) FROM knowledge_fts_docsize")).fetchone()
-    total = int(row[0])  # type: ignore[index]
     found = await (await conn.execute(
         f"SELECT term, doc FROM temp.knowledge_fts_terms WHERE term IN ({','.join('?' * len(terms))})", terms
     )).fetchall()

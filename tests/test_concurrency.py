@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import sqlite_vec
 
-from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError
+from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError, store
 from engine.db import _connect_sync
 from engine.memory import NewFact
 from engine.models import to_jsonable
@@ -422,3 +422,18 @@ async def test_migration_to_v2_rebuilds_the_fts_index_with_user_scopes(tmp_path:
         assert [(i.knowledge.id, i.text_rank) for i in ana.items] == [(1, 1)]
         bob = await mem.retrieve("Zebrafinch", user_id="bob", top_k=5)
         assert [(i.knowledge.id, i.text_rank) for i in bob.items] == [(2, None)]  # vector arm only
+
+
+async def test_terms_in_half_of_a_large_store_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
+    async with Memory(tmp_path / "common.db", clock=fixed_clock) as mem:
+        await mem.add_knowledge_many("small", [f"User likes item {i}" for i in range(10)], actor="seed")
+        async with mem.db.reading() as conn:  # a small store keeps every term (control)
+            assert await store.informative_terms(conn, ["user", "zebrafinch"]) == ["user", "zebrafinch"]
+        await mem.add_knowledge_many("big", [f"User likes item {i}" for i in range(1999)], actor="seed")
+        [target] = await mem.add_knowledge_many("big", ["User keeps Zebrafinch birds"], actor="seed")
+        async with mem.db.reading() as conn:
+            assert await store.informative_terms(conn, ["user", "zebrafinch", "nowhere"]) == ["zebrafinch", "nowhere"]
+        res = await mem.retrieve("does the user keep a zebrafinch", user_id="big", top_k=5)
+        assert (res.items[0].knowledge.id, res.items[0].text_rank) == (target.id, 1)
+        assert [i.text_rank for i in res.items[1:]] == [None] * 4  # "user" alone no longer gives a text rank
+        assert len(res.items) == 5

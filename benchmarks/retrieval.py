@@ -1,0 +1,266 @@
+"""Retrieval latency at scale, bulk build rate and approve latency (issue 2's benchmark).
+
+    uv run python benchmarks/retrieval.py                      # the full run: 100,000 + 20,000 facts
+    uv run python benchmarks/retrieval.py --facts 5000 --users 50 --large-facts 2000 --superseded 200
+
+Builds, in a temporary directory, a store of `--facts` active facts spread over `--users` ordinary
+users plus one large user with `--large-facts` facts of which `--superseded` were corrected
+(each correction leaves a superseded version behind), all embedded with the offline
+HashingEmbedder. Then it times `retrieve` for ordinary users and for the large user, plain and
+with `at_time` / `known_at`, and `approve` on candidates queued in the full store. Every result list
+is checked to hold exactly min(top_k, matching facts) items, where "matching" is counted
+independently with plain SQL over the fact table. Prints JSON and writes it to
+benchmarks/results/retrieval-<date>.json (use --no-save to skip).
+
+The clock is a fake one that advances one second per engine call, so belief times (`known_at`)
+are spread over the build and a `known_at` in the middle of the corrections is meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from engine import Memory
+from engine.db import sqlite_module
+from engine.memory import NewFact
+
+RESULTS = Path(__file__).parent / "results"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+LARGE_USER = "large-user"
+
+TOPICS = ["lives in", "works at", "likes", "is allergic to", "plays", "studies", "owns", "visited", "speaks"]
+OBJECTS = [
+    "Lisbon", "Porto", "Berlin", "Oslo", "Kyoto", "Quito", "a bakery", "a hospital", "jazz", "chess", "tennis",
+    "peanuts", "shellfish", "Portuguese", "Japanese", "a red bicycle", "a sailing boat", "the violin",
+    "astronomy", "medieval history", "a cat named Miso", "a dog named Rex", "Iceland", "Patagonia",
+]
+# Questions an agent would ask, sharing words with the facts so that the BM25 arm does real work
+# (a common word such as "lives" or "Lisbon" matches thousands of facts across all users).
+QUERIES = [
+    "where does the user live, Lisbon or Porto?", "is the user allergic to peanuts or shellfish",
+    "does the user play chess or tennis", "which languages: speaks Portuguese or Japanese",
+    "works at a hospital or a bakery", "owns a dog named Rex", "visited Iceland", "studies astronomy",
+    "likes jazz", "plays the violin", "medieval history", "a red bicycle",
+]
+TARGETS = {"ordinary_p95_ms": 10.0, "large_p95_ms": 30.0, "approve_median_ms": 5.0, "build_facts_per_s": 2000.0}
+
+
+class StepClock:
+    """One second per call: every engine write gets a distinct, increasing belief time."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+def statement(rng: random.Random, who: str, n: int) -> str:
+    """Phrased like the extractors phrase facts ("User lives in Lisbon"), so "user" is in every
+    statement of every user, and the questions below contain it too: the worst case for BM25."""
+    del who
+    return f"User {rng.choice(TOPICS)} {rng.choice(OBJECTS)} (note {n})"
+
+
+def interval(rng: random.Random) -> tuple[datetime | None, datetime | None]:
+    """A third of the facts are open-ended, the rest hold for one to four years since 2015."""
+    if rng.random() < 1 / 3:
+        return None, None
+    start = datetime(2015, 1, 1, tzinfo=UTC) + timedelta(days=rng.randrange(0, 3000))
+    return start, start + timedelta(days=rng.randrange(365, 1500))
+
+
+@dataclass
+class Timings:
+    samples_ms: list[float]
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.samples_ms)
+        return {
+            "n": len(ordered),
+            "p50_ms": round(statistics.median(ordered), 3),
+            "p95_ms": round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 3),
+            "max_ms": round(ordered[-1], 3),
+        }
+
+
+async def timed(calls: list[Callable[[], Awaitable[object]]]) -> tuple[Timings, list[object]]:
+    samples, results = [], []
+    for call in calls:
+        t = time.perf_counter()
+        results.append(await call())
+        samples.append((time.perf_counter() - t) * 1000)
+    return Timings(samples), results
+
+
+def matching_count(db: Path, user: str, at_us: int | None, known_us: int | None) -> int:
+    """Facts `retrieve` may return, counted with plain SQL (no index, no engine code)."""
+    sql = "SELECT count(*) FROM knowledge WHERE user_id = ?"
+    args: list[object] = [user]
+    if known_us is not None:
+        sql += " AND created_at <= ? AND (expired_at IS NULL OR expired_at > ?)"
+        args += [known_us, known_us]
+    else:
+        sql += " AND status = 'active'"
+    if at_us is not None:
+        sql += " AND (valid_at IS NULL OR valid_at <= ?) AND (invalid_at IS NULL OR invalid_at > ?)"
+        args += [at_us, at_us]
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute(sql, args).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def us(value: datetime) -> int:
+    return int((value - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+
+
+async def build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[str, object]:
+    per_user, extra = divmod(args.facts, args.users)
+    t = time.perf_counter()
+    for u in range(args.users):
+        who = f"user{u:05d}"
+        facts = [NewFact(statement(rng, who, n), *interval(rng)) for n in range(per_user + (u < extra))]
+        await mem.add_knowledge_many(who, facts, actor="bench")
+    large = [NewFact(statement(rng, LARGE_USER, n), *interval(rng)) for n in range(args.large_facts)]
+    added = await mem.add_knowledge_many(LARGE_USER, large, actor="bench")
+    bulk_s = time.perf_counter() - t
+
+    # Corrections: each supersedes an active fact of the large user; the chain grows when a new
+    # version is picked again, so some facts have many versions.
+    t = time.perf_counter()
+    active = [k.id for k in added]
+    for n in range(args.superseded):
+        i = rng.randrange(len(active))
+        new = await mem.correct(
+            LARGE_USER, active[i], statement(rng, LARGE_USER, 10_000_000 + n), actor="bench", reason="benchmark"
+        )
+        active[i] = new.id
+    correct_s = time.perf_counter() - t
+    total = args.facts + args.large_facts + args.superseded
+    return {
+        "facts_total": total,
+        "bulk_facts": args.facts + args.large_facts,
+        "bulk_facts_per_s": round((args.facts + args.large_facts) / bulk_s, 1),
+        "corrections": args.superseded,
+        "corrections_per_s": round(args.superseded / correct_s, 1) if args.superseded else None,
+        "build_seconds": round(bulk_s + correct_s, 2),
+        "build_facts_per_s": round(total / (bulk_s + correct_s), 1),
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, object]:
+    rng = random.Random(args.seed)
+    clock = StepClock()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "retrieval.db"
+        async with Memory(db, clock=clock) as mem:
+            built = await build(mem, args, rng)
+            build_end = clock.now
+            mid_corrections = build_end - timedelta(seconds=max(1, args.superseded // 2))
+            at_time = datetime(2019, 6, 1, tzinfo=UTC)
+            shapes: dict[str, dict[str, datetime | None]] = {
+                "plain": {"at_time": None, "known_at": None},
+                "at_time": {"at_time": at_time, "known_at": None},
+                "known_at": {"at_time": None, "known_at": mid_corrections},
+                "at_time+known_at": {"at_time": at_time, "known_at": mid_corrections},
+            }
+            ordinary = [f"user{rng.randrange(args.users):05d}" for _ in range(args.queries)]
+            report: dict[str, object] = {}
+            short: list[str] = []
+            checked = 0
+            for group, users in (("ordinary", ordinary), ("large", [LARGE_USER] * args.queries)):
+                for shape, when in shapes.items():
+                    queries = [(u, rng.choice(QUERIES)) for u in users]
+                    calls = [
+                        (lambda u=u, q=q, w=when: mem.retrieve(q, user_id=u, top_k=args.top_k, **w))  # type: ignore[misc]
+                        for u, q in queries
+                    ]
+                    await calls[0]()  # warm the page cache for this shape
+                    timing, results = await timed(calls)
+                    report[f"{group}/{shape}"] = timing.summary()
+                    expected_by_user: dict[str, int] = {}
+                    for (u, q), res in zip(queries, results, strict=True):
+                        if u not in expected_by_user:
+                            expected_by_user[u] = min(args.top_k, matching_count(
+                                db, u, us(when["at_time"]) if when["at_time"] else None,
+                                us(when["known_at"]) if when["known_at"] else None,
+                            ))
+                        got = len(res.items)  # type: ignore[attr-defined]
+                        checked += 1
+                        if got != expected_by_user[u]:
+                            short.append(f"{group}/{shape} {u} {q!r}: {got} != {expected_by_user[u]}")
+
+            # approve latency on candidates queued in the full store
+            cids = [
+                await mem.queue_candidate(f"user{rng.randrange(args.users):05d}", f"approve bench fact {n}")
+                for n in range(args.approvals)
+            ]
+            approve_timing, _ = await timed([(lambda c=c: mem.review.approve(c, reviewer="bench")) for c in cids])
+    sqlite_version = sqlite_module().sqlite_version
+    return {
+        "benchmark": "retrieval",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cores": os.cpu_count(),
+            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+            "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "sqlite": sqlite_version,
+            "platform": platform.platform(),
+        },
+        "params": {k: v for k, v in vars(args).items() if k != "no_save"},
+        "build": built,
+        "retrieve": report,
+        "approve": Timings(approve_timing.samples_ms).summary(),
+        "result_size_check": {"checked": checked, "wrong": len(short), "examples": short[:5]},
+        "targets": TARGETS,
+        "targets_met": {
+            "ordinary_p95_ms": max(v["p95_ms"] for k, v in report.items() if k.startswith("ordinary/"))  # type: ignore[index]
+            <= TARGETS["ordinary_p95_ms"],
+            "large_p95_ms": max(v["p95_ms"] for k, v in report.items() if k.startswith("large/"))  # type: ignore[index]
+            <= TARGETS["large_p95_ms"],
+            "approve_median_ms": approve_timing.summary()["p50_ms"] <= TARGETS["approve_median_ms"],
+            "build_facts_per_s": float(built["build_facts_per_s"]) >= TARGETS["build_facts_per_s"],  # type: ignore[arg-type]
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--facts", type=int, default=100_000, help="active facts of the ordinary users")
+    parser.add_argument("--users", type=int, default=1_000, help="ordinary users")
+    parser.add_argument("--large-facts", type=int, default=20_000, help="facts of the one large user")
+    parser.add_argument("--superseded", type=int, default=2_000, help="corrections of the large user's facts")
+    parser.add_argument("--queries", type=int, default=200, help="retrieve calls per user group and query shape")
+    parser.add_argument("--approvals", type=int, default=200)
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-save", action="store_true", help="print only; do not write benchmarks/results/")
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if not args.no_save:
+        RESULTS.mkdir(exist_ok=True)
+        out = RESULTS / f"retrieval-{datetime.now(UTC).date().isoformat()}.json"
+        out.write_text(text + "\n")
+        print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
