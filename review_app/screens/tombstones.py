@@ -64,6 +64,7 @@ class TombstonesScreen(Screen[None]):
                               id="tombstones-user")
             yield Static("", id="tombstones-mode")
         yield DataTable(id="tombstones-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="tombstones-detail")
         yield Static("", id="tombstones-status")
         yield Footer()
 
@@ -83,11 +84,11 @@ class TombstonesScreen(Screen[None]):
         table = self.table
         table.add_column("#", key="id")
         table.add_column("User", key="user")
-        table.add_column("Statement", key="statement", width=40)
-        table.add_column("Reason", key="reason", width=20)
+        table.add_column("Statement", key="statement", width=36)
+        table.add_column("Reason", key="reason", width=28)
         table.add_column("By", key="by")
         table.add_column("When (UTC)", key="when")
-        table.add_column("Lifted", key="lifted", width=52)
+        table.add_column("Lifted", key="lifted", width=39)
         table.focus()
 
     def on_screen_resume(self) -> None:
@@ -135,6 +136,7 @@ class TombstonesScreen(Screen[None]):
         self._select_after_load = None
         if target in self.stones:
             table.move_cursor(row=table.get_row_index(str(target)))
+        self._show_detail()
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         shown = "live and lifted" if self.include_lifted else "live only"
         count = f"{len(stones)} tombstone{'s' if len(stones) != 1 else ''}"
@@ -163,6 +165,22 @@ class TombstonesScreen(Screen[None]):
 
     def _status(self, message: str) -> None:
         self.query_one("#tombstones-status", Static).update(literal(message))
+
+    @on(DataTable.RowHighlighted, "#tombstones-table")
+    def _show_detail(self) -> None:
+        """The selected tombstone in full: table cells are cut to their column width."""
+        tid = self._current_id()
+        stone = self.stones.get(tid) if tid is not None else None
+        detail = self.query_one("#tombstones-detail", Static)
+        if stone is None:
+            detail.update("")
+            return
+        text = Text.assemble((f"#{stone.id} ", "bold"), literal(stone.statement), ("\nreason: ", "dim"),
+                             literal(stone.reason))
+        if stone.lifted_at is not None:
+            text.append("\nlifted: ", style="dim")
+            text.append_text(self._lifted_cell(stone))
+        detail.update(text)
 
     @on(Select.Changed, "#tombstones-user")
     def _user_changed(self, event: Select.Changed) -> None:

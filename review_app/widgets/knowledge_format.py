@@ -39,7 +39,7 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge]) -> Renderab
     for version in chain:
         marker = Text("▶", style="bold") if version.id == selected.id else Text("")
         status = status_text(version.status)
-        if version.end_reason:
+        if version.end_reason and version.end_reason != version.status:
             status.append(" · ")
             status.append_text(literal(version.end_reason))
         versions.add_row(marker, str(version.id), literal(version.statement), status, version.interval_text())
