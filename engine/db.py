@@ -49,10 +49,11 @@ def sqlite_module() -> ModuleType:
         dbapi2 = None
     if dbapi2 is not None and _can_load_extensions(dbapi2):
         return dbapi2
+    fallback = "pysqlite3 is not installed" if dbapi2 is None else "the installed pysqlite3 cannot load them either"
     raise ConfigurationError(
-        "This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be loaded, and "
-        "pysqlite3 is not installed. Fix: `pip install pysqlite3-binary` (Linux x86_64), or use a "
-        "Python built with loadable SQLite extensions (e.g. python.org or Homebrew builds)."
+        f"This Python's sqlite3 cannot load extensions, so sqlite-vec cannot be loaded, and {fallback}. "
+        "Fix: `pip install pysqlite3-binary` (Linux x86_64), or use a Python built with loadable SQLite "
+        "extensions (e.g. python.org or Homebrew builds)."
     )
 
 
@@ -93,6 +94,9 @@ class Database:
 
     @classmethod
     async def open(cls, path: str) -> Database:
+        # Choose the driver here, before aiosqlite starts its worker thread: a ConfigurationError
+        # raised inside that thread leaves it reporting to an event loop that may already be gone.
+        sqlite_module()
         factory: Callable[[], Any] = lambda: _connect_sync(path)  # noqa: E731
         conn = aiosqlite.Connection(factory, 64)
         await conn
