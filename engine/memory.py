@@ -117,6 +117,9 @@ class Memory:
             raise ConfigurationError(
                 f"{self.path} has schema version {version}; this memdesk knows up to {SCHEMA_VERSION}: upgrade memdesk"
             )
+        if version >= 1:
+            # before migrating: a migration may rebuild the vector table at the embedder's width
+            await self._check_dimensions()
         if version < SCHEMA_VERSION:
             async with self.db.transaction() as tx:
                 # re-read inside the write lock: another process may have migrated meanwhile
@@ -125,6 +128,10 @@ class Memory:
                     for statement in MIGRATIONS[target](self.embedder.dimensions):
                         await tx.execute(statement)
                     await tx.execute(f"PRAGMA user_version = {target}")
+        await self._check_dimensions()
+
+    async def _check_dimensions(self) -> None:
+        conn = self.db.conn
         row = await (await conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'")).fetchone()
         stored = int(row[0]) if row else None
         if stored != self.embedder.dimensions:

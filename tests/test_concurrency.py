@@ -32,7 +32,7 @@ from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError,
 from engine.db import _connect_sync
 from engine.memory import NewFact
 from engine.models import to_jsonable
-from engine.schema import MIGRATIONS
+from engine.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.store import fts_scope
 from engine.timeutil import BEGINNING, FOREVER
 
@@ -392,9 +392,9 @@ async def test_text_arm_is_scoped_by_user_inside_the_fts_match(tmp_path: Path) -
         assert scopes == [(fts_scope("ana"),), (fts_scope("ana smith"),), (fts_scope("ünïcode/user"),)]
 
 
-async def test_migration_to_v2_rebuilds_the_fts_index_with_user_scopes(tmp_path: Path) -> None:
-    """A database written by schema v1 (FTS without the scope column) is migrated on open and its
-    existing facts stay findable by the BM25 arm, for their own user only."""
+async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: Path) -> None:
+    """A database written by schema v1 (FTS without the scope column, vectors in 1,024-slot chunks)
+    is migrated on open; its facts stay findable by both arms, for their own user only."""
     path = tmp_path / "v1.db"
     conn = _connect_sync(str(path))
     try:
@@ -417,11 +417,13 @@ async def test_migration_to_v2_rebuilds_the_fts_index_with_user_scopes(tmp_path:
     finally:
         conn.close()
     async with Memory(path, clock=fixed_clock) as mem:
-        assert await scalar(mem, "PRAGMA user_version") == 2
+        assert await scalar(mem, "PRAGMA user_version") == SCHEMA_VERSION
+        [(vec_sql,)] = await rows(mem, "SELECT sql FROM sqlite_master WHERE name = 'knowledge_vec'")
+        assert "chunk_size=64" in str(vec_sql)
         ana = await mem.retrieve("Zebrafinch", user_id="ana", top_k=5)
         assert [(i.knowledge.id, i.text_rank) for i in ana.items] == [(1, 1)]
         bob = await mem.retrieve("Zebrafinch", user_id="bob", top_k=5)
-        assert [(i.knowledge.id, i.text_rank) for i in bob.items] == [(2, None)]  # vector arm only
+        assert [(i.knowledge.id, i.text_rank, i.vector_rank) for i in bob.items] == [(2, None, 1)]  # vector only
 
 
 async def test_terms_in_half_of_a_large_store_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
