@@ -3,6 +3,7 @@ leaves (nothing), leases between reviewers, and undo as the exact inverse."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,32 @@ async def test_undo_of_a_pending_candidate_is_refused(mem: Memory) -> None:
     cid = await mem.queue_candidate("ana", "Ana lives in Lisbon")
     with pytest.raises(UndoRefusedError):
         await mem.review.undo(cid, reviewer="rev")
+
+
+async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(tmp_path: Path) -> None:
+    """Two Memory objects on one file (two connections, as two workstations would have)."""
+    db = tmp_path / "race.db"
+    async with open_memory(db, Clock()) as first, open_memory(db, Clock()) as second:
+        ids = [await first.queue_candidate("ana", f"Ana fact {i}") for i in range(20)]
+        outcomes: list[str] = []
+
+        async def decide(mem: Memory, cid: int, how: str) -> None:
+            try:
+                if how == "approve":
+                    await mem.review.approve(cid, reviewer="xavier")
+                else:
+                    await mem.review.reject(cid, reviewer="yara", reason="no")
+                outcomes.append(how)
+            except AlreadyDecidedError:
+                outcomes.append("refused")
+
+        for cid in ids:
+            await asyncio.gather(decide(first, cid, "approve"), decide(second, cid, "reject"))
+        assert outcomes.count("refused") == len(ids)
+        facts = await first.knowledge("ana")
+        stones = await first.tombstones("ana")
+        assert len(facts) + len(stones) == len(ids)  # each candidate has exactly one outcome's effect
+        for cid in ids:
+            cand = await second.review.get(cid)
+            assert cand.status in ("approved", "rejected")
+            assert (cand.knowledge_id is not None) == (cand.status == "approved")
