@@ -344,3 +344,22 @@ async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(tmp_path: 
             cand = await second.review.get(cid)
             assert cand.status in ("approved", "rejected")
             assert (cand.knowledge_id is not None) == (cand.status == "approved")
+
+
+async def test_a_retraction_request_retracts_on_approval_and_undoes_exactly(mem: Memory) -> None:
+    fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
+    cid = await mem.queue_candidate("ana", "Forget that Ana lives in Lisbon", kind="retraction",
+                                    supersedes_id=fact.id, reason="user asked to forget it")
+    before = await snapshot(mem)
+    retracted = await mem.review.approve(cid, reviewer="rev")
+    assert (retracted.status, retracted.end_reason) == ("retracted", "user asked to forget it")
+    assert await mem.is_tombstoned("ana", "Ana lives in Lisbon") is not None
+
+    await mem.review.undo(cid, reviewer="rev")
+    after = await snapshot(mem)
+    for table in ("knowledge", "candidates", "tombstones", "knowledge_fts", "knowledge_vec"):
+        assert after[table] == before[table], table
+    assert await mem.is_tombstoned("ana", "Ana lives in Lisbon") is None
+    # Rejecting a retraction request keeps the fact and writes no tombstone.
+    assert await mem.review.reject(cid, reviewer="rev", reason="keep it") is None
+    assert (await mem.get_knowledge("ana", fact.id)).status == "active"
