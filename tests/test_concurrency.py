@@ -32,7 +32,7 @@ from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError,
 from engine.db import _connect_sync
 from engine.memory import NewFact
 from engine.models import to_jsonable
-from engine.schema import MIGRATIONS, SCHEMA_VERSION
+from engine.schema import MIGRATIONS, SCHEMA_VERSION, VEC_CHUNK_SIZE
 from engine.store import fts_scope
 from engine.timeutil import BEGINNING, FOREVER
 
@@ -419,7 +419,7 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
     async with Memory(path, clock=fixed_clock) as mem:
         assert await scalar(mem, "PRAGMA user_version") == SCHEMA_VERSION
         [(vec_sql,)] = await rows(mem, "SELECT sql FROM sqlite_master WHERE name = 'knowledge_vec'")
-        assert "chunk_size=64" in str(vec_sql)
+        assert f"chunk_size={VEC_CHUNK_SIZE}" in str(vec_sql)
         ana = await mem.retrieve("Zebrafinch", user_id="ana", top_k=5)
         assert [(i.knowledge.id, i.text_rank) for i in ana.items] == [(1, 1)]
         bob = await mem.retrieve("Zebrafinch", user_id="bob", top_k=5)
@@ -439,3 +439,7 @@ async def test_terms_in_half_of_a_large_store_are_left_out_of_the_bm25_query(tmp
         assert (res.items[0].knowledge.id, res.items[0].text_rank) == (target.id, 1)
         assert [i.text_rank for i in res.items[1:]] == [None] * 4  # "user" alone no longer gives a text rank
         assert len(res.items) == 5
+        # the counts are cached, but not frozen: once "user" is in fewer than half the facts, it counts again
+        await mem.add_knowledge_many("other", [f"Cat naps {i}" for i in range(2100)], actor="seed")
+        async with mem.db.reading() as conn:
+            assert await store.informative_terms(conn, ["user", "zebrafinch"]) == ["user", "zebrafinch"]
