@@ -171,6 +171,9 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         db = Path(tmp) / "retrieval.db"
         async with Memory(db, clock=clock) as mem:
             built = await build(mem, args, rng)
+            built["db_file_mb"] = round(sum(
+                Path(f"{db}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{db}{suffix}").exists()
+            ) / 1e6, 1)
             build_end = clock.now
             mid_corrections = build_end - timedelta(seconds=max(1, args.superseded // 2))
             at_time = datetime(2019, 6, 1, tzinfo=UTC)

@@ -208,7 +208,7 @@ class Memory:
         """Trusted injection of many facts of one user (imports, benchmarks): each fact passes the
         same statement and interval checks as `add_knowledge` and gets its own `inject` audit row,
         but each batch of `batch_size` is embedded in one call and written in one transaction (about
-        7x the rate of one `add_knowledge` per fact). Every fact is checked before anything is
+        ten times the rate of one `add_knowledge` per fact). Every fact is checked before anything is
         written, so one bad statement or interval leaves nothing behind."""
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
