@@ -73,7 +73,8 @@ def parse_datetime(text: str, what: str = "date") -> datetime:
     try:
         value = datetime.fromisoformat(raw)
     except ValueError:
-        raise UserInputError(f"{what} {text!r} is not an ISO 8601 date (e.g. 2024-05-01 or 2024-05-01T10:00Z)") from None
+        example = "e.g. 2024-05-01 or 2024-05-01T10:00Z"
+        raise UserInputError(f"{what} {text!r} is not an ISO 8601 date ({example})") from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
