@@ -482,11 +482,15 @@ class QueueScreen(Screen[None]):
 
     @work(group="queue-filters", name="Opening the filters")
     async def _open_filters(self) -> None:
+        # The modal is pushed with a callback, not awaited: a worker never waits on the reviewer.
         users = await self.review_app.memory.users()
-        result = await self.app.push_screen_wait(FilterModal(self.filter, users))
-        if result is not None and result != self.filter:
-            self.filter = result
-            self.reload()
+
+        def chosen(result: QueueFilter | None) -> None:
+            if result is not None and result != self.filter:
+                self.filter = result
+                self.reload()
+
+        self.app.push_screen(FilterModal(self.filter, users), chosen)
 
     def action_bulk(self) -> None:
         if self._deciding:
@@ -494,7 +498,7 @@ class QueueScreen(Screen[None]):
             return
         self._bulk()
 
-    @work(group="queue-bulk", name="Bulk approving")
+    @work(group="queue-bulk", name="Counting the filtered selection")
     async def _bulk(self) -> None:
         review = self.review_app.memory.review
         kwargs = self.filter.kwargs()
@@ -508,9 +512,21 @@ class QueueScreen(Screen[None]):
         skipped = f" ({retractions} retraction requests are left for one-by-one review)" if retractions else ""
         question = (f"Approve all {count} candidates matching the current filter ({self.filter.describe()}) "
                     f"as new facts?{skipped}")
-        if not await self.app.push_screen_wait(ConfirmModal(question)):
-            return
-        self._deciding = True
+        chosen = self.filter
+
+        def answered(yes: bool | None) -> None:
+            if yes and not self._deciding:
+                self._deciding = True
+                self.run_worker(self._run_bulk(chosen), group="queue-decide",
+                                name=f"Bulk approving {count} candidates")
+
+        self.app.push_screen(ConfirmModal(question), answered)
+
+    async def _run_bulk(self, chosen: QueueFilter) -> None:
+        """Approve what matches `chosen` NOW (ids re-read, retraction requests left out); each
+        approval is its own transaction, and ids decided elsewhere meanwhile are skipped."""
+        review = self.review_app.memory.review
+        kwargs = chosen.kwargs()
         try:
             await self._drop_current()
             ids: list[int] = []
