@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 200
 """Rows fetched per page; the next page loads when the cursor comes within PREFETCH of the end."""
 PREFETCH = 20
-NARROW_WIDTH = 120
+NARROW_WIDTH = 130
 """Below this terminal width the three detail panes become tabs."""
 
 REJECT_REASONS: tuple[str, ...] = (
