@@ -143,6 +143,11 @@ async def test_confirm_supersession_expires_the_old_fact(db) -> None:
         assert any("no fact to supersede" in n for n in notes(app))
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("pending",)
         await go_to(pilot, ids["madrid"])
+        await pilot.press("a")  # a plain approve would leave Porto active beside Madrid: refused, asks s or k
+        await settle(pilot)
+        assert any("press s to supersede it, or k to keep both" in n for n in notes(app))
+        assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["madrid"]) == ("pending",)
+        assert queue(app).current_id == ids["madrid"]
         await pilot.press("s")
         await settle(pilot)
     async with Memory(path, clock=fixed_clock) as mem:
@@ -372,3 +377,25 @@ async def test_the_list_loads_pages_not_the_whole_queue(tmp_path: Path) -> None:
         await settle(pilot)
         assert table.row_count == 2 * PAGE_SIZE  # the next page came when the cursor neared the end
         assert table.get_cell_at((0, 4)).plain == "Fact number 0"  # oldest first
+
+
+async def test_bulk_approve_asks_first_and_leaves_supersessions_and_retractions_pending(db) -> None:
+    path, ids = db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("n")  # "no": nothing is decided
+        await settle(pilot)
+        assert row(path, "SELECT count(*) FROM candidates WHERE status = 'pending'") == (8,)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+    with sqlite3.connect(path) as conn:
+        left = dict(conn.execute("SELECT kind, count(*) FROM candidates WHERE status = 'pending' GROUP BY kind"))
+        approved = conn.execute("SELECT count(*) FROM candidates WHERE status = 'approved' AND decided_by = 'ana'")
+        assert approved.fetchone() == (5,)
+    assert left == {"update": 1, "contradiction": 1, "retraction": 1}
+    assert row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("active",)

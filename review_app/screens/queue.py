@@ -54,6 +54,8 @@ REJECT_REASONS: tuple[str, ...] = (
     "Temporary, not worth remembering",
 )
 SUPERSEDING = ("update", "contradiction")
+ONE_BY_ONE = ("retraction", *SUPERSEDING)
+"""Kinds a bulk approve leaves out: each needs its own decision (retract? supersede or keep both?)."""
 
 
 def age_text(created_at: datetime, now: datetime) -> str:
@@ -345,8 +347,15 @@ class QueueScreen(Screen[None]):
         ctx = self._target()
         if ctx is None:
             return
-        cid, review, who = ctx.candidate.id, self.review_app.memory.review, self.review_app.reviewer
-        label = "Retracting the fact of" if ctx.candidate.kind == "retraction" else "Approving"
+        cand = ctx.candidate
+        if cand.kind in SUPERSEDING and cand.supersedes_id is not None:
+            # A plain approve would leave the old fact active beside its replacement ("User lives in
+            # Lisbon" and "User lives in Porto"): the reviewer must say which of the two they mean.
+            self.notify(f"Candidate {cand.id} would replace fact #{cand.supersedes_id}: press s to supersede it, "
+                        "or k to keep both.", severity="warning")
+            return
+        cid, review, who = cand.id, self.review_app.memory.review, self.review_app.reviewer
+        label = "Retracting the fact of" if cand.kind == "retraction" else "Approving"
         self._decide(label, cid, lambda: review.approve(cid, who), "approve")
 
     def action_keep_both(self) -> None:
@@ -503,13 +512,16 @@ class QueueScreen(Screen[None]):
         review = self.review_app.memory.review
         kwargs = self.filter.kwargs()
         count = await review.count(**kwargs)
-        retractions = 0 if self.filter.kind not in (None, "retraction") else await review.count(
-            **{**kwargs, "kind": "retraction"})
-        count -= retractions
+        left_out = 0
+        for kind in ONE_BY_ONE:
+            if self.filter.kind in (None, kind):
+                left_out += await review.count(**{**kwargs, "kind": kind})
+        count -= left_out
         if count == 0:
             self.notify("Nothing to bulk approve with the current filter.", severity="warning")
             return
-        skipped = f" ({retractions} retraction requests are left for one-by-one review)" if retractions else ""
+        skipped = (f" ({left_out} retraction requests and proposed supersessions are left for one-by-one review)"
+                   if left_out else "")
         question = (f"Approve all {count} candidates matching the current filter ({self.filter.describe()}) "
                     f"as new facts?{skipped}")
         chosen = self.filter
@@ -523,7 +535,7 @@ class QueueScreen(Screen[None]):
         self.app.push_screen(ConfirmModal(question), answered)
 
     async def _run_bulk(self, chosen: QueueFilter) -> None:
-        """Approve what matches `chosen` NOW (ids re-read, retraction requests left out); each
+        """Approve what matches `chosen` NOW (ids re-read, ONE_BY_ONE kinds left out); each
         approval is its own transaction, and ids decided elsewhere meanwhile are skipped."""
         review = self.review_app.memory.review
         kwargs = chosen.kwargs()
@@ -533,7 +545,7 @@ class QueueScreen(Screen[None]):
             offset = 0
             while True:
                 page = await review.pending(limit=1000, offset=offset, **kwargs)
-                ids += [c.id for c in page if c.kind != "retraction"]
+                ids += [c.id for c in page if c.kind not in ONE_BY_ONE]
                 if len(page) < 1000:
                     break
                 offset += len(page)
