@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import inspect
 import json
 import os
 import sqlite3
@@ -190,9 +189,10 @@ def _open_workstation(db: str, reviewer: str, keymap: str | None) -> None:
         raise BadInput("who is reviewing? pass --reviewer NAME or set MEMDESK_REVIEWER")
     from review_app.app import run_review  # late: Textual loads only for the commands that draw
 
-    result = run_review(db, reviewer, keymap)
-    if inspect.isawaitable(result):
-        asyncio.run(result)  # type: ignore[arg-type]
+    try:
+        run_review(db, reviewer, keymap)
+    except UserInputError as exc:  # a bad keymap file, reported before the screen switches
+        raise BadInput(str(exc)) from None
 
 
 def _remove_db(path: Path) -> None:

@@ -129,6 +129,15 @@ def test_a_missing_database_is_exit_2_and_creates_nothing(tmp_path: Path, comman
     assert list(tmp_path.iterdir()) == []
 
 
+def test_review_with_a_bad_keymap_is_exit_2_before_the_screen_switches(facts_db: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "keys.toml"
+    bad.write_text('[keymap]\n"queue.approve" = ""\n')
+    done = memdesk("review", facts_db, "--reviewer", "ana", "--keymap", bad)
+    assert done.returncode == 2, done.stderr
+    assert "queue.approve" in done.stderr and "empty key" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_file_that_is_not_a_memdesk_database_is_exit_2(tmp_path: Path) -> None:
     notes = tmp_path / "notes.db"
     notes.write_text("shopping list\n")
