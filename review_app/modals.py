@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -26,6 +26,8 @@ from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
 from .widgets.literal import literal
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,8 @@ class EditResult:
     invalid_at: datetime | None
 
 
-def _format_dt(value: datetime | None) -> str:
+def format_day_or_time(value: datetime | None) -> str:
+    """An interval end as the user would type it back: a date when it is midnight UTC."""
     if value is None:
         return ""
     if value.hour == value.minute == value.second == value.microsecond == 0:
@@ -195,7 +198,87 @@ class ErrorModal(ModalScreen[None]):
         self.dismiss(None)
 
 
-class EditModal(ModalScreen["EditResult | None"]):
+class StatementForm(ModalScreen[_R]):
+    """A statement and its valid-time interval (and, when ASKS_REASON, a reason), validated by the
+    engine's own rules (`parse_datetime`, `check_interval`) before the dialog may close.
+
+    Subclasses compose the fields with ids `{PREFIX}-statement`, `{PREFIX}-valid-at`,
+    `{PREFIX}-invalid-at` (and `{PREFIX}-reason`), each followed by a `{PREFIX}-<field>-error`
+    Static, and buttons `{PREFIX}-ok` / `{PREFIX}-cancel`; `make_result` builds what is returned.
+    """
+
+    PREFIX: ClassVar[str] = "edit"
+    ASKS_REASON: ClassVar[bool] = False
+
+    def _error(self, field: str, message: str) -> None:
+        self.query_one(f"#{self.PREFIX}-{field}-error", Static).update(literal(message))
+
+    def _value(self, field: str) -> str:
+        return self.query_one(f"#{self.PREFIX}-{field}", Input).value
+
+    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
+                    reason: str) -> _R:
+        raise NotImplementedError
+
+    def validate_fields(self) -> _R | None:
+        """The result, or None after showing every problem under its field."""
+        fields = ("statement", "valid-at", "invalid-at", *(("reason",) if self.ASKS_REASON else ()))
+        for field in fields:
+            self._error(field, "")
+        ok = True
+        statement = self._value("statement").strip()
+        if not statement:
+            self._error("statement", "The statement cannot be empty.")
+            ok = False
+        reason = self._value("reason").strip() if self.ASKS_REASON else ""
+        if self.ASKS_REASON and not reason:
+            self._error("reason", "A reason is required.")
+            ok = False
+        ends: dict[str, datetime | None] = {}
+        for field, what in (("valid-at", "valid from"), ("invalid-at", "valid until")):
+            raw = self._value(field)
+            if not raw.strip():
+                ends[field] = None
+                continue
+            try:
+                ends[field] = parse_datetime(raw, what)
+            except UserInputError as exc:
+                self._error(field, str(exc))
+                ok = False
+        if not ok:
+            return None
+        try:
+            check_interval(ends["valid-at"], ends["invalid-at"])
+        except UserInputError as exc:
+            self._error("invalid-at", f"{exc}. Nothing was saved.")
+            return None
+        return self.make_result(statement, ends["valid-at"], ends["invalid-at"], reason)
+
+    def on_mount(self) -> None:
+        self.query_one(f"#{self.PREFIX}-statement", Input).focus()
+
+    def action_submit(self) -> None:
+        result = self.validate_fields()
+        if result is not None:
+            self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    @on(Button.Pressed)
+    def _button(self, event: Button.Pressed) -> None:
+        if event.button.id == f"{self.PREFIX}-ok":
+            self.action_submit()
+        elif event.button.id == f"{self.PREFIX}-cancel":
+            self.dismiss(None)
+
+
+class EditModal(StatementForm["EditResult | None"]):
     """Edit a statement and its valid-time interval before approving.
 
     Dates are ISO 8601 (a date alone is midnight UTC); an empty field is an open end. Errors are
@@ -225,70 +308,21 @@ class EditModal(ModalScreen["EditResult | None"]):
             yield Input(self.statement, id="edit-statement")
             yield Static("", id="edit-statement-error", classes="inline-error")
             yield Label("Valid from (ISO date, empty = always)")
-            yield Input(_format_dt(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")
+            yield Input(format_day_or_time(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")
             yield Static("", id="edit-valid-at-error", classes="inline-error")
             yield Label("Valid until (ISO date, empty = until further notice)")
-            yield Input(_format_dt(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
+            yield Input(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
             yield Static("", id="edit-invalid-at-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
-                yield Button("Save and approve", id="ok", variant="primary")
-                yield Button("Cancel", id="cancel")
+                yield Button("Save and approve", id="edit-ok", variant="primary")
+                yield Button("Cancel", id="edit-cancel")
 
-    def on_mount(self) -> None:
-        self.query_one("#edit-statement", Input).focus()
-
-    def _error(self, field: str, message: str) -> None:
-        self.query_one(f"#edit-{field}-error", Static).update(literal(message))
-
-    def validate_fields(self) -> EditResult | None:
-        """The EditResult, or None after showing every error inline."""
-        for field in ("statement", "valid-at", "invalid-at"):
-            self._error(field, "")
-        ok = True
-        statement = self.query_one("#edit-statement", Input).value.strip()
-        if not statement:
-            self._error("statement", "The statement cannot be empty.")
-            ok = False
-        ends: dict[str, datetime | None] = {}
-        for field, what in (("valid-at", "valid from"), ("invalid-at", "valid until")):
-            raw = self.query_one(f"#edit-{field}", Input).value
-            if not raw.strip():
-                ends[field] = None
-                continue
-            try:
-                ends[field] = parse_datetime(raw, what)
-            except UserInputError as exc:
-                self._error(field, str(exc))
-                ok = False
-        if not ok:
-            return None
-        try:
-            check_interval(ends["valid-at"], ends["invalid-at"])
-        except UserInputError as exc:
-            self._error("invalid-at", f"{exc}. Nothing was saved.")
-            return None
-        return EditResult(statement, ends["valid-at"], ends["invalid-at"])
-
-    def action_submit(self) -> None:
-        result = self.validate_fields()
-        if result is not None:
-            self.dismiss(result)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Input.Submitted)
-    def _enter(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_submit()
-
-    @on(Button.Pressed, "#ok")
-    def _ok(self) -> None:
-        self.action_submit()
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel_pressed(self) -> None:
-        self.dismiss(None)
+    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
+                    reason: str) -> EditResult:
+        return EditResult(statement, valid_at, invalid_at)
 
 
-__all__ = ["ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult"]
+__all__ = [
+    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult", "StatementForm",
+    "format_day_or_time",
+]

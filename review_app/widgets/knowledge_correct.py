@@ -13,17 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from engine.errors import UserInputError
 from engine.models import Knowledge
-from engine.timeutil import check_interval, parse_datetime
 
+from ..modals import StatementForm, format_day_or_time
 from .literal import literal
 
 
@@ -37,19 +34,12 @@ class CorrectResult:
     reason: str
 
 
-def format_day_or_time(value: datetime | None) -> str:
-    """An interval end as the user would type it back: a date when it is midnight UTC."""
-    if value is None:
-        return ""
-    if value.hour == value.minute == value.second == value.microsecond == 0:
-        return value.date().isoformat()
-    return value.isoformat()
-
-
-class CorrectModal(ModalScreen["CorrectResult | None"]):
+class CorrectModal(StatementForm["CorrectResult | None"]):
     """Correct one fact: statement and interval pre-filled from the current version."""
 
     CSS_PATH = "knowledge_correct.tcss"
+    PREFIX = "correct"
+    ASKS_REASON = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="correct.cancel"),
         Binding("ctrl+s", "submit", "Save", id="correct.submit"),
@@ -83,62 +73,6 @@ class CorrectModal(ModalScreen["CorrectResult | None"]):
                 yield Button("Save correction", id="correct-ok", variant="primary")
                 yield Button("Cancel", id="correct-cancel")
 
-    def on_mount(self) -> None:
-        self.query_one("#correct-statement", Input).focus()
-
-    def _error(self, field: str, message: str) -> None:
-        self.query_one(f"#correct-{field}-error", Static).update(literal(message))
-
-    def validate_fields(self) -> CorrectResult | None:
-        """The result, or None after showing every problem under its field."""
-        for field in ("statement", "valid-at", "invalid-at", "reason"):
-            self._error(field, "")
-        ok = True
-        statement = self.query_one("#correct-statement", Input).value.strip()
-        if not statement:
-            self._error("statement", "The statement cannot be empty.")
-            ok = False
-        reason = self.query_one("#correct-reason", Input).value.strip()
-        if not reason:
-            self._error("reason", "A reason is required.")
-            ok = False
-        ends: dict[str, datetime | None] = {}
-        for field, what in (("valid-at", "valid from"), ("invalid-at", "valid until")):
-            raw = self.query_one(f"#correct-{field}", Input).value
-            if not raw.strip():
-                ends[field] = None
-                continue
-            try:
-                ends[field] = parse_datetime(raw, what)
-            except UserInputError as exc:
-                self._error(field, str(exc))
-                ok = False
-        if not ok:
-            return None
-        try:
-            check_interval(ends["valid-at"], ends["invalid-at"])
-        except UserInputError as exc:
-            self._error("invalid-at", f"{exc}. Nothing was saved.")
-            return None
-        return CorrectResult(statement, ends["valid-at"], ends["invalid-at"], reason)
-
-    def action_submit(self) -> None:
-        result = self.validate_fields()
-        if result is not None:
-            self.dismiss(result)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Input.Submitted)
-    def _enter(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_submit()
-
-    @on(Button.Pressed, "#correct-ok")
-    def _ok(self) -> None:
-        self.action_submit()
-
-    @on(Button.Pressed, "#correct-cancel")
-    def _cancel_pressed(self) -> None:
-        self.dismiss(None)
+    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
+                    reason: str) -> CorrectResult:
+        return CorrectResult(statement, valid_at, invalid_at, reason)
