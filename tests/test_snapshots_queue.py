@@ -16,6 +16,7 @@ from review_app.app import ReviewApp
 from tests.tui_seed import fixed_clock, seed_sync
 
 WIDE = (160, 48)
+MEDIUM = (120, 36)
 NARROW = (100, 30)
 
 
@@ -61,6 +62,10 @@ def test_queue_wide(snap_compare: Any, app: ReviewApp) -> None:
 
 def test_queue_narrow_uses_tabs(snap_compare: Any, app: ReviewApp) -> None:
     assert snap_compare(app, terminal_size=NARROW, run_before=then())
+
+
+def test_queue_medium_uses_tabs(snap_compare: Any, app: ReviewApp) -> None:
+    assert snap_compare(app, terminal_size=MEDIUM, run_before=then())
 
 
 def test_queue_update_shows_the_word_diff(snap_compare: Any, app: ReviewApp) -> None:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,19 @@ async def settle(pilot: Pilot[Any]) -> None:
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+async def settle_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
+    """Settle until `done()` holds: a key press on a loaded machine can be handled after the first
+    settle returned. Bounded; on failure it says what the reviewer was told and what had focus."""
+    for _ in range(40):
+        await settle(pilot)
+        if done():
+            return
+        await asyncio.sleep(0.05)
+    app = pilot.app
+    assert isinstance(app, ReviewApp)
+    raise AssertionError(f"{what} never happened; notifications: {notes(app)}; focus: {app.focused!r}")
 
 
 def queue(app: ReviewApp) -> QueueScreen:
@@ -237,7 +252,8 @@ async def test_undo_restores_the_previous_state_exactly(db) -> None:
         assert changed != before  # positive control: the two decisions did change the database
         assert row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("superseded",)
         await pilot.press("u")  # undo the supersession (the last decision) ...
-        await settle(pilot)
+        await settle_until(pilot, lambda: row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == (
+            "active",), "undoing the supersession")
         assert row(path, "SELECT status, expired_at, superseded_by FROM knowledge WHERE id = ?", ids["porto"]) == (
             "active", None, None)
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("rejected",)

@@ -187,7 +187,8 @@ class CandidateDetail(Widget):
 
     def compose(self) -> ComposeResult:
         if self.narrow:
-            with TabbedContent(id="detail-tabs"):
+            # The gap (the statement being decided) opens first: the narrow list has no room for it.
+            with TabbedContent(id="detail-tabs", initial="tab-gap"):
                 for key, title in PANES:
                     with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="pane"):
                         yield Static(id=f"pane-{key}", classes="pane-body")
