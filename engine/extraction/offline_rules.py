@@ -12,6 +12,7 @@ which the ablation measures), never a guessed fact.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -178,12 +179,12 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
     span = TimeSpan()
     at = at.astimezone(UTC)
 
-    def cut(pattern: re.Pattern[str], fn: object) -> None:
+    def cut(pattern: re.Pattern[str], fn: Callable[[re.Match[str]], None]) -> None:
         nonlocal text
         m = pattern.search(text)
         if m is None:
             return
-        fn(m)  # type: ignore[operator]
+        fn(m)
         text = text[: m.start()] + " " + text[m.end():]
 
     def rng(m: re.Match[str]) -> None:
@@ -254,26 +255,16 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
         span.valid_at = midnight - timedelta(days=1) if m.group(1).lower() == "yesterday" else midnight
 
     cut(_T_RANGE, rng)
-    if span.valid_at is None:
-        cut(_T_SINCE_YEAR, since_year)
-    if span.valid_at is None:
-        cut(_T_SINCE_REL, since_rel)
-    if span.valid_at is None:
-        cut(_T_SINCE_MONTH, since_month)
-    if span.invalid_at is None:
-        cut(_T_UNTIL_MONTH, until_month)
-    if span.invalid_at is None:
-        cut(_T_UNTIL_YEAR, until_year)
-    if span.valid_at is None:
-        cut(_T_REL, rel)
-    if span.valid_at is None:
-        cut(_T_AGO, ago)
-    if span.valid_at is None:
-        cut(_T_IN_MONTH, in_month)
-    if span.valid_at is None:
-        cut(_T_IN_YEAR, in_year)
-    if span.valid_at is None:
-        cut(_T_DAY, day)
+    # In order, most specific first; each fills its end only while that end is still open.
+    rules: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], None]], ...] = (
+        ("valid_at", _T_SINCE_YEAR, since_year), ("valid_at", _T_SINCE_REL, since_rel),
+        ("valid_at", _T_SINCE_MONTH, since_month), ("invalid_at", _T_UNTIL_MONTH, until_month),
+        ("invalid_at", _T_UNTIL_YEAR, until_year), ("valid_at", _T_REL, rel), ("valid_at", _T_AGO, ago),
+        ("valid_at", _T_IN_MONTH, in_month), ("valid_at", _T_IN_YEAR, in_year), ("valid_at", _T_DAY, day),
+    )
+    for end, pattern, handler in rules:
+        if getattr(span, end) is None:
+            cut(pattern, handler)
     return " ".join(text.split()), span
 
 
