@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
 
 from engine.errors import UserInputError
@@ -32,9 +31,10 @@ from ..modals import ReasonModal, ReasonResult
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
 from ..widgets.literal import literal
+from .base import WorkstationScreen
 
 if TYPE_CHECKING:
-    from engine import Memory
+    pass
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -44,7 +44,7 @@ RETRACT_PRESETS = (
 )
 
 
-class KnowledgeScreen(Screen[None]):
+class KnowledgeScreen(WorkstationScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
 
     CSS_PATH = "knowledge.tcss"
@@ -87,14 +87,6 @@ class KnowledgeScreen(Screen[None]):
                     yield Static("", id="knowledge-audit")
         yield Static("", id="knowledge-status")
         yield Footer()
-
-    @property
-    def memory(self) -> Memory:
-        return cast("Memory", cast(Any, self.app).memory)
-
-    @property
-    def reviewer(self) -> str:
-        return str(cast(Any, self.app).reviewer)
 
     @property
     def table(self) -> DataTable[Any]:

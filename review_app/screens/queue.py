@@ -25,7 +25,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from engine.errors import AlreadyDecidedError, ClaimedError, StaleSupersessionError, UndoRefusedError
@@ -36,9 +35,10 @@ from ..modals import ConfirmModal, EditModal, EditResult, ReasonModal, ReasonRes
 from ..widgets.candidate_detail import CandidateDetail
 from ..widgets.literal import literal
 from ..widgets.queue_filter import FilterModal, QueueFilter
+from .base import WorkstationScreen
 
 if TYPE_CHECKING:
-    from ..app import ReviewApp
+    pass
 
 PAGE_SIZE = 200
 """Rows fetched per page; the next page loads when the cursor comes within PREFETCH of the end."""
@@ -78,7 +78,7 @@ class PendingTable(DataTable[Text]):
             self.post_message(MoreRowsWanted(self.row_count))
 
 
-class QueueScreen(Screen[None]):
+class QueueScreen(WorkstationScreen):
     CSS_PATH = "queue.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="queue.approve"),
@@ -110,10 +110,6 @@ class QueueScreen(Screen[None]):
         self._deciding = False
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
-
-    @property
-    def review_app(self) -> ReviewApp:
-        return cast("ReviewApp", self.app)
 
     # -- layout ------------------------------------------------------------------------------------
 

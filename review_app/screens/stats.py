@@ -17,7 +17,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Select, Sparkline, Static
 
 from ..widgets.literal import literal
@@ -29,9 +28,10 @@ from ..widgets.stats_render import (
     queue_table,
     reasons_table,
 )
+from .base import WorkstationScreen
 
 if TYPE_CHECKING:
-    from engine import Memory
+    pass
 
 ALL_USERS = ""
 """The Select value for "every user" (the engine refuses an empty user id, so it cannot clash)."""
@@ -39,7 +39,7 @@ ALL_USERS = ""
 CHART_DAYS = 60
 
 
-class StatsScreen(Screen[None]):
+class StatsScreen(WorkstationScreen):
     """Numbers and charts for the whole database or one user; `r` re-reads them."""
 
     CSS_PATH = "stats.tcss"
@@ -74,10 +74,6 @@ class StatsScreen(Screen[None]):
                 yield Sparkline([], id="stats-decided-spark")
                 yield Static("", id="stats-decided-axis", classes="stats-axis")
         yield Footer()
-
-    @property
-    def memory(self) -> Memory:
-        return cast("Memory", cast(Any, self.app).memory)
 
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): decisions taken on the queue screen

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Select, Static
 
 from engine.models import Tombstone
@@ -25,9 +24,10 @@ from engine.models import Tombstone
 from ..modals import ReasonModal, ReasonResult
 from ..widgets.knowledge_format import fmt_time
 from ..widgets.literal import literal
+from .base import WorkstationScreen
 
 if TYPE_CHECKING:
-    from engine import Memory
+    pass
 
 ALL_USERS = ""
 """The Select value meaning "every user": the engine refuses an empty user id, so it cannot clash."""
@@ -39,7 +39,7 @@ LIFT_PRESETS = (
 )
 
 
-class TombstonesScreen(Screen[None]):
+class TombstonesScreen(WorkstationScreen):
     """List tombstones (one user or all), show or hide lifted ones, lift one with a reason."""
 
     CSS_PATH = "tombstones.tcss"
@@ -67,14 +67,6 @@ class TombstonesScreen(Screen[None]):
         yield Static("", id="tombstones-detail")
         yield Static("", id="tombstones-status")
         yield Footer()
-
-    @property
-    def memory(self) -> Memory:
-        return cast("Memory", cast(Any, self.app).memory)
-
-    @property
-    def reviewer(self) -> str:
-        return str(cast(Any, self.app).reviewer)
 
     @property
     def table(self) -> DataTable[Any]:
