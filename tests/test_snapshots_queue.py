@@ -3,9 +3,6 @@ so every SVG is identical on every run and machine (regenerate with --snapshot-u
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,47 +10,18 @@ from textual.pilot import Pilot
 
 from engine.errors import UserInputError
 from review_app.app import ReviewApp
-from tests.tui_seed import fixed_clock, seed_sync
+from tests.pilot_helpers import settle, then
+from tests.tui_seed import SeededDb, fixed_clock
 
 WIDE = (160, 48)
 MEDIUM = (120, 36)
 NARROW = (100, 30)
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seed") / "seed.db"
-    seed_sync(str(path))
-    return path
-
-
 @pytest.fixture
-def app(template: Path, tmp_path: Path) -> ReviewApp:
+def app(tui_db: SeededDb) -> ReviewApp:
     """A fresh copy per snapshot: the app takes leases, so no snapshot sees another's."""
-    target = tmp_path / "snap.db"
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{template}{suffix}").exists():
-            shutil.copyfile(f"{template}{suffix}", f"{target}{suffix}")
-    return ReviewApp(str(target), "ana", clock=fixed_clock)
-
-
-async def settle(pilot: Pilot[Any]) -> None:
-    for _ in range(4):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def then(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
-    """run_before: wait for the queue, press `keys`, wait for every worker they started."""
-
-    async def run(pilot: Pilot[Any]) -> None:
-        await settle(pilot)
-        for key in keys:
-            await pilot.press(key)
-            await settle(pilot)
-
-    return run
+    return ReviewApp(tui_db[0], "ana", clock=fixed_clock)
 
 
 def test_queue_wide(snap_compare: Any, app: ReviewApp) -> None:

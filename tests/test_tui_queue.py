@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -22,34 +21,10 @@ from review_app.app import ReviewApp
 from review_app.keymap import KeymapError, load_keymap
 from review_app.modals import EditModal, ErrorModal, ReasonModal
 from review_app.screens.queue import PAGE_SIZE, QueueScreen
-from tests.tui_seed import MARKUP_STATEMENT, T0, fixed_clock, seed_sync
+from tests.pilot_helpers import settle
+from tests.tui_seed import MARKUP_STATEMENT, T0, SeededDb, fixed_clock
 
 SIZE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
-    """Seed once per module; each test gets its own copy (seeding is the slow part)."""
-    path = tmp_path_factory.mktemp("seed") / "seed.db"
-    return path, seed_sync(str(path))
-
-
-@pytest.fixture
-def db(template: tuple[Path, dict[str, int]], tmp_path: Path) -> tuple[str, dict[str, int]]:
-    source, ids = template
-    target = tmp_path / "tui.db"
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{source}{suffix}").exists():
-            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
-    return str(target), dict(ids)
-
-
-async def settle(pilot: Pilot[Any]) -> None:
-    """Wait until every worker (open, list, claim, decision) has finished and the screen redrew."""
-    for _ in range(4):
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def settle_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
@@ -92,8 +67,8 @@ def notes(app: ReviewApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
-async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit(db) -> None:
-    path, ids = db
+async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     async with Memory(path, clock=fixed_clock) as mem:  # positive control: not retrievable before
         assert not [i for i in (await mem.retrieve("Ana keeps bees", user_id="u-ana")).items
                     if i.knowledge.statement == "Ana keeps bees"]
@@ -117,8 +92,8 @@ async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit
     assert row(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["madrid"]) == (None,)
 
 
-async def test_reject_writes_a_tombstone_and_escape_writes_nothing(db) -> None:
-    path, ids = db
+async def test_reject_writes_a_tombstone_and_escape_writes_nothing(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -148,8 +123,8 @@ async def test_reject_writes_a_tombstone_and_escape_writes_nothing(db) -> None:
         assert "Ana keeps bees" not in [k.statement for k in await mem.knowledge("u-ana")]
 
 
-async def test_confirm_supersession_expires_the_old_fact(db) -> None:
-    path, ids = db
+async def test_confirm_supersession_expires_the_old_fact(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -176,8 +151,8 @@ async def test_confirm_supersession_expires_the_old_fact(db) -> None:
             "Ana lives in Madrid"]
 
 
-async def test_keep_both_leaves_both_active(db) -> None:
-    path, ids = db
+async def test_keep_both_leaves_both_active(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -191,8 +166,8 @@ async def test_keep_both_leaves_both_active(db) -> None:
         assert (await mem.review.get(ids["madrid"])).decision == "keep_both"
 
 
-async def test_edit_with_inverted_interval_shows_error_and_saves_nothing(db) -> None:
-    path, ids = db
+async def test_edit_with_inverted_interval_shows_error_and_saves_nothing(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -235,8 +210,8 @@ def _state(path: str) -> dict[str, list[tuple[Any, ...]]]:
         }
 
 
-async def test_undo_restores_the_previous_state_exactly(db) -> None:
-    path, ids = db
+async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     before = _state(path)
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -266,8 +241,8 @@ async def test_undo_restores_the_previous_state_exactly(db) -> None:
     assert _state(path) == before
 
 
-async def test_two_apps_cannot_decide_the_same_candidate_twice(db) -> None:
-    path, ids = db
+async def test_two_apps_cannot_decide_the_same_candidate_twice(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     first = ReviewApp(path, "ana", clock=fixed_clock)
     # ben's clock is an hour later, so ana's lease looks expired to him: both end up showing the
     # same candidate, the worst case the engine's pending guard must survive
@@ -303,8 +278,8 @@ async def test_two_apps_cannot_decide_the_same_candidate_twice(db) -> None:
                      " 'approve'", ids["bees"]) == (1,)
 
 
-async def test_markup_and_escapes_in_a_statement_are_shown_literally(db) -> None:
-    path, ids = db
+async def test_markup_and_escapes_in_a_statement_are_shown_literally(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -323,8 +298,8 @@ async def test_markup_and_escapes_in_a_statement_are_shown_literally(db) -> None
     assert row(path, "SELECT statement FROM candidates WHERE id = ?", ids["markup"]) == (MARKUP_STATEMENT,)
 
 
-async def test_a_worker_error_opens_the_error_modal_and_changes_nothing(db) -> None:
-    path, ids = db
+async def test_a_worker_error_opens_the_error_modal_and_changes_nothing(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -347,8 +322,8 @@ async def test_a_worker_error_opens_the_error_modal_and_changes_nothing(db) -> N
     assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("pending",)
 
 
-async def test_a_keymap_override_changes_a_key(db, tmp_path: Path) -> None:
-    path, ids = db
+async def test_a_keymap_override_changes_a_key(tui_db: SeededDb, tmp_path: Path) -> None:
+    path, ids = tui_db
     keymap_file = tmp_path / "keys.toml"
     keymap_file.write_text('[keymap]\n"queue.approve" = "y"\n', encoding="utf-8")
     app = ReviewApp(path, "ana", clock=fixed_clock, keymap=load_keymap(keymap_file))
@@ -395,8 +370,8 @@ async def test_the_list_loads_pages_not_the_whole_queue(tmp_path: Path) -> None:
         assert table.get_cell_at((0, 4)).plain == "Fact number 0"  # oldest first
 
 
-async def test_bulk_approve_asks_first_and_leaves_supersessions_and_retractions_pending(db) -> None:
-    path, ids = db
+async def test_bulk_approve_asks_first_and_leaves_supersessions_and_retractions_pending(tui_db: SeededDb) -> None:
+    path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -26,22 +26,10 @@ from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.knowledge_correct import CorrectModal
 from review_app.widgets.literal import visible
 from review_app.widgets.stats_render import daily_series
-from tests.tui_seed import MARKUP_STATEMENT, fixed_clock, seed
+from tests.pilot_helpers import settle
+from tests.tui_seed import MARKUP_STATEMENT, SeededDb, fixed_clock
 
 SIZE = (160, 48)
-
-
-@pytest.fixture
-def seeded(tmp_path: Path) -> tuple[str, dict[str, int]]:
-    db = str(tmp_path / "seed.db")
-    ids = asyncio.run(seed(db))
-    return db, ids
-
-
-async def settle(pilot: Pilot[Any]) -> None:
-    for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 async def open_mode(pilot: Pilot[Any], key: str) -> None:
@@ -76,8 +64,8 @@ async def fresh(db: str) -> Memory:
 # -- Knowledge ------------------------------------------------------------------------------------
 
 
-async def test_correct_requires_a_reason_then_supersedes_the_old_version(seeded: tuple[str, dict[str, int]]) -> None:
-    db, ids = seeded
+async def test_correct_requires_a_reason_then_supersedes_the_old_version(tui_db: SeededDb) -> None:
+    db, ids = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "2")
@@ -122,8 +110,8 @@ async def test_correct_requires_a_reason_then_supersedes_the_old_version(seeded:
         await mem.close()
 
 
-async def test_retract_with_tombstone_removes_the_fact_from_retrieval(seeded: tuple[str, dict[str, int]]) -> None:
-    db, ids = seeded
+async def test_retract_with_tombstone_removes_the_fact_from_retrieval(tui_db: SeededDb) -> None:
+    db, ids = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "2")
@@ -190,8 +178,8 @@ async def test_as_of_date_shows_the_version_valid_then(tmp_path: Path) -> None:
         assert set(table_rows(screen.table)) == {str(sofia.id)}, "a bad date keeps the last good view"
 
 
-async def test_expired_toggle_and_history_show_the_chain(seeded: tuple[str, dict[str, int]]) -> None:
-    db, ids = seeded
+async def test_expired_toggle_and_history_show_the_chain(tui_db: SeededDb) -> None:
+    db, ids = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "2")
@@ -210,8 +198,8 @@ async def test_expired_toggle_and_history_show_the_chain(seeded: tuple[str, dict
         assert "correct" in audit and "moved" in audit and "support" in audit
 
 
-async def test_user_text_with_markup_is_shown_literally(seeded: tuple[str, dict[str, int]]) -> None:
-    db, ids = seeded
+async def test_user_text_with_markup_is_shown_literally(tui_db: SeededDb) -> None:
+    db, ids = tui_db
     async with Memory(db, clock=fixed_clock) as mem:
         fact = await mem.review.approve(ids["markup"], reviewer="curator")
         await mem.retract("u-ben", fact.id, actor="support", reason="[i]spam[/i]", tombstone=True)
@@ -242,8 +230,8 @@ async def test_user_text_with_markup_is_shown_literally(seeded: tuple[str, dict[
 # -- Tombstones -----------------------------------------------------------------------------------
 
 
-async def test_lift_needs_a_reason_and_ends_the_tombstone(seeded: tuple[str, dict[str, int]]) -> None:
-    db, ids = seeded
+async def test_lift_needs_a_reason_and_ends_the_tombstone(tui_db: SeededDb) -> None:
+    db, ids = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "3")
@@ -281,8 +269,8 @@ async def test_lift_needs_a_reason_and_ends_the_tombstone(seeded: tuple[str, dic
         await mem.close()
 
 
-async def test_tombstones_per_user(seeded: tuple[str, dict[str, int]]) -> None:
-    db, _ = seeded
+async def test_tombstones_per_user(tui_db: SeededDb) -> None:
+    db, _ = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "3")
@@ -311,8 +299,8 @@ def test_daily_series_fills_quiet_days_and_tracks_the_queue() -> None:
     assert daily_series([]) == []
 
 
-async def test_stats_screen_shows_the_engine_numbers(seeded: tuple[str, dict[str, int]]) -> None:
-    db, _ = seeded
+async def test_stats_screen_shows_the_engine_numbers(tui_db: SeededDb) -> None:
+    db, _ = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "4")
@@ -325,8 +313,8 @@ async def test_stats_screen_shows_the_engine_numbers(seeded: tuple[str, dict[str
 # -- Help -----------------------------------------------------------------------------------------
 
 
-async def test_help_lists_every_binding_of_the_queue_screen_as_mapped(seeded: tuple[str, dict[str, int]]) -> None:
-    db, _ = seeded
+async def test_help_lists_every_binding_of_the_queue_screen_as_mapped(tui_db: SeededDb) -> None:
+    db, _ = tui_db
     app = ReviewApp(db, "sam", clock=fixed_clock, keymap={"app.mode.stats": "f4"})
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -28,6 +28,10 @@ MARKUP_STATEMENT = "Ben wrote [b]bold[/b] [link=http://x]x[/link] and \x1b[31mre
 """A statement that Rich would render as markup and a terminal as a colour escape if not shown literally."""
 
 
+SeededDb = tuple[str, dict[str, int]]
+"""(path of a private copy of the seeded database, ids by name): the `tui_db` fixture."""
+
+
 def fixed_clock() -> datetime:
     return T0
 

@@ -1,0 +1,29 @@
+"""Fixtures shared by the workstation tests: the seeded database of tests/tui_seed.py is built
+once per session (seeding is the slow part) and every test gets its own copy, so a test that
+decides or corrects something never changes what the next one sees."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.tui_seed import seed_sync
+
+
+@pytest.fixture(scope="session")
+def tui_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    path = tmp_path_factory.mktemp("tui-seed") / "seed.db"
+    return path, seed_sync(str(path))
+
+
+@pytest.fixture
+def tui_db(tui_template: tuple[Path, dict[str, int]], tmp_path: Path) -> tuple[str, dict[str, int]]:
+    """(path of a private copy of the seeded database, ids by name)."""
+    source, ids = tui_template
+    target = tmp_path / "tui.db"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
+    return str(target), dict(ids)

@@ -1,0 +1,29 @@
+"""Waiting for the workstation in Pilot tests and snapshot `run_before` hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until every worker (open, list, claim, decision) has finished and the screen redrew.
+    Several rounds, because a finished worker often starts the next one (decide -> reload -> claim)."""
+    for _ in range(4):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def then(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """A run_before: wait for the app, press `keys` one at a time, settling after each."""
+
+    async def run(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run
