@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input, Static
 from engine import Memory
 from review_app.app import ReviewApp
 from review_app.modals import ReasonModal
+from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.help import HelpScreen
 from review_app.screens.knowledge import KnowledgeScreen
 from review_app.screens.queue import QueueScreen
@@ -140,6 +141,28 @@ async def test_retract_with_tombstone_removes_the_fact_from_retrieval(tui_db: Se
         assert ids["nurse"] in found  # positive control: the other fact is still retrieved
     finally:
         await mem.close()
+
+
+async def test_a_large_user_shows_a_bounded_table_and_search_narrows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(knowledge_screen, "MAX_ROWS", 5)
+    db = str(tmp_path / "large.db")
+    async with Memory(db, clock=fixed_clock) as mem:
+        facts = await mem.add_knowledge_many("u-big", [f"Big likes colour number {i}" for i in range(8)], actor="t")
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        assert list(table_rows(screen.table)) == [str(k.id) for k in facts[:5]]  # the oldest five, not all 8
+        assert "search to narrow" in shown(screen.query_one("#knowledge-mode", Static))
+        await pilot.press("slash")
+        screen.query_one("#knowledge-search", Input).value = "number 7"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert list(table_rows(screen.table)) == [str(facts[7].id)]  # beyond the cut, found by search
+        assert "search to narrow" not in shown(screen.query_one("#knowledge-mode", Static))
 
 
 async def test_as_of_date_shows_the_version_valid_then(tmp_path: Path) -> None:

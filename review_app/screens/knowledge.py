@@ -44,6 +44,11 @@ RETRACT_PRESETS = (
 )
 
 
+MAX_ROWS = 1000
+"""Facts shown at once: a user with 20,000 facts must not turn into a 20,000-row table (search or an
+as-of date narrows the list)."""
+
+
 class KnowledgeScreen(WorkstationScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
 
@@ -148,10 +153,12 @@ class KnowledgeScreen(WorkstationScreen):
             return
         facts = await self.memory.knowledge(
             self.user_id, include_expired=self.include_expired, at_time=self.as_of,
-            search=self.search_text or None,
+            search=self.search_text or None, limit=MAX_ROWS + 1,
         )
         if gen != self._load_gen:
             return
+        more = len(facts) > MAX_ROWS
+        facts = facts[:MAX_ROWS]
         self.facts = {k.id: k for k in facts}
         table = self.table
         previous = self._current_id()
@@ -165,7 +172,7 @@ class KnowledgeScreen(WorkstationScreen):
         self._select_after_load = None
         if target in self.facts:
             table.move_cursor(row=table.get_row_index(str(target)))
-        self._show_mode(len(facts))
+        self._show_mode(len(facts), more)
         if not facts:
             self._history_gen += 1
             self.query_one("#knowledge-versions", Static).update(Text("No facts match.", style="dim"))
@@ -213,11 +220,13 @@ class KnowledgeScreen(WorkstationScreen):
     def _status(self, message: str) -> None:
         self.query_one("#knowledge-status", Static).update(literal(message))
 
-    def _show_mode(self, count: int | None = None) -> None:
+    def _show_mode(self, count: int | None = None, more: bool = False) -> None:
         parts = ["all versions" if self.include_expired else "active only"]
         if self.as_of is not None:
             parts.append(f"valid on {fmt_time(self.as_of)}")
-        if count is not None:
+        if more:
+            parts.append(f"the oldest {count} facts: search to narrow")
+        elif count is not None:
             parts.append(f"{count} fact{'s' if count != 1 else ''}")
         self.query_one("#knowledge-mode", Static).update(Text(" · ".join(parts)))
 
