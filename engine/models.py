@@ -140,6 +140,8 @@ class Candidate:
     knowledge_id: int | None = None
     extractor: str | None = None
     created_by: str | None = None
+    # A chain: this candidate would replace another candidate that is itself still pending.
+    supersedes_candidate_id: int | None = None
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -251,4 +251,17 @@ def _v3(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3}
+def _v4(dimensions: int) -> list[str]:
+    """A candidate can replace a candidate that is still pending (`supersedes_candidate_id`).
+
+    Why: a batch of weeks of conversation is processed before anyone reviews it, so "I moved to
+    Porto" often arrives while "lives in Lisbon" is still a candidate. Without the link both were
+    queued as `new` and approving both kept two contradicting facts active."""
+    del dimensions
+    return [
+        "ALTER TABLE candidates ADD COLUMN supersedes_candidate_id INTEGER REFERENCES candidates(id)",
+        "CREATE INDEX candidates_chain ON candidates(supersedes_candidate_id)",
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}

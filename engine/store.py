@@ -29,7 +29,7 @@ CANDIDATE_COLS = (
     "c.id, c.user_id, c.statement, c.kind, c.status, c.confidence, c.created_at, c.evidence, "
     "c.supersedes_id, c.valid_at, c.invalid_at, c.episode_id, c.run_id, c.unsupported, c.claimed_by, "
     "c.claimed_until, c.decided_by, c.decided_at, c.decision, c.reason, c.knowledge_id, r.extractor, "
-    "c.created_by"
+    "c.created_by, c.supersedes_candidate_id"
 )
 CANDIDATE_FROM = "candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
 TOMBSTONE_COLS = (
@@ -58,6 +58,7 @@ def candidate_from_row(r: Sequence[Any]) -> Candidate:
         invalid_at=from_us(r[10]), episode_id=r[11], run_id=r[12], unsupported=bool(r[13]),
         claimed_by=r[14], claimed_until=from_us(r[15]), decided_by=r[16], decided_at=from_us(r[17]),
         decision=r[18], reason=r[19], knowledge_id=r[20], extractor=r[21], created_by=r[22],
+        supersedes_candidate_id=r[23],
     )
 
 
