@@ -24,3 +24,13 @@ class MemoryConfig:
     unsupported_penalty: float = 0.25  # subtracted from the confidence of an item with unsupported evidence
     # Review
     claim_ttl_seconds: float = 300.0
+    # Limits on hostile or accidental input, checked at every door (library, ingest, MCP, TUI edit).
+    # A text over its limit is refused with a UserInputError naming the limit; nothing is changed.
+    max_statement_chars: int = 1_000  # a fact, an edit, a correction, an agent proposal
+    max_message_chars: int = 20_000  # one conversation message (add_exchange, ingest)
+    max_query_chars: int = 2_000  # a retrieval query (search, MCP search_memory)
+    max_reason_chars: int = 1_000  # a rejection, retraction or lift reason; a decision note
+    max_pending_proposals_per_user: int = 100  # pending agent proposals (MCP) per user before refusing
+    # Episodes leased by a `process` worker; renewed while the worker is alive, so a killed worker's
+    # episodes come back within this many seconds.
+    episode_lease_seconds: float = 60.0
