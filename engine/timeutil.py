@@ -20,6 +20,13 @@ FOREVER = 2**62
 BEGINNING = -(2**62)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+# The one representable range for dates that enter the engine (ingest, extractor output, search
+# flags, decisions), after relative dates are resolved. Far enough for any real conversation and
+# birth date, and far enough from datetime's own limits (years 1 and 9999) that adding "next
+# year" or a timezone offset can never overflow later, in some other process.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
@@ -31,6 +38,18 @@ def ensure_utc(value: datetime, what: str = "time") -> datetime:
             f"{what} {value.isoformat()} has no timezone; pass a timezone-aware datetime (UTC)"
         )
     return value.astimezone(UTC)
+
+
+def check_representable(value: datetime, what: str = "date") -> datetime:
+    """Refuse a date outside EARLIEST..LATEST with a UserInputError naming the range; return it in UTC."""
+    from .errors import UserInputError
+
+    utc = ensure_utc(value, what)
+    if not EARLIEST <= utc <= LATEST:
+        raise UserInputError(
+            f"{what} {value.isoformat()} is outside the supported range {EARLIEST.year}-{LATEST.year}"
+        )
+    return utc
 
 
 def to_us(value: datetime | None, what: str = "time") -> int | None:
