@@ -104,6 +104,7 @@ class OpenAIExtractor:
     """
 
     name = "openai"
+    prompt_version: str | None = prompts.PROMPT_VERSION
 
     def __init__(
         self,
