@@ -176,10 +176,10 @@ class Memory:
         """Queue a dropped statement anyway (a pending `new` candidate; audited; refused twice)."""
         return await self.pipeline.queue_discarded(discarded_id, actor, reason)
 
-    async def stats(self, user_id: str | None = None) -> dict[str, Any]:
+    async def stats(self, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
         from .stats import stats
 
-        return await stats(self, user_id)
+        return await stats(self, user_id, discarded_limit)
 
     # -- retrieval --------------------------------------------------------------------------------
 

@@ -453,16 +453,18 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--user", help="Only this user's figures.")
+@click.option("--discarded", "discarded_limit", type=click.IntRange(0, 100_000), default=20, show_default=True,
+              help="List this many of the statements the gates dropped most recently.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def stats(db: str, user: str | None, as_json: bool) -> None:
-    """Extraction rate, discards by gate, review outcomes and queue size."""
+def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> None:
+    """Extraction rate, discards by gate (and the dropped statements), review outcomes and queue size."""
     existing_db(db)
 
     async def go() -> dict[str, Any]:
         from engine import Memory
 
         async with Memory(db) as mem:
-            return await mem.stats(user)
+            return await mem.stats(user, discarded_limit)
 
     data = _run(go())
     if as_json:
