@@ -230,3 +230,28 @@ async def test_concurrency_below_one_is_refused(tmp_path: Path) -> None:
                 assert "concurrency" in str(exc)
             else:
                 raise AssertionError(f"concurrency={bad!r} was accepted")
+
+
+async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until_when(tmp_path: Path) -> None:
+    from engine import store
+
+    db = tmp_path / "held.db"
+    until = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
+    async with Memory(db) as mem:
+        await three_episodes(mem)
+        await mem.add_exchange("bob", "I live in Rome.", "ok", at=START)
+        await mem.process("ana")  # ana's episodes exist and are done ...
+        await mem.add_exchange("ana", "I play chess.", "ok", at=START + timedelta(days=1))
+        async with mem.db.transaction() as conn:  # ... and a new one is held by a live worker elsewhere
+            await conn.execute(
+                "INSERT INTO episodes(user_id, title, narrative, status, created_at) VALUES ('ana', 't', 'n', 'open', 0)"
+            )
+            await store.claim_episodes(conn, "ana", "proc-elsewhere", 0, int(until.timestamp() * 1_000_000))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
+    done = subprocess.run([str(MEMDESK), "process", str(db)], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    values = {line.rsplit("  ", 1)[0].strip(): int(line.rsplit("  ", 1)[1]) for line in done.stdout.splitlines()}
+    assert values["episodes leased by another worker (not processed now)"] == 1
+    assert values["episodes extracted"] == 2  # bob's, and ana's new chess episode: the held one waits
+    assert "1 episode(s) are leased by another worker until 2100-01-01T12:00:00+00:00" in done.stderr

@@ -326,3 +326,33 @@ async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_upda
         if any(c.kind in ("update", "contradiction") and c.supersedes_candidate_id in old for c in new):
             proposed.append(lab["statement"])
     assert len(proposed) == len(labelled), sorted({lab["statement"] for _, lab in labelled} - set(proposed))
+
+
+async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(tmp_path: Path) -> None:
+    from engine import OfflineExtractor, OpenAIExtractor
+    from engine.extraction import Extractor
+
+    for cls in (OfflineExtractor, OpenAIExtractor, Scripted):
+        assert {"name", "model", "prompt_version"} <= set(dir(cls)), cls
+    assert isinstance(OfflineExtractor(), Extractor)
+    db = tmp_path / "v.db"
+    for version, texts in (("v1", ["FACT: Ana sails", "FACT: Ana rows"]), ("v2", ["FACT: Ana hikes"])):
+        extractor = Scripted(facts_in_messages)
+        extractor.prompt_version = version
+        async with Memory(db, extractor=extractor) as mem:
+            for i, text in enumerate(texts):
+                await mem.add_exchange("ana", text, "ok", at=T0 + timedelta(days=i, hours=len(version)))
+            await mem.process()
+    async with Memory(db) as mem:
+        for cand in await mem.review.pending():
+            if cand.statement == "Ana rows":
+                await mem.review.reject(cand.id, reviewer="rev", reason="no")
+            else:
+                await mem.review.approve(cand.id, reviewer="rev")
+        async with mem.db.reading() as conn:
+            runs = await (await conn.execute("SELECT model, prompt_version FROM extraction_runs ORDER BY id")).fetchall()
+        assert [tuple(r) for r in runs] == [("script-1", "v1"), ("script-1", "v1"), ("script-1", "v2")]
+        split = {e["prompt_version"]: e for e in (await mem.stats())["review"]["by_extractor_version"]}
+        assert (split["v1"]["approved"], split["v1"]["rejected"], split["v1"]["approval_rate"]) == (1, 1, 0.5)
+        assert (split["v2"]["approved"], split["v2"]["rejected"], split["v2"]["approval_rate"]) == (1, 0, 1.0)
+        assert split["v1"]["extractor"] == "scripted" and split["v1"]["model"] == "script-1"

@@ -292,13 +292,13 @@ class Pipeline:
         run = {
             "episode_id": episode_id, "user_id": episode.user_id,
             "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
-            "model": getattr(self.extractor, "model", None),
             "prompt_version": getattr(self.extractor, "prompt_version", None),
             "mode": mode, "existing_ids": json.dumps([k.id for k in existing]), "started_at": started_us,
         }
         try:
             extraction: Extraction = await self.extractor.extract(episode, existing)
         except Exception as exc:
+            run["model"] = getattr(self.extractor, "model", None)
             error = f"{type(exc).__name__}: {exc}"
             run.update(finished_at=to_us(self._m.now()), duration_ms=(time.perf_counter() - started) * 1000,
                        error=error)
@@ -311,7 +311,8 @@ class Pipeline:
             report.failed += 1
             report.errors.append(f"episode {episode_id}: {error}")
             return report
-        run["duration_ms"] = (time.perf_counter() - started) * 1000
+        # read after the call: an OpenAI extractor configured by URL alone learns its model then
+        run.update(duration_ms=(time.perf_counter() - started) * 1000, model=getattr(self.extractor, "model", None))
         try:
             await self._store_extraction(episode, existing, extraction, run, report)
         except _LeaseLost:
