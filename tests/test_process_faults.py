@@ -244,7 +244,8 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
         await mem.add_exchange("ana", "I play chess.", "ok", at=START + timedelta(days=1))
         async with mem.db.transaction() as conn:  # ... and a new one is held by a live worker elsewhere
             await conn.execute(
-                "INSERT INTO episodes(user_id, title, narrative, status, created_at) VALUES ('ana', 't', 'n', 'open', 0)"
+                "INSERT INTO episodes(user_id, title, narrative, status, created_at)"
+                " VALUES ('ana', 't', 'n', 'open', 0)"
             )
             await store.claim_episodes(conn, "ana", "proc-elsewhere", 0, int(until.timestamp() * 1_000_000))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}

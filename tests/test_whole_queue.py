@@ -350,7 +350,9 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
             else:
                 await mem.review.approve(cand.id, reviewer="rev")
         async with mem.db.reading() as conn:
-            runs = await (await conn.execute("SELECT model, prompt_version FROM extraction_runs ORDER BY id")).fetchall()
+            runs = await (await conn.execute(
+                "SELECT model, prompt_version FROM extraction_runs ORDER BY id"
+            )).fetchall()
         assert [tuple(r) for r in runs] == [("script-1", "v1"), ("script-1", "v1"), ("script-1", "v2")]
         split = {e["prompt_version"]: e for e in (await mem.stats())["review"]["by_extractor_version"]}
         assert (split["v1"]["approved"], split["v1"]["rejected"], split["v1"]["approval_rate"]) == (1, 1, 0.5)
