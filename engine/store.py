@@ -555,16 +555,12 @@ async def delete_tombstone(conn: aiosqlite.Connection, tombstone_id: int) -> Non
     await conn.execute("DELETE FROM tombstones WHERE id = ?", (tombstone_id,))
 
 
-async def live_tombstones(conn: aiosqlite.Connection, user_id: str) -> ValueIndex[Tombstone]:
+async def matching_tombstone(conn: aiosqlite.Connection, user_id: str, statement: str) -> Tombstone | None:
+    """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
     rows = await (await conn.execute(
         f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id", (user_id,)
     )).fetchall()
-    return ValueIndex((r[2], tombstone_from_row(r)) for r in rows)
-
-
-async def matching_tombstone(conn: aiosqlite.Connection, user_id: str, statement: str) -> Tombstone | None:
-    """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
-    return (await live_tombstones(conn, user_id)).find(value_key(statement))
+    return ValueIndex((r[2], tombstone_from_row(r)) for r in rows).find(value_key(statement))
 
 
 # -- dedup ----------------------------------------------------------------------------------------
@@ -587,43 +583,39 @@ LiveEntry = tuple[str, int, str]  # ('knowledge' | 'candidate', id, statement)
 
 @dataclass(slots=True)
 class GateView:
-    """What the gates of one episode compare against, read inside the episode's write transaction:
-    the user's live tombstones, and the ACTIVE facts plus PENDING candidates a claim can duplicate
-    (`live`). `pending` keeps the candidates whole, for the chain rule."""
+    """What the gates of one episode compare against, read inside the episode's write transaction
+    (two queries): the user's live tombstones, and the ACTIVE facts plus PENDING candidates a claim
+    can duplicate (`live`), each as (entity, id, statement). `pending` keeps the candidates whole,
+    for the chain rule and for what the next episode's extractor is shown."""
 
-    tombstones: ValueIndex[Tombstone]
+    tombstones: ValueIndex[LiveEntry]
     live: ValueIndex[LiveEntry]
     pending: list[Candidate]
     active_ids: set[int]
 
 
-async def pending_candidates(conn: aiosqlite.Connection, user_id: str) -> list[Candidate]:
-    """The user's pending candidates that state a value (retraction requests excluded), oldest
-    first: what an extractor is shown beside the active facts."""
+async def gate_view(conn: aiosqlite.Connection, user_id: str) -> GateView:
     rows = await (await conn.execute(
-        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.user_id = ? AND c.status = 'pending'"
+        "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
+        " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
+        " ORDER BY 1, 2",
+        (user_id, user_id),
+    )).fetchall()
+    # Pending candidates that state a value (retraction requests excluded), oldest first, with the
+    # stored key (recomputing every key for every episode was a third of the gates' time).
+    pending_rows = await (await conn.execute(
+        f"SELECT {CANDIDATE_COLS}, c.key FROM {CANDIDATE_FROM} WHERE c.user_id = ? AND c.status = 'pending'"
         " AND c.kind != 'retraction' ORDER BY c.id",
         (user_id,),
     )).fetchall()
-    return [candidate_from_row(r) for r in rows]
-
-
-async def gate_view(conn: aiosqlite.Connection, user_id: str) -> GateView:
-    facts = await (await conn.execute(
-        "SELECT id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active' ORDER BY id", (user_id,)
-    )).fetchall()
-    pending = await pending_candidates(conn, user_id)
-    live: ValueIndex[LiveEntry] = ValueIndex((r[1], ("knowledge", r[0], r[2])) for r in facts)
-    for cand in pending:
-        live.add(value_key(cand.statement), ("candidate", cand.id, cand.statement))
-    return GateView(await live_tombstones(conn, user_id), live, pending, {int(r[0]) for r in facts})
-
-
-async def active_fact_count(conn: aiosqlite.Connection, user_id: str) -> int:
-    row = await (await conn.execute(
-        "SELECT count(*) FROM knowledge WHERE user_id = ? AND status = 'active'", (user_id,)
-    )).fetchone()
-    return int(row[0])  # type: ignore[index]
+    live: ValueIndex[LiveEntry] = ValueIndex((r[2], ("knowledge", r[1], r[3])) for r in rows if r[0] == "knowledge")
+    stones: ValueIndex[LiveEntry] = ValueIndex((r[2], ("tombstone", r[1], r[3])) for r in rows if r[0] == "tombstone")
+    pending = []
+    for r in pending_rows:
+        cand = candidate_from_row(r)
+        live.add(r[-1], ("candidate", cand.id, cand.statement))
+        pending.append(cand)
+    return GateView(stones, live, pending, {int(r[1]) for r in rows if r[0] == "knowledge"})
 
 
 # -- discarded statements ---------------------------------------------------------------------------
@@ -795,22 +787,33 @@ def candidate_from_row_json(text: str) -> Candidate:
 
 
 async def episode_with_messages(conn: aiosqlite.Connection, episode_id: int) -> Episode | None:
+    return (await episodes_with_messages(conn, [episode_id])).get(episode_id)
+
+
+async def episodes_with_messages(conn: aiosqlite.Connection, episode_ids: Sequence[int]) -> dict[int, Episode]:
+    """Episodes with their messages in conversation order, in two queries however many."""
     from .models import Episode, Message
 
-    row = await (await conn.execute(
-        "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id = ?",
-        (episode_id,),
-    )).fetchone()
-    if row is None:
-        return None
-    msgs = await (await conn.execute(
-        "SELECT id, user_id, role, content, at FROM messages WHERE episode_id = ? ORDER BY at, id", (episode_id,)
+    if not episode_ids:
+        return {}
+    marks = ",".join("?" * len(episode_ids))
+    rows = await (await conn.execute(
+        f"SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id IN ({marks})",
+        list(episode_ids),
     )).fetchall()
-    return Episode(
-        id=row[0], user_id=row[1], title=row[2], narrative=row[3],
-        messages=[Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]) for m in msgs],  # type: ignore[arg-type]
-        start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7],
-    )
+    out = {
+        row[0]: Episode(id=row[0], user_id=row[1], title=row[2], narrative=row[3], messages=[],
+                        start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7])
+        for row in rows
+    }
+    msgs = await (await conn.execute(
+        f"SELECT id, user_id, role, content, at, episode_id FROM messages WHERE episode_id IN ({marks})"
+        " ORDER BY episode_id, at, id",
+        list(episode_ids),
+    )).fetchall()
+    for m in msgs:
+        out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))  # type: ignore[arg-type]
+    return out
 
 
 async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> CandidateContext:

@@ -14,7 +14,7 @@ The rule (one rule, used by the tombstone gate, the duplicate gate and `Memory.i
    stay two people.
 3. Beyond equal match keys, a typo is the same value: exactly ONE edit (insertion, deletion,
    substitution or transposition of two adjacent characters) that falls inside a word of five or
-   more letters, with every number unchanged. Short words get no typo allowance because one edit
+   more letters (in the longer of the two forms), with every number unchanged. Short words get no typo allowance because one edit
    there is usually another word: "hope" / "Hove", "cat" / "car". Two edits are never a typo:
    "peanuts" / "walnuts", and a word added or dropped ("not", "ex-") is a different statement.
 
@@ -124,7 +124,8 @@ def is_typo(a: str, b: str) -> bool:
     suffix = 0
     while suffix < limit - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]:
         suffix += 1
-    letters = min(_span_letters(a, prefix, len(a) - suffix), _span_letters(b, prefix, len(b) - suffix))
+    # The longer form counts: a letter dropped from "peanuts" is still a typo of a 7-letter word.
+    letters = max(_span_letters(a, prefix, len(a) - suffix), _span_letters(b, prefix, len(b) - suffix))
     return letters >= TYPO_MIN_LETTERS
 
 

@@ -268,18 +268,26 @@ class Pipeline:
             claimed = await store.claim_episodes(conn, user_id, self._token, now_us, now_us + self._lease_us())
             report.leased_elsewhere, until = await store.leases_elsewhere(conn, user_id, self._token, now_us)
             report.leased_until = from_us(until)
+            # Read once per user; after that each episode's write transaction hands the next one
+            # what it read and queued (the gates themselves always re-read inside their write).
+            episodes = await store.episodes_with_messages(conn, claimed)
+            known = await store.gate_view(conn, user_id) if claimed else None
         for episode_id in claimed:
-            report.add(await self._process_episode(episode_id))
+            assert known is not None
+            done, known = await self._process_episode(episodes[episode_id], known)
+            report.add(done)
         return report
 
-    async def _process_episode(self, episode_id: int) -> ProcessReport:
+    async def _process_episode(
+        self, episode: Episode, known: store.GateView
+    ) -> tuple[ProcessReport, store.GateView]:
+        """Extract one episode and store the outcome; returns the report and what the user's
+        queue looks like afterwards (for the next episode's `existing`)."""
         report = ProcessReport(episodes=1)
         cfg = self._m.config
-        async with self._m.db.reading() as conn:
-            episode = await store.episode_with_messages(conn, episode_id)
-            assert episode is not None
-            pending = await store.pending_candidates(conn, episode.user_id) if cfg.predict else []
-            facts = await store.active_fact_count(conn, episode.user_id) if cfg.predict else 0
+        episode_id = episode.id
+        pending = known.pending if cfg.predict else []
+        facts = len(known.active_ids) if cfg.predict else 0
         existing: list[Knowledge] = []
         if facts:
             query = f"{episode.title}\n{episode.narrative}"
@@ -307,17 +315,17 @@ class Pipeline:
                     await self._finish(conn, episode, "failed", error)
                     await self._insert_run(conn, run)
             except _LeaseLost:
-                return self._lost(episode_id)
+                return self._lost(episode_id), known
             report.failed += 1
             report.errors.append(f"episode {episode_id}: {error}")
-            return report
+            return report, known
         # read after the call: an OpenAI extractor configured by URL alone learns its model then
         run.update(duration_ms=(time.perf_counter() - started) * 1000, model=getattr(self.extractor, "model", None))
         try:
-            await self._store_extraction(episode, existing, extraction, run, report)
+            after = await self._store_extraction(episode, existing, extraction, run, report)
         except _LeaseLost:
-            return self._lost(episode_id)
-        return report
+            return self._lost(episode_id), known
+        return report, after
 
     def _lost(self, episode_id: int) -> ProcessReport:
         lost = ProcessReport(leased_elsewhere=1)
@@ -340,7 +348,7 @@ class Pipeline:
     async def _store_extraction(
         self, episode: Episode, existing: list[Knowledge], extraction: Extraction, run: dict[str, Any],
         report: ProcessReport,
-    ) -> None:
+    ) -> store.GateView:
         user_id = episode.user_id
         now_us: int = to_us(self._m.now())  # type: ignore[assignment]
         actor = f"extractor:{run['extractor']}"
@@ -388,6 +396,17 @@ class Pipeline:
             for d in gated.discards:
                 d.update(user_id=user_id, episode_id=episode.id, run_id=run_id, created_at=now_us)
             await store.insert_discarded_many(conn, gated.discards)
+        created = from_us(now_us)
+        view.pending.extend(
+            Candidate(id=cid, user_id=user_id, statement=row["statement"], kind=row["kind"], status="pending",
+                      confidence=row["confidence"], created_at=created, evidence=row["evidence"],  # type: ignore[arg-type]
+                      supersedes_id=row["supersedes_id"], valid_at=from_us(row["valid_at"]),
+                      invalid_at=from_us(row["invalid_at"]), episode_id=episode.id, run_id=run_id,
+                      unsupported=row["unsupported"], extractor=run["extractor"], created_by=actor,
+                      supersedes_candidate_id=row["supersedes_candidate_id"])
+            for cid, row in zip(ids, rows, strict=True)
+        )
+        return view
 
     def _gate(
         self, episode: Episode, existing: list[Knowledge], extraction: Extraction, view: store.GateView,
@@ -437,7 +456,7 @@ class Pipeline:
             if stone is not None:
                 report.tombstoned += 1
                 out.discards.append({**base, "gate": "tombstoned", "matched_entity": "tombstone",
-                                     "matched_id": stone.id, "matched_statement": stone.statement})
+                                     "matched_id": stone[1], "matched_statement": stone[2]})
                 continue
             dup = view.live.find(key)
             if dup is not None:
