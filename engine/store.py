@@ -160,12 +160,12 @@ async def next_id(conn: aiosqlite.Connection, table: str, entity: str) -> int:
     trail has ever named. Undo and erasure delete rows, and SQLite would hand a deleted row's id to
     the next insert, which would then inherit the deleted row's audit history. Safe because every
     insert runs inside BEGIN IMMEDIATE (the write lock)."""
-    row = await (await conn.execute(
+    [row] = await conn.execute_fetchall(
         f"SELECT max(coalesce((SELECT max(id) FROM {table}), 0),"
         " coalesce((SELECT max(entity_id) FROM audit_log WHERE entity = ?), 0))",
         (entity,),
-    )).fetchone()
-    return int(row[0]) + 1  # type: ignore[index]
+    )
+    return int(row[0]) + 1
 
 
 async def insert_knowledge(
@@ -594,27 +594,30 @@ class GateView:
     active_ids: set[int]
 
 
-async def gate_view(conn: aiosqlite.Connection, user_id: str) -> GateView:
-    rows = await (await conn.execute(
+async def gate_view(conn: aiosqlite.Connection, user_id: str, known: Sequence[Candidate] = ()) -> GateView:
+    """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
+    and pending candidates; whole candidate rows are read only for pending candidates not in
+    `known` (what the caller already holds, e.g. from its previous episode)."""
+    rows = await conn.execute_fetchall(
         "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
         " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
-        " ORDER BY 1, 2",
-        (user_id, user_id),
-    )).fetchall()
-    # Pending candidates that state a value (retraction requests excluded), oldest first, with the
-    # stored key (recomputing every key for every episode was a third of the gates' time).
-    pending_rows = await (await conn.execute(
-        f"SELECT {CANDIDATE_COLS}, c.key FROM {CANDIDATE_FROM} WHERE c.user_id = ? AND c.status = 'pending'"
-        " AND c.kind != 'retraction' ORDER BY c.id",
-        (user_id,),
-    )).fetchall()
-    live: ValueIndex[LiveEntry] = ValueIndex((r[2], ("knowledge", r[1], r[3])) for r in rows if r[0] == "knowledge")
-    stones: ValueIndex[LiveEntry] = ValueIndex((r[2], ("tombstone", r[1], r[3])) for r in rows if r[0] == "tombstone")
-    pending = []
-    for r in pending_rows:
-        cand = candidate_from_row(r)
-        live.add(r[-1], ("candidate", cand.id, cand.statement))
-        pending.append(cand)
+        # pending candidates that state a value (retraction requests are not values)
+        " UNION ALL SELECT 'candidate', id, key, statement FROM candidates WHERE user_id = ? AND status = 'pending'"
+        " AND kind != 'retraction' ORDER BY 1, 2",
+        (user_id, user_id, user_id),
+    )
+    live: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] != "tombstone")
+    stones: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] == "tombstone")
+    have = {c.id: c for c in known}
+    pending_ids = [int(r[1]) for r in rows if r[0] == "candidate"]
+    missing = [i for i in pending_ids if i not in have]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        found = await conn.execute_fetchall(
+            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id IN ({','.join('?' * len(chunk))})", chunk
+        )
+        have.update((r[0], candidate_from_row(r)) for r in found)
+    pending = [have[i] for i in pending_ids]
     return GateView(stones, live, pending, {int(r[1]) for r in rows if r[0] == "knowledge"})
 
 

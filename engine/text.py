@@ -14,9 +14,10 @@ The rule (one rule, used by the tombstone gate, the duplicate gate and `Memory.i
    stay two people.
 3. Beyond equal match keys, a typo is the same value: exactly ONE edit (insertion, deletion,
    substitution or transposition of two adjacent characters) that falls inside a word of five or
-   more letters (in the longer of the two forms), with every number unchanged. Short words get no typo allowance because one edit
-   there is usually another word: "hope" / "Hove", "cat" / "car". Two edits are never a typo:
-   "peanuts" / "walnuts", and a word added or dropped ("not", "ex-") is a different statement.
+   more letters (in the longer of the two forms), with every number unchanged. Short words get no
+   typo allowance because one edit there is usually another word: "hope" / "Hove", "cat" / "car".
+   Two edits are never a typo: "peanuts" / "walnuts", and a word added or dropped ("not", "ex-")
+   is a different statement.
 
 The rule is exact (no similarity threshold): a curator can predict what a rejection blocks.
 """
@@ -40,7 +41,9 @@ TYPO_MIN_LETTERS = 5  # a word needs this many letters before one edit inside it
 P = TypeVar("P")
 
 
+@lru_cache(maxsize=65_536)
 def value_key(text: str) -> str:
+    """Cached: the pipeline and the offline extractor key the same statements episode after episode."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     kept = []
     for ch in folded:

@@ -313,7 +313,7 @@ class Pipeline:
             try:
                 async with self._m.db.transaction() as conn:
                     await self._finish(conn, episode, "failed", error)
-                    await self._insert_run(conn, run)
+                    await store.audit_many(conn, [(await self._insert_run(conn, run))[1]])
             except _LeaseLost:
                 return self._lost(episode_id), known
             report.failed += 1
@@ -322,7 +322,7 @@ class Pipeline:
         # read after the call: an OpenAI extractor configured by URL alone learns its model then
         run.update(duration_ms=(time.perf_counter() - started) * 1000, model=getattr(self.extractor, "model", None))
         try:
-            after = await self._store_extraction(episode, existing, extraction, run, report)
+            after = await self._store_extraction(episode, existing, extraction, run, report, known)
         except _LeaseLost:
             return self._lost(episode_id), known
         return report, after
@@ -336,25 +336,27 @@ class Pipeline:
         if not await store.finish_episode(conn, episode.id, status=status, error=error, token=self._token):
             raise _LeaseLost
 
-    async def _insert_run(self, conn: Any, run: dict[str, Any]) -> int:
-        """The run row and its one audit row (a run is written once, finished)."""
+    async def _insert_run(self, conn: Any, run: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The run row (a run is written once, finished) and its one audit row, for the caller to
+        write with the others of the transaction in one executemany."""
         run_id = await store.insert_run(conn, **run)
         counts = {k: v for k, v in run.items() if k not in ("prediction", "covered", "existing_ids", "user_id")}
-        await store.audit(conn, at=run.get("finished_at") or run["started_at"], actor=f"extractor:{run['extractor']}",
-                          action="create", user_id=run["user_id"], entity="extraction_run", entity_id=run_id,
-                          after={**counts, "episode_status": "failed" if run.get("error") else "processed"})
-        return run_id
+        return run_id, {
+            "at": run.get("finished_at") or run["started_at"], "actor": f"extractor:{run['extractor']}",
+            "action": "create", "user_id": run["user_id"], "entity": "extraction_run", "entity_id": run_id,
+            "after": {**counts, "episode_status": "failed" if run.get("error") else "processed"},
+        }
 
     async def _store_extraction(
         self, episode: Episode, existing: list[Knowledge], extraction: Extraction, run: dict[str, Any],
-        report: ProcessReport,
+        report: ProcessReport, known: store.GateView,
     ) -> store.GateView:
         user_id = episode.user_id
         now_us: int = to_us(self._m.now())  # type: ignore[assignment]
         actor = f"extractor:{run['extractor']}"
         async with self._m.db.transaction() as conn:
             await self._finish(conn, episode, "processed", None)
-            view = await store.gate_view(conn, user_id)
+            view = await store.gate_view(conn, user_id, known.pending)
             gated = self._gate(episode, existing, extraction, view, report)
             report.claims += len(extraction.items) + len(extraction.covered)
             report.queued += len(gated.survivors)
@@ -367,7 +369,7 @@ class Pipeline:
                 supersedes_dropped=report.supersedes_dropped, unsupported=report.unsupported, queued=report.queued,
                 dates_dropped=report.dates_dropped, finished_at=now_us,
             )
-            run_id = await self._insert_run(conn, run)
+            run_id, run_audit = await self._insert_run(conn, run)
             cfg = self._m.config
             rows = []
             for s in gated.survivors:
@@ -384,13 +386,13 @@ class Pipeline:
             ids = await store.insert_candidates_many(conn, rows)
             for s, cid in zip(gated.survivors, ids, strict=True):
                 s.candidate_id = cid
-            await store.audit_many(conn, [
+            await store.audit_many(conn, [run_audit, *(
                 {"at": now_us, "actor": actor, "action": "queue", "user_id": user_id, "entity": "candidate",
                  "entity_id": cid, "after": {"statement": s.item.statement, "kind": s.item.kind, "run_id": run_id,
                                              "supersedes_id": s.supersedes_id,
                                              "supersedes_candidate_id": s.supersedes_candidate_id}}
                 for s, cid in zip(gated.survivors, ids, strict=True)
-            ])
+            )])
             for d_index, s_index in gated.same_run:
                 gated.discards[d_index]["matched_id"] = gated.survivors[s_index].candidate_id
             for d in gated.discards:
