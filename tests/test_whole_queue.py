@@ -27,6 +27,7 @@ from engine import (
     Extraction,
     GapItem,
     InvalidIntervalError,
+    InvalidStatementError,
     Knowledge,
     Memory,
     MemoryConfig,
@@ -246,6 +247,7 @@ async def test_every_dropped_statement_is_kept_with_its_gate_and_match(tmp_path:
         }
         assert dropped["Ana is the queen"].matched_statement == "Ana is the queen"
         assert all(d.run_id is not None and d.episode_id is not None for d in dropped.values())
+        assert dropped["Ana hums"].confidence == 0.4 and dropped["Ana hums"].evidence == "hums"
         # paging, newest first
         assert [d.statement for d in await mem.discarded(limit=2)] == ["ana sails.", "Ana keeps bees!"]
         assert [d.statement for d in await mem.discarded(limit=2, offset=5)] == ["Ana keeps bees"]
@@ -278,7 +280,11 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_pa
             await mem.queue_discarded(dropped["Ana rows"].id, actor="dan", reason="try")
         with pytest.raises(NotFoundError):
             await mem.queue_discarded(10_000, actor="dan", reason="try")
+        with pytest.raises(InvalidStatementError):  # a reason is required
+            await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="  ")
         assert await snapshot(mem) == unchanged
+        # positive control for the reason check: the same statement with a reason is queued
+        assert (await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")).kind == "new"
 
 
 async def test_stats_lists_discarded_statements_text_and_json(tmp_path: Path, clock: Clock) -> None:
@@ -358,3 +364,17 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
         assert (split["v1"]["approved"], split["v1"]["rejected"], split["v1"]["approval_rate"]) == (1, 1, 0.5)
         assert (split["v2"]["approved"], split["v2"]["rejected"], split["v2"]["approval_rate"]) == (1, 0, 1.0)
         assert split["v1"]["extractor"] == "scripted" and split["v1"]["model"] == "script-1"
+
+
+async def test_an_oversized_statement_is_invalid_and_kept_clipped(tmp_path: Path, clock: Clock) -> None:
+    long = "Ana " + "very " * 100 + "much likes tea"
+
+    def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
+        return Extraction("", [GapItem(long, evidence="tea"), GapItem("Ana likes tea", evidence="tea")])
+
+    async with memory(tmp_path, clock, script, MemoryConfig(max_statement_chars=60)) as mem:
+        await mem.add_exchange("ana", "tea", "ok", at=T0)
+        report = await mem.process()
+        assert (report.invalid, report.queued) == (1, 1)  # control: the short one is queued
+        [kept] = await mem.discarded()
+        assert kept.gate == "invalid" and kept.statement.startswith(long[:60]) and len(kept.statement) < 100

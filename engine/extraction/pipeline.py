@@ -429,14 +429,16 @@ class Pipeline:
 
         for claim in extraction.covered:
             report.predicted += 1
-            out.discards.append({"gate": "predicted", "statement": claim.statement, "kind": "new",
+            out.discards.append({"gate": "predicted", "statement": _clip(claim.statement, cfg.max_statement_chars),
+                                 "kind": "new",
                                  **matched(parse_handle(claim.predicted_by))})
         for raw in extraction.items:
             item, dropped = _drop_unrepresentable_dates(raw)
             report.dates_dropped += dropped
             statement = (item.statement or "").strip()
             item = replace(item, statement=statement)
-            base = {"statement": statement, "evidence": item.evidence or "", "kind": item.kind,
+            base = {"statement": _clip(statement, cfg.max_statement_chars),
+                    "evidence": _clip(item.evidence or "", cfg.max_message_chars), "kind": item.kind,
                     "confidence": item.confidence, "valid_at": _us_or_none(item.valid_at),
                     "invalid_at": _us_or_none(item.invalid_at)}
             if not statement or len(statement) > cfg.max_statement_chars:
@@ -545,6 +547,12 @@ class Pipeline:
             raise UserInputError("limit and offset must be 0 or more")
         async with self._m.db.reading() as conn:
             return await store.list_discarded(conn, user_id, limit=limit, offset=offset)
+
+
+def _clip(text: str, limit: int) -> str:
+    """A model's text kept for curators, at most `limit` characters: an oversized statement is
+    dropped as invalid, and storing it whole would undo the limit."""
+    return text if len(text) <= limit else f"{text[:limit]} …[{len(text):,} characters, cut]"
 
 
 def _entity_of(record: Knowledge) -> tuple[str, int]:
