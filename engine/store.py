@@ -363,12 +363,16 @@ _CANDIDATE_INSERT_FIELDS = (
 
 async def insert_candidates_many(conn: aiosqlite.Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
     """Pending candidates from dicts of `insert_candidate`'s keyword arguments, in one executemany
-    (the pipeline queues an episode's survivors at once). Ids are consecutive from `next_id`, which
-    is safe because the caller holds the write lock (BEGIN IMMEDIATE)."""
+    (the pipeline queues an episode's survivors at once). Ids are the rows' "id" values when every
+    row has one, else consecutive from `next_id`; either is safe only because the caller holds the
+    write lock (BEGIN IMMEDIATE)."""
     if not rows:
         return []
-    first = await next_id(conn, "candidates", "candidate")
-    ids = list(range(first, first + len(rows)))
+    if all(row.get("id") is not None for row in rows):  # ids the caller handed out under the write lock
+        ids = [int(row["id"]) for row in rows]
+    else:
+        first = await next_id(conn, "candidates", "candidate")
+        ids = list(range(first, first + len(rows)))
     names = ", ".join(_CANDIDATE_INSERT_FIELDS)
     await conn.executemany(
         f"INSERT INTO candidates(id, key, status, {names}) VALUES (?, ?, 'pending', "
@@ -898,24 +902,29 @@ async def unprocessed_messages(conn: aiosqlite.Connection, user_id: str) -> list
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-async def create_episode(
-    conn: aiosqlite.Connection, *, user_id: str, title: str, narrative: str, message_ids: Sequence[int],
-    start_at: int, end_at: int, created_at: int,
-) -> int | None:
-    """Create an episode and move its messages into it; None when another process took any of
-    them first (the caller rolls back)."""
-    cur = await conn.execute(
-        "INSERT INTO episodes(user_id, title, narrative, start_at, end_at, status, created_at)"
-        " VALUES (?, ?, ?, ?, ?, 'open', ?)",
-        (user_id, title, narrative, start_at, end_at, created_at),
+async def create_episodes(
+    conn: aiosqlite.Connection, user_id: str, episodes: Sequence[tuple[str, str, Sequence[int], int, int]],
+    created_at: int,
+) -> list[int] | None:
+    """Create (title, narrative, message ids, start_at, end_at) episodes of one user and move their
+    messages into them, one executemany per table; ids from `next_id` (the caller holds the write
+    lock). None when another process took any of the messages first (the caller rolls back)."""
+    if not episodes:
+        return []
+    first = await next_id(conn, "episodes", "episode")
+    ids = list(range(first, first + len(episodes)))
+    await conn.executemany(
+        "INSERT INTO episodes(id, user_id, title, narrative, start_at, end_at, status, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'open', ?)",
+        [(eid, user_id, title, narrative, start, end, created_at)
+         for eid, (title, narrative, _, start, end) in zip(ids, episodes, strict=True)],
     )
-    eid = int(cur.lastrowid or 0)
-    cur = await conn.execute(
-        f"UPDATE messages SET episode_id = ? WHERE episode_id IS NULL AND user_id = ?"
-        f" AND id IN ({','.join('?' * len(message_ids))})",
-        (eid, user_id, *message_ids),
+    cur = await conn.executemany(
+        "UPDATE messages SET episode_id = ? WHERE id = ? AND episode_id IS NULL AND user_id = ?",
+        [(eid, mid, user_id) for eid, (_, _, message_ids, _, _) in zip(ids, episodes, strict=True)
+         for mid in message_ids],
     )
-    return eid if cur.rowcount == len(message_ids) else None
+    return ids if cur.rowcount == sum(len(e[2]) for e in episodes) else None
 
 
 async def claim_episodes(
@@ -956,27 +965,46 @@ async def renew_leases(conn: aiosqlite.Connection, token: str, until: int) -> in
     return cur.rowcount
 
 
-async def finish_episode(
-    conn: aiosqlite.Connection, episode_id: int, *, status: str, error: str | None = None, token: str | None = None
-) -> bool:
-    """Mark the episode processed or failed and release its lease. With `token`, only while that
-    worker still holds the lease: False means another worker took it (the caller stores nothing)."""
-    guard, args = (" AND claimed_by = ?", (token,)) if token is not None else ("", ())
-    cur = await conn.execute(
-        "UPDATE episodes SET status = ?, error = ?, attempts = attempts + 1, claimed_by = NULL,"
-        f" claimed_until = NULL WHERE id = ?{guard}",
-        (status, error, episode_id, *args),
-    )
-    return cur.rowcount == 1
+_RUN_FIELDS: dict[str, Any] = {
+    "id": None, "episode_id": None, "user_id": None, "extractor": None, "model": None, "prompt_version": None,
+    "mode": None, "prediction": "", "existing_ids": "[]", "covered": "[]", "claims": 0, "predicted": 0,
+    "below_confidence": 0, "invalid": 0, "tombstoned": 0, "duplicates": 0, "supersedes_dropped": 0,
+    "unsupported": 0, "queued": 0, "dates_dropped": 0, "started_at": None, "finished_at": None,
+    "duration_ms": None, "error": None,
+}
 
 
-async def insert_run(conn: aiosqlite.Connection, **fields: Any) -> int:
-    names = list(fields)
-    cur = await conn.execute(
-        f"INSERT INTO extraction_runs({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-        [fields[n] for n in names],
+async def insert_runs_many(conn: aiosqlite.Connection, runs: Sequence[dict[str, Any]]) -> None:
+    """Finished extraction runs with the ids the caller handed out (`next_id`, under the write
+    lock), in one executemany; a field a run lacks takes the column's default."""
+    if runs:
+        names = list(_RUN_FIELDS)
+        await conn.executemany(
+            f"INSERT INTO extraction_runs({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+            [tuple(run.get(n, default) for n, default in _RUN_FIELDS.items()) for run in runs],
+        )
+
+
+async def held_episodes(conn: aiosqlite.Connection, episode_ids: Sequence[int], token: str) -> set[int]:
+    """Which of these episodes this worker still holds the lease on (inside a write transaction,
+    nobody can take one away before it commits)."""
+    if not episode_ids:
+        return set()
+    rows = await conn.execute_fetchall(
+        f"SELECT id FROM episodes WHERE claimed_by = ? AND id IN ({','.join('?' * len(episode_ids))})",
+        (token, *episode_ids),
     )
-    return int(cur.lastrowid or 0)
+    return {int(r[0]) for r in rows}
+
+
+async def finish_episodes_many(conn: aiosqlite.Connection, rows: Sequence[tuple[str, str | None, int]]) -> None:
+    """(status, error, episode id): processed or failed, attempt counted, lease released."""
+    if rows:
+        await conn.executemany(
+            "UPDATE episodes SET status = ?, error = ?, attempts = attempts + 1, claimed_by = NULL,"
+            " claimed_until = NULL WHERE id = ?",
+            rows,
+        )
 
 
 # -- erasure and export ---------------------------------------------------------------------------

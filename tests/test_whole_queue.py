@@ -378,3 +378,34 @@ async def test_an_oversized_statement_is_invalid_and_kept_clipped(tmp_path: Path
         assert (report.invalid, report.queued) == (1, 1)  # control: the short one is queued
         [kept] = await mem.discarded()
         assert kept.gate == "invalid" and kept.statement.startswith(long[:60]) and len(kept.statement) < 100
+
+
+async def test_batched_and_one_by_one_processing_store_the_same_rows(tmp_path: Path, clock: Clock) -> None:
+    """The offline extractor is `batchable`: several episodes are extracted and written in one
+    transaction. The same extractor with batching off must leave exactly the same rows."""
+    from engine import OfflineExtractor
+    from engine.data import load_exchanges
+
+    class OneByOne(OfflineExtractor):
+        batchable = False
+
+    tables = {
+        "candidates": "SELECT id, user_id, statement, kind, supersedes_id, supersedes_candidate_id, valid_at,"
+                      " invalid_at, confidence, run_id, episode_id FROM candidates ORDER BY id",
+        "discarded": "SELECT user_id, statement, gate, matched_entity, matched_id, run_id FROM discarded ORDER BY id",
+        "runs": "SELECT id, episode_id, mode, claims, predicted, duplicates, queued, existing_ids FROM extraction_runs"
+                " ORDER BY id",
+        "episodes": "SELECT id, status, attempts, claimed_by FROM episodes ORDER BY id",
+        "audit": "SELECT action, entity, entity_id FROM audit_log ORDER BY id",
+    }
+    seen = []
+    for name, extractor in (("batched", OfflineExtractor()), ("alone", OneByOne())):
+        async with Memory(tmp_path / f"{name}.db", extractor=extractor, clock=clock) as mem:
+            await mem.add_knowledge("ana", "User lives in Lisbon", actor="support")  # retrieval outside the batch
+            await mem.add_exchanges(load_exchanges())
+            report = await mem.process()
+            async with mem.db.reading() as conn:
+                rows = {t: [tuple(r) for r in await (await conn.execute(q)).fetchall()] for t, q in tables.items()}
+            seen.append((report.queued, report.predicted, report.episodes, rows))
+    assert seen[0][0] > 0 and seen[0][3]["candidates"]
+    assert seen[0] == seen[1]

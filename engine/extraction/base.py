@@ -26,6 +26,10 @@ An item whose `supersedes` names a pending candidate becomes a candidate chained
 
 Attributes: `name` (stored on each run), `model` and `prompt_version` (None where they do not
 apply, e.g. the rule-based extractor has no model); `stats` splits approval rates by all three.
+Optional: `batchable = True` declares that `extract` computes in-process and never waits (no
+network, no model server); the pipeline may then extract several episodes inside one write
+transaction, bounded to a fraction of a second (the offline extractor does). Absent means False:
+each episode is extracted with no lock held, as a model call must be.
 """
 
 from __future__ import annotations

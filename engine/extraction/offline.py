@@ -78,6 +78,7 @@ class OfflineExtractor:
     name = "offline"
     model: str | None = None
     prompt_version: str | None = None
+    batchable = True  # in-process and never waits: the pipeline may extract inside a write transaction
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         claims: list[SourcedClaim] = []

@@ -62,6 +62,12 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 _CHANGE_KINDS = ("update", "contradiction")
+# Batching (see Pipeline._batch): a batchable extractor runs inside a write transaction that spans
+# several episodes, for at most BATCH_HOLD_S and BATCH_EPISODES episodes; one extraction slower
+# than FAST_EXTRACTION_S ends the batch.
+FAST_EXTRACTION_S = 0.05
+BATCH_HOLD_S = 0.2
+BATCH_EPISODES = 100
 
 
 class _LeaseLost(Exception):
@@ -86,8 +92,55 @@ class _Gated:
 
     survivors: list[_Survivor] = field(default_factory=list)
     discards: list[dict[str, Any]] = field(default_factory=list)
-    # discards that duplicate an item queued earlier in the same run: (discard index, survivor index)
-    same_run: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One extraction call: the run row so far, the extraction (None when the call raised: the
+    error is in run["error"]) and how long the call took."""
+
+    run: dict[str, Any]
+    extraction: Extraction | None
+    seconds: float
+
+
+@dataclass(slots=True)
+class _Writes:
+    """What one write transaction stores, collected episode by episode and flushed with one
+    executemany per table (the ids come from `_Ids`, handed out under the write lock)."""
+
+    candidate_ids: _Ids
+    run_ids: _Ids
+    finished: list[tuple[str, str | None, int]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    audits: list[dict[str, Any]] = field(default_factory=list)
+    discards: list[dict[str, Any]] = field(default_factory=list)
+
+    async def flush(self, conn: Any) -> None:
+        await store.finish_episodes_many(conn, self.finished)
+        await store.insert_runs_many(conn, self.runs)
+        await store.insert_candidates_many(conn, self.candidates)
+        await store.audit_many(conn, self.audits)
+        await store.insert_discarded_many(conn, self.discards)
+
+
+class _Ids:
+    """Candidate ids handed out in one write transaction, from `store.next_id` on (safe because the
+    transaction holds the write lock), so a survivor has its id while the gates still run."""
+
+    def __init__(self, first: int) -> None:
+        self._next = first
+
+    def next(self) -> int:
+        self._next += 1
+        return self._next - 1
+
+
+def _adopt(view: store.GateView, fresh: store.GateView) -> None:
+    """Carry what a write transaction read and queued to the next episode's extraction."""
+    view.tombstones, view.live, view.pending, view.active_ids = fresh.tombstones, fresh.live, fresh.pending, (
+        fresh.active_ids)
 
 
 class Pipeline:
@@ -248,173 +301,214 @@ class Pipeline:
         now_us: int = to_us(self._m.now())  # type: ignore[assignment]
         async with self._m.db.transaction() as conn:
             raw = [RawMessage(*r) for r in await store.unprocessed_messages(conn, user_id)]
-            audits: list[dict[str, Any]] = []
-            for chunk in segment(raw, cfg.episode_gap, cfg.episode_max_messages):
-                title, narrative = title_and_narrative(chunk)
-                message_ids = [m.id for m in chunk]
-                eid = await store.create_episode(
-                    conn, user_id=user_id, title=title, narrative=narrative, message_ids=message_ids,
-                    start_at=chunk[0].at, end_at=chunk[-1].at, created_at=now_us,
-                )
-                if eid is None:  # cannot happen under BEGIN IMMEDIATE; refuse rather than double-process
-                    raise MemdeskError("messages were claimed by another process; retry")
-                audits.append({
-                    "at": now_us, "actor": "process", "action": "create", "user_id": user_id, "entity": "episode",
-                    "entity_id": eid, "after": {"message_ids": message_ids, "start_at": from_us(chunk[0].at),
-                                                "end_at": from_us(chunk[-1].at), "title": title},
-                })
-                report.messages += len(chunk)
-            await store.audit_many(conn, audits)
+            chunks = segment(raw, cfg.episode_gap, cfg.episode_max_messages)
+            new = [(*title_and_narrative(c), [m.id for m in c], c[0].at, c[-1].at) for c in chunks]
+            created = await store.create_episodes(conn, user_id, new, now_us)
+            if created is None:  # cannot happen under BEGIN IMMEDIATE; refuse rather than double-process
+                raise MemdeskError("messages were claimed by another process; retry")
+            await store.audit_many(conn, [  # the assignment of messages to an episode is audited
+                {"at": now_us, "actor": "process", "action": "create", "user_id": user_id, "entity": "episode",
+                 "entity_id": eid, "after": {"message_ids": ids, "start_at": from_us(start),
+                                             "end_at": from_us(end), "title": title}}
+                for eid, (title, _, ids, start, end) in zip(created, new, strict=True)
+            ])
+            report.messages += sum(len(c) for c in chunks)
             claimed = await store.claim_episodes(conn, user_id, self._token, now_us, now_us + self._lease_us())
             report.leased_elsewhere, until = await store.leases_elsewhere(conn, user_id, self._token, now_us)
             report.leased_until = from_us(until)
-            # Read once per user; after that each episode's write transaction hands the next one
-            # what it read and queued (the gates themselves always re-read inside their write).
             episodes = await store.episodes_with_messages(conn, claimed)
-            known = await store.gate_view(conn, user_id) if claimed else None
-        for episode_id in claimed:
-            assert known is not None
-            done, known = await self._process_episode(episodes[episode_id], known)
-            report.add(done)
+            view = await store.gate_view(conn, user_id)
+        todo = [episodes[eid] for eid in claimed]
+        batchable = bool(getattr(self.extractor, "batchable", False))
+        while todo:
+            if batchable and await self._batch(todo, view, report):
+                continue
+            await self._alone(todo.pop(0), view, report)
         return report
 
-    async def _process_episode(
-        self, episode: Episode, known: store.GateView
-    ) -> tuple[ProcessReport, store.GateView]:
-        """Extract one episode and store the outcome; returns the report and what the user's
-        queue looks like afterwards (for the next episode's `existing`)."""
-        report = ProcessReport(episodes=1)
+    async def _alone(self, episode: Episode, view: store.GateView, report: ProcessReport) -> None:
+        """One episode: extract with no lock held (a model call may take seconds), then one write
+        transaction that re-reads the gates."""
+        existing = await self._existing(episode, view)
+        outcome = await self._extract(episode, existing)
+        try:
+            async with self._m.db.transaction() as conn:
+                if not await store.held_episodes(conn, [episode.id], self._token):
+                    raise _LeaseLost
+                fresh = await store.gate_view(conn, episode.user_id, view.pending)
+                writes = await self._writes(conn)
+                self._record(episode, existing, outcome, fresh, report, writes)
+                await writes.flush(conn)
+        except _LeaseLost:
+            report.add(self._lost(episode.id))
+            return
+        _adopt(view, fresh)
+
+    async def _batch(self, todo: list[Episode], view: store.GateView, report: ProcessReport) -> bool:
+        """Several episodes of one user in ONE write transaction, extracting inside it: only for an
+        extractor that declares itself `batchable` (it computes in-process and never waits, like the
+        offline one), for at most BATCH_HOLD_S, so a reviewer waits a fraction of a second at worst.
+        While the write lock is held nobody else can change the user's queue, so the gate view read
+        at the start stays exact from episode to episode, and the statements and the commit are
+        shared. Returns False after an extraction slower than FAST_EXTRACTION_S (a huge message):
+        the next episode then goes alone."""
+        chunk = todo[:BATCH_EPISODES]
+        facts = {e.id: await self._facts(e, view) for e in chunk} if view.active_ids else {}
+        go_on = True
+        async with self._m.db.transaction() as conn:
+            held = await store.held_episodes(conn, [e.id for e in chunk], self._token)
+            fresh = await store.gate_view(conn, chunk[0].user_id, view.pending)
+            writes = await self._writes(conn)
+            since = time.perf_counter()
+            for episode in chunk:
+                todo.remove(episode)
+                if episode.id not in held:
+                    report.add(self._lost(episode.id))
+                    continue
+                existing = facts.get(episode.id, []) + self._pending_shown(episode, fresh)
+                outcome = await self._extract(episode, existing)
+                self._record(episode, existing, outcome, fresh, report, writes)
+                if outcome.seconds >= FAST_EXTRACTION_S:
+                    go_on = False
+                    break
+                if time.perf_counter() - since > BATCH_HOLD_S:
+                    break
+            await writes.flush(conn)
+        _adopt(view, fresh)
+        return go_on
+
+    async def _writes(self, conn: Any) -> _Writes:
+        return _Writes(_Ids(await store.next_id(conn, "candidates", "candidate")),
+                       _Ids(await store.next_id(conn, "extraction_runs", "extraction_run")))
+
+    async def _facts(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
+        """The user's active facts most related to the episode (retrieval takes the read lock, so
+        this runs outside any write transaction)."""
+        if not self._m.config.predict or not view.active_ids:
+            return []
+        query = f"{episode.title}\n{episode.narrative}"
+        result = await self._m.retrieve(query, user_id=episode.user_id, top_k=self._m.config.existing_k)
+        return [item.knowledge for item in result.items]
+
+    def _pending_shown(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
         cfg = self._m.config
-        episode_id = episode.id
-        pending = known.pending if cfg.predict else []
-        facts = len(known.active_ids) if cfg.predict else 0
-        existing: list[Knowledge] = []
-        if facts:
-            query = f"{episode.title}\n{episode.narrative}"
-            result = await self._m.retrieve(query, user_id=episode.user_id, top_k=cfg.existing_k)
-            existing = [item.knowledge for item in result.items]
-        existing += [pending_record(c) for c in _related(pending, episode, cfg.existing_pending_k)]
+        if not cfg.predict:
+            return []
+        return [pending_record(c) for c in _related(view.pending, episode, cfg.existing_pending_k)]
+
+    async def _existing(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
+        return await self._facts(episode, view) + self._pending_shown(episode, view)
+
+    async def _extract(self, episode: Episode, existing: list[Knowledge]) -> _Outcome:
+        cfg = self._m.config
         mode = "extract_all" if not cfg.predict else ("predict" if existing else "cold_start")
         started = time.perf_counter()
-        started_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        run = {
-            "episode_id": episode_id, "user_id": episode.user_id,
+        run: dict[str, Any] = {
+            "episode_id": episode.id, "user_id": episode.user_id,
             "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
             "prompt_version": getattr(self.extractor, "prompt_version", None),
-            "mode": mode, "existing_ids": json.dumps([k.id for k in existing]), "started_at": started_us,
+            "mode": mode, "existing_ids": json.dumps([k.id for k in existing]),
+            "started_at": to_us(self._m.now()),
         }
+        extraction: Extraction | None = None
         try:
-            extraction: Extraction = await self.extractor.extract(episode, existing)
+            extraction = await self.extractor.extract(episode, existing)
         except Exception as exc:
-            run["model"] = getattr(self.extractor, "model", None)
-            error = f"{type(exc).__name__}: {exc}"
-            run.update(finished_at=to_us(self._m.now()), duration_ms=(time.perf_counter() - started) * 1000,
-                       error=error)
-            try:
-                async with self._m.db.transaction() as conn:
-                    await self._finish(conn, episode, "failed", error)
-                    await store.audit_many(conn, [(await self._insert_run(conn, run))[1]])
-            except _LeaseLost:
-                return self._lost(episode_id), known
-            report.failed += 1
-            report.errors.append(f"episode {episode_id}: {error}")
-            return report, known
+            run.update(error=f"{type(exc).__name__}: {exc}", finished_at=to_us(self._m.now()))
+        seconds = time.perf_counter() - started
         # read after the call: an OpenAI extractor configured by URL alone learns its model then
-        run.update(duration_ms=(time.perf_counter() - started) * 1000, model=getattr(self.extractor, "model", None))
-        try:
-            after = await self._store_extraction(episode, existing, extraction, run, report, known)
-        except _LeaseLost:
-            return self._lost(episode_id), known
-        return report, after
+        run.update(duration_ms=seconds * 1000, model=getattr(self.extractor, "model", None))
+        return _Outcome(run, extraction, seconds)
 
     def _lost(self, episode_id: int) -> ProcessReport:
         lost = ProcessReport(leased_elsewhere=1)
         lost.errors.append(f"episode {episode_id}: its lease ran out and another worker took it; nothing stored")
         return lost
 
-    async def _finish(self, conn: Any, episode: Episode, status: str, error: str | None) -> None:
-        if not await store.finish_episode(conn, episode.id, status=status, error=error, token=self._token):
-            raise _LeaseLost
-
-    async def _insert_run(self, conn: Any, run: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """The run row (a run is written once, finished) and its one audit row, for the caller to
-        write with the others of the transaction in one executemany."""
-        run_id = await store.insert_run(conn, **run)
-        counts = {k: v for k, v in run.items() if k not in ("prediction", "covered", "existing_ids", "user_id")}
-        return run_id, {
+    def _add_run(self, writes: _Writes, run: dict[str, Any]) -> int:
+        """The run row (a run is written once, finished) and its one audit row."""
+        run["id"] = run_id = writes.run_ids.next()
+        writes.runs.append(run)
+        counts = {k: v for k, v in run.items() if k not in ("prediction", "covered", "existing_ids", "user_id", "id")}
+        writes.audits.append({
             "at": run.get("finished_at") or run["started_at"], "actor": f"extractor:{run['extractor']}",
             "action": "create", "user_id": run["user_id"], "entity": "extraction_run", "entity_id": run_id,
             "after": {**counts, "episode_status": "failed" if run.get("error") else "processed"},
-        }
+        })
+        return run_id
 
-    async def _store_extraction(
-        self, episode: Episode, existing: list[Knowledge], extraction: Extraction, run: dict[str, Any],
-        report: ProcessReport, known: store.GateView,
-    ) -> store.GateView:
+    def _record(
+        self, episode: Episode, existing: list[Knowledge], outcome: _Outcome, view: store.GateView,
+        report: ProcessReport, writes: _Writes,
+    ) -> None:
+        """One episode's outcome, gated against `view`, into `writes` (flushed by the caller inside
+        the write transaction that holds the episode's lease): its status, the run and its audit
+        row, and for a successful extraction the candidates (with their audit rows) and the
+        discarded statements. `view` gains what was queued, for the next episode."""
+        run = outcome.run
+        if outcome.extraction is None:
+            writes.finished.append(("failed", run["error"], episode.id))
+            self._add_run(writes, run)
+            report.add(ProcessReport(episodes=1, failed=1, errors=[f"episode {episode.id}: {run['error']}"]))
+            return
+        writes.finished.append(("processed", None, episode.id))
+        extraction = outcome.extraction
         user_id = episode.user_id
         now_us: int = to_us(self._m.now())  # type: ignore[assignment]
         actor = f"extractor:{run['extractor']}"
-        async with self._m.db.transaction() as conn:
-            await self._finish(conn, episode, "processed", None)
-            view = await store.gate_view(conn, user_id, known.pending)
-            gated = self._gate(episode, existing, extraction, view, report)
-            report.claims += len(extraction.items) + len(extraction.covered)
-            report.queued += len(gated.survivors)
-            run.update(
-                prediction=extraction.prediction or "",
-                covered=json.dumps([{"statement": c.statement, "predicted_by": c.predicted_by}
-                                    for c in extraction.covered]),
-                claims=report.claims, predicted=report.predicted, below_confidence=report.below_confidence,
-                invalid=report.invalid, tombstoned=report.tombstoned, duplicates=report.duplicates,
-                supersedes_dropped=report.supersedes_dropped, unsupported=report.unsupported, queued=report.queued,
-                dates_dropped=report.dates_dropped, finished_at=now_us,
-            )
-            run_id, run_audit = await self._insert_run(conn, run)
-            cfg = self._m.config
-            rows = []
-            for s in gated.survivors:
-                confidence = s.item.confidence
-                if s.unsupported:
-                    confidence = max(0.0, confidence - cfg.unsupported_penalty)
-                rows.append({
-                    "user_id": user_id, "statement": s.item.statement, "kind": s.item.kind,
-                    "confidence": round(confidence, 4), "created_at": now_us, "evidence": s.item.evidence or "",
-                    "supersedes_id": s.supersedes_id, "supersedes_candidate_id": s.supersedes_candidate_id,
-                    "valid_at": s.start, "invalid_at": s.end, "episode_id": episode.id, "run_id": run_id,
-                    "unsupported": s.unsupported, "created_by": actor,
-                })
-            ids = await store.insert_candidates_many(conn, rows)
-            for s, cid in zip(gated.survivors, ids, strict=True):
-                s.candidate_id = cid
-            await store.audit_many(conn, [run_audit, *(
-                {"at": now_us, "actor": actor, "action": "queue", "user_id": user_id, "entity": "candidate",
-                 "entity_id": cid, "after": {"statement": s.item.statement, "kind": s.item.kind, "run_id": run_id,
-                                             "supersedes_id": s.supersedes_id,
-                                             "supersedes_candidate_id": s.supersedes_candidate_id}}
-                for s, cid in zip(gated.survivors, ids, strict=True)
-            )])
-            for d_index, s_index in gated.same_run:
-                gated.discards[d_index]["matched_id"] = gated.survivors[s_index].candidate_id
-            for d in gated.discards:
-                d.update(user_id=user_id, episode_id=episode.id, run_id=run_id, created_at=now_us)
-            await store.insert_discarded_many(conn, gated.discards)
-        created = from_us(now_us)
-        view.pending.extend(
-            Candidate(id=cid, user_id=user_id, statement=row["statement"], kind=row["kind"], status="pending",
-                      confidence=row["confidence"], created_at=created, evidence=row["evidence"],  # type: ignore[arg-type]
-                      supersedes_id=row["supersedes_id"], valid_at=from_us(row["valid_at"]),
-                      invalid_at=from_us(row["invalid_at"]), episode_id=episode.id, run_id=run_id,
-                      unsupported=row["unsupported"], extractor=run["extractor"], created_by=actor,
-                      supersedes_candidate_id=row["supersedes_candidate_id"])
-            for cid, row in zip(ids, rows, strict=True)
+        counts = ProcessReport(episodes=1)
+        gated = self._gate(episode, existing, extraction, view, counts, writes.candidate_ids)
+        counts.claims = len(extraction.items) + len(extraction.covered)
+        counts.queued = len(gated.survivors)
+        run.update(
+            prediction=extraction.prediction or "",
+            covered=json.dumps([{"statement": c.statement, "predicted_by": c.predicted_by}
+                                for c in extraction.covered]),
+            claims=counts.claims, predicted=counts.predicted, below_confidence=counts.below_confidence,
+            invalid=counts.invalid, tombstoned=counts.tombstoned, duplicates=counts.duplicates,
+            supersedes_dropped=counts.supersedes_dropped, unsupported=counts.unsupported, queued=counts.queued,
+            dates_dropped=counts.dates_dropped, finished_at=now_us,
         )
-        return view
+        run_id = self._add_run(writes, run)
+        cfg = self._m.config
+        created = from_us(now_us)
+        for s in gated.survivors:
+            confidence = s.item.confidence
+            if s.unsupported:
+                confidence = max(0.0, confidence - cfg.unsupported_penalty)
+            cand = Candidate(
+                id=s.candidate_id, user_id=user_id, statement=s.item.statement, kind=s.item.kind,  # type: ignore[arg-type]
+                status="pending", confidence=round(confidence, 4), created_at=created,  # type: ignore[arg-type]
+                evidence=s.item.evidence or "", supersedes_id=s.supersedes_id, valid_at=from_us(s.start),
+                invalid_at=from_us(s.end), episode_id=episode.id, run_id=run_id, unsupported=s.unsupported,
+                extractor=run["extractor"], created_by=actor, supersedes_candidate_id=s.supersedes_candidate_id,
+            )
+            view.pending.append(cand)
+            writes.candidates.append({
+                "id": cand.id, "user_id": user_id, "statement": cand.statement, "kind": cand.kind,
+                "confidence": cand.confidence, "created_at": now_us, "evidence": cand.evidence,
+                "supersedes_id": cand.supersedes_id, "supersedes_candidate_id": cand.supersedes_candidate_id,
+                "valid_at": s.start, "invalid_at": s.end, "episode_id": episode.id, "run_id": run_id,
+                "unsupported": cand.unsupported, "created_by": actor,
+            })
+            writes.audits.append({
+                "at": now_us, "actor": actor, "action": "queue", "user_id": user_id, "entity": "candidate",
+                "entity_id": cand.id, "after": {"statement": cand.statement, "kind": cand.kind, "run_id": run_id,
+                                                "supersedes_id": cand.supersedes_id,
+                                                "supersedes_candidate_id": cand.supersedes_candidate_id},
+            })
+        for d in gated.discards:
+            d.update(user_id=user_id, episode_id=episode.id, run_id=run_id, created_at=now_us)
+        writes.discards.extend(gated.discards)
+        report.add(counts)
 
     def _gate(
         self, episode: Episode, existing: list[Knowledge], extraction: Extraction, view: store.GateView,
-        report: ProcessReport,
+        report: ProcessReport, ids: _Ids,
     ) -> _Gated:
-        """Every gate, in order, for one extraction, against `view` (read in the write transaction)."""
+        """Every gate, in order, for one extraction, against `view` (read in the write transaction);
+        each survivor gets its candidate id from `ids` and joins `view.live` at once, so a repeat
+        later in the same run is a duplicate of it."""
         cfg = self._m.config
         out = _Gated()
         shown = {_entity_of(k): k for k in existing}
@@ -466,9 +560,6 @@ class Pipeline:
             if dup is not None:
                 report.duplicates += 1
                 entity, ident, text = dup
-                if entity == "survivor":
-                    out.same_run.append((len(out.discards), ident))
-                    entity = "candidate"
                 out.discards.append({**base, "gate": "duplicate", "matched_entity": entity, "matched_id": ident,
                                      "matched_statement": text})
                 continue
@@ -492,8 +583,9 @@ class Pipeline:
             stated_us: int = to_us(stated_at)  # type: ignore[assignment]
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
-            out.survivors.append(_Survivor(replace(item, kind=kind), key, start, end, not supported, sup_k, sup_c))
-            view.live.add(key, ("survivor", len(out.survivors) - 1, statement))
+            cid = ids.next()
+            out.survivors.append(_Survivor(replace(item, kind=kind), key, start, end, not supported, sup_k, sup_c, cid))
+            view.live.add(key, ("candidate", cid, statement))
         report.unsupported += sum(1 for s in out.survivors if s.unsupported)
         return out
 
