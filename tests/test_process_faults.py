@@ -256,3 +256,6 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
     assert values["episodes leased by another worker (not processed now)"] == 1
     assert values["episodes extracted"] == 2  # bob's, and ana's new chess episode: the held one waits
     assert "1 episode(s) are leased by another worker until 2100-01-01T12:00:00+00:00" in done.stderr
+    refused = subprocess.run([str(MEMDESK), "process", str(db), "--concurrency", "0"], capture_output=True,
+                             text=True, env=env, timeout=120, check=False)
+    assert refused.returncode == 2 and "--concurrency" in refused.stderr
