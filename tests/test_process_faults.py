@@ -259,3 +259,28 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
     refused = subprocess.run([str(MEMDESK), "process", str(db), "--concurrency", "0"], capture_output=True,
                              text=True, env=env, timeout=120, check=False)
     assert refused.returncode == 2 and "--concurrency" in refused.stderr
+
+
+async def test_a_slow_extraction_ends_a_batch_and_every_episode_is_still_stored(tmp_path: Path) -> None:
+    import time
+
+    class SometimesSlow:
+        """In-process and `batchable`, but slow on some episodes (a huge message, say)."""
+
+        name = "sometimes-slow"
+        model: str | None = None
+        prompt_version: str | None = None
+        batchable = True
+
+        async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
+            text = episode.messages[0].content
+            if "slow" in text:
+                time.sleep(0.08)  # blocking on purpose: this extractor never yields
+            return Extraction("", [GapItem(text, evidence=text)])
+
+    async with Memory(tmp_path / "slow.db", extractor=SometimesSlow()) as mem:
+        texts = ["I live in Lisbon.", "A slow one.", "I keep bees.", "I sail.", "The last is slow."]
+        await mem.add_exchanges([("ana", t, "ok", START + timedelta(hours=2 * i)) for i, t in enumerate(texts)])
+        report = await mem.process()
+        assert (report.episodes, report.queued, report.failed) == (5, 5, 0)
+        assert sorted(c.statement for c in await mem.review.pending()) == sorted(texts)

@@ -323,7 +323,8 @@ class Pipeline:
         while todo:
             if batchable and await self._batch(todo, view, report):
                 continue
-            await self._alone(todo.pop(0), view, report)
+            if todo:  # after a slow extraction ended a batch, the next episode goes alone
+                await self._alone(todo.pop(0), view, report)
         return report
 
     async def _alone(self, episode: Episode, view: store.GateView, report: ProcessReport) -> None:
