@@ -187,3 +187,21 @@ async def test_the_reviewers_view_shows_the_engine_figures(tui_db: SeededDb) -> 
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, ReviewersScreen)
+
+
+def test_the_progress_line_has_a_compact_form_and_an_empty_state() -> None:
+    from datetime import UTC, datetime
+
+    from engine.team import Progress
+    from review_app.widgets.progress import progress_text
+
+    busy = Progress("ana", datetime(2026, 3, 10, tzinfo=UTC), done=2, remaining=6, reviewer_decisions=2,
+                    seconds_per_decision=60.0, flagged_by_me=0, second_opinions=1, second_reviews=3)
+    assert "2/8 done · 6 left · ≈6m to go at your 60/h (1m each) · ⚑ 1 second opinion to give · ◎ 3 to" in (
+        progress_text(busy).plain)
+    compact = progress_text(busy, compact=True).plain
+    assert "2/8 · 6 left · ≈6m (60/h) · ⚑1 to give · ◎3 2nd review (v)" in compact
+    assert len(compact) <= 80
+    empty = Progress("ana", datetime(2026, 3, 10, tzinfo=UTC), 0, 0, 0, None, 0, 0, 0)
+    assert "nothing in this filter today" in progress_text(empty).plain
+    assert "█" not in progress_text(empty).plain  # an empty filter is not drawn as a full bar

@@ -31,7 +31,7 @@ TEAM_BINDINGS: list[BindingType] = [
     Binding("exclamation_mark", "flag", "2nd opinion", id="queue.flag"),
     Binding("m", "my_queue", "My queue", id="queue.mine"),
     Binding("M", "give_back", "Give back user", show=False, id="queue.give_back"),
-    Binding("v", "second_reviews", "2nd review", id="queue.second_reviews"),
+    Binding("v", "second_reviews", "2nd review", show=False, id="queue.second_reviews"),  # the progress line says v
 ]
 
 LEANS: tuple[tuple[str, str], ...] = (("no lean", ""), ("leaning approve", "approve"), ("leaning reject", "reject"))

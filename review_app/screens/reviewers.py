@@ -56,14 +56,19 @@ def reviewer_rows(figures: TeamFigures) -> list[list[Text]]:
     return rows
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def headline(figures: TeamFigures, period: str) -> Text:
     n = len(figures.comparisons)
     reviews = sum(c.source == "second_review" for c in figures.comparisons)
     out = Text.assemble((" Reviewers ", "bold reverse"), ("  ", ""), (period, "bold"))
-    out.append(f"  ·  {sum(f.decisions for f in figures.reviewers)} decisions by {len(figures.reviewers)} reviewers")
+    decisions = sum(f.decisions for f in figures.reviewers)
+    out.append(f"  ·  {_count(decisions, 'decision')} by {_count(len(figures.reviewers), 'reviewer')}")
     if n:
-        out.append(f"  ·  agreement {percent(figures.agreement)} over {n} items seen twice "
-                   f"({reviews} second reviews, {n - reviews} second opinions)")
+        out.append(f"  ·  agreement {percent(figures.agreement)} over {_count(n, 'item')} seen twice "
+                   f"({_count(reviews, 'second review')}, {_count(n - reviews, 'second opinion')})")
     else:
         out.append("  ·  agreement: no item seen by two reviewers yet", style="dim")
     return out

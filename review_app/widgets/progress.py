@@ -31,33 +31,41 @@ def duration_text(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}"
 
 
-def progress_text(p: Progress) -> Text:
-    """The line for one Progress (pure: the snapshot and unit tests call it directly)."""
+def progress_text(p: Progress, compact: bool = False) -> Text:
+    """The line for one Progress (pure: the snapshot and unit tests call it directly). `compact`
+    is the 80-column form: the same figures, fewer words."""
     out = Text()
     out.append(" Progress ", style="bold reverse")
-    out.append(" today ", style="dim")
+    out.append(" " if compact else " today ", style="dim")
     if p.total == 0:
         out.append("nothing in this filter today", style="dim")
     else:
-        filled = round(BAR_WIDTH * p.done / p.total)
+        width = BAR_WIDTH // 2 if compact else BAR_WIDTH
+        filled = round(width * p.done / p.total)
         out.append("█" * filled, style="green")
-        out.append("░" * (BAR_WIDTH - filled), style="dim")
-        out.append(f" {p.done}/{p.total} done", style="bold")
+        out.append("░" * (width - filled), style="dim")
+        out.append(f" {p.done}/{p.total}" + ("" if compact else " done"), style="bold")
         out.append(f" · {p.remaining} left")
     if p.seconds_per_decision is not None:
-        eta = p.eta_seconds or 0.0
-        if p.remaining:
-            out.append(f" · ≈{duration_text(eta)} to go", style="bold")
-        out.append(f" at your {p.per_hour:.0f}/h ({duration_text(p.seconds_per_decision)} each)")
+        eta = duration_text(p.eta_seconds or 0.0)
+        if compact:
+            out.append(f" · ≈{eta} ({p.per_hour:.0f}/h)" if p.remaining else f" · {p.per_hour:.0f}/h", style="bold")
+        else:
+            if p.remaining:
+                out.append(f" · ≈{eta} to go", style="bold")
+            out.append(f" at your {p.per_hour:.0f}/h ({duration_text(p.seconds_per_decision)} each)")
     else:
-        out.append(" · your pace: not measured yet", style="dim")
+        out.append(" · pace: —" if compact else " · your pace: not measured yet", style="dim")
+    plural = "s" if p.second_opinions != 1 else ""
     if p.second_opinions:
-        out.append(f" · ⚑ {p.second_opinions} second opinion{'s' if p.second_opinions != 1 else ''} to give",
-                   style="yellow")
-    if p.flagged_by_me:
-        out.append(f" · ⚑ {p.flagged_by_me} of yours with others", style="dim")
+        out.append(f" · ⚑{p.second_opinions} to give" if compact else
+                   f" · ⚑ {p.second_opinions} second opinion{plural} to give", style="yellow")
     if p.second_reviews:
-        out.append(f" · ◎ {p.second_reviews} to second-review (v)", style="cyan")
+        out.append(f" · ◎{p.second_reviews} 2nd review (v)" if compact else
+                   f" · ◎ {p.second_reviews} to second-review (v)", style="cyan")
+    if p.flagged_by_me:
+        out.append(f" · ⚑{p.flagged_by_me} yours out" if compact else
+                   f" · ⚑ {p.flagged_by_me} of yours with others", style="dim")
     return out
 
 
@@ -87,7 +95,10 @@ class ProgressHeader(Widget):
     def render(self) -> Text:
         if self.progress is None:
             return Text(" Progress …", style="dim")
+        width = max(1, self.size.width)
         line = progress_text(self.progress)
-        line.truncate(max(1, self.size.width), overflow="ellipsis")
+        if line.cell_len > width:
+            line = progress_text(self.progress, compact=True)
+        line.truncate(width, overflow="ellipsis")
         return line
 
