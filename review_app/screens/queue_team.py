@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from ..modals import ConfirmModal
-from ..widgets.literal import literal
+from ..widgets.literal import literal, visible
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
 
@@ -215,5 +215,5 @@ class QueueTeamActions:
             return
         lean = f", leaning {flag.lean}" if flag.lean else ""
         note = f": “{flag.note}”" if flag.note else ""
-        screen.notify(f"{flag.flagged_by} asked for a second opinion{lean}{note}", title="⚑ Second opinion",
-                      timeout=8, markup=False)
+        screen.notify(visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
+                      title="⚑ Second opinion", timeout=8, markup=False)

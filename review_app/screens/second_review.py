@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 from engine.team import BlindReview, SecondReview
 
 from ..modals import ReasonModal, ReasonResult
-from ..widgets.literal import literal
+from ..widgets.literal import literal, visible
 from .base import WorkstationScreen
 
 OVERTURN_REASONS: tuple[str, ...] = (
@@ -172,7 +172,7 @@ class SecondReviewScreen(WorkstationScreen):
             record = await self.memory.team.second_review(candidate_id, self.reviewer, approve=approve, reason=reason)
         finally:
             self._busy = False
-        self.notify(reveal_text(record), title=f"Second review of candidate {candidate_id}", markup=False)
+        self.notify(visible(reveal_text(record)), title=f"Second review of candidate {candidate_id}", markup=False)
         self.reload()
 
     def action_back(self) -> None:
