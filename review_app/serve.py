@@ -82,21 +82,25 @@ class LoginThrottle:
         self.limit = limit
         self._failures: dict[str, tuple[int, float]] = {}
 
+    @staticmethod
+    def _key(name: str) -> str:
+        return name[:64].lower()  # longer names never log in; they must not grow the table either
+
     def wait_left(self, name: str) -> float:
-        count, last = self._failures.get(name.lower(), (0, 0.0))
+        count, last = self._failures.get(self._key(name), (0, 0.0))
         if count < THROTTLE_FAILURES:
             return 0.0
         return max(0.0, last + THROTTLE_SECONDS - self.clock())
 
     def failed(self, name: str) -> None:
-        key = name.lower()
+        key = self._key(name)
         count, _ = self._failures.pop(key, (0, 0.0))
         if len(self._failures) >= self.limit:
             self._failures.pop(next(iter(self._failures)))  # the oldest entry
         self._failures[key] = (count + 1, self.clock())
 
     def succeeded(self, name: str) -> None:
-        self._failures.pop(name.lower(), None)
+        self._failures.pop(self._key(name), None)
 
 
 def _clamp(value: Any, low: int, high: int, default: int) -> int:
@@ -143,10 +147,9 @@ input {{ width: 100%; box-sizing: border-box; padding: .5em; font-size: 1em; bor
 button {{ margin-top: 1.4em; width: 100%; padding: .6em; font-size: 1em; background: #2f6f9f; color: white;
          border: none; border-radius: 3px; cursor: pointer; }}
 .error {{ color: #ff9a8a; margin: 0 0 .5em; }}
-.db {{ color: #8fa8b8; font-size: .85em; margin: -.6em 0 1em; }}
 </style></head>
 <body><form method="post" action="/login">
-<h1>memdesk review</h1><p class="db">{db}</p>{error}
+<h1>memdesk review</h1>{error}
 <label for="name">Reviewer</label><input id="name" name="name" autocomplete="username" required autofocus
  value="{name}">
 <label for="password">Password</label><input id="password" name="password" type="password"
@@ -418,8 +421,7 @@ class WorkstationServer:
         return handler
 
     def _login_page(self, error: str = "", name: str = "", status: int = 200) -> web.Response:
-        body = _LOGIN_PAGE.format(
-            db=html.escape(Path(self.db_path).name),
+        body = _LOGIN_PAGE.format(  # says nothing about the database: the visitor is anonymous
             error=f'<p class="error" id="error">{html.escape(error)}</p>' if error else "",
             name=html.escape(name, quote=True),
         )

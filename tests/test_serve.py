@@ -47,8 +47,9 @@ from tests.tui_seed import SeededDb
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
 REVIEWER = "ana-web"
-WAIT = 60.0
-"""The most any one step waits (the machine may be shared); each wait ends as soon as its condition holds."""
+WAIT = 120.0
+"""The most any one step waits (a loaded machine can take tens of seconds to start a workstation);
+each wait ends as soon as its condition holds."""
 
 
 def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
@@ -213,6 +214,7 @@ async def test_anonymous_requests_are_refused_on_every_route(tui_db: SeededDb, c
         form = await client.get("/login")  # the one open route: the form, and nothing that starts the app
         body = await form.text()
         assert form.status == 200 and 'name="password"' in body and "textual.js" not in body
+        assert Path(tui_db[0]).name not in body  # nor anything about the database
 
         cookie = await session_cookie(client)  # positive control: the same routes with a session
         for path in PROTECTED:
@@ -462,6 +464,8 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                     "SELECT DISTINCT actor FROM audit_log WHERE id > ?", (last_audit,))}
                 assert actors == {REVIEWER}
 
+                page.keyboard.press("q")  # the workstation quits: the page says so and offers to reopen it
+                page.wait_for_selector("#ended", state="visible")
                 page.click("#logout")
                 page.wait_for_url(url + "login")
                 page.goto(url)
@@ -478,4 +482,5 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
             server.kill()
             server.wait()
         log.close()
-    assert server.returncode == 0, (tmp_path / "serve.log").read_text()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
+    assert server.returncode == 0
