@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
+from engine.errors import AlreadyDecidedError
 from engine.team import BlindReview, SecondReview
 
 from ..modals import ReasonModal, ReasonResult
@@ -170,6 +171,10 @@ class SecondReviewScreen(WorkstationScreen):
     async def _verdict(self, candidate_id: int, approve: bool, reason: str | None) -> None:
         try:
             record = await self.memory.team.second_review(candidate_id, self.reviewer, approve=approve, reason=reason)
+        except AlreadyDecidedError as exc:  # second reviews are not leased: another reviewer was first
+            self.notify(visible(f"{exc}; nothing was changed."), severity="warning", markup=False)
+            self.reload()
+            return
         finally:
             self._busy = False
         self.notify(visible(reveal_text(record)), title=f"Second review of candidate {candidate_id}", markup=False)
