@@ -77,13 +77,12 @@ class _LeaseLost(Exception):
 @dataclass(slots=True)
 class _Survivor:
     item: GapItem
-    key: str
     start: int | None
     end: int | None
     unsupported: bool
     supersedes_id: int | None = None
     supersedes_candidate_id: int | None = None
-    candidate_id: int | None = None  # once inserted
+    candidate_id: int | None = None  # handed out by the gates, under the write lock
 
 
 @dataclass(slots=True)
@@ -585,7 +584,7 @@ class Pipeline:
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
             cid = ids.next()
-            out.survivors.append(_Survivor(replace(item, kind=kind), key, start, end, not supported, sup_k, sup_c, cid))
+            out.survivors.append(_Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid))
             view.live.add(key, ("candidate", cid, statement))
         report.unsupported += sum(1 for s in out.survivors if s.unsupported)
         return out
