@@ -381,6 +381,7 @@ class Memory:
         self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",
         supersedes_id: int | None = None, valid_at: datetime | None = None, invalid_at: datetime | None = None,
         actor: str = "system", reason: str | None = None, created_at: datetime | None = None,
+        supersedes_candidate_id: int | None = None,
     ) -> int:
         """Put a candidate in the pending queue directly (tests, agent proposals, retraction
         requests). Extraction uses the pipeline, which adds the gates; agents use `propose`."""
@@ -392,10 +393,12 @@ class Memory:
         async with self.db.transaction() as conn:
             if supersedes_id is not None:
                 await store.get_knowledge(conn, user_id, supersedes_id)  # refuses another user's id
+            if supersedes_candidate_id is not None:
+                await store.get_candidate(conn, supersedes_candidate_id, user_id)  # same rule for a chain
             cid = await store.insert_candidate(
                 conn, user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
                 evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
-                reason=reason,
+                reason=reason, supersedes_candidate_id=supersedes_candidate_id,
             )
             await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
                               entity_id=cid, after=await store.get_candidate(conn, cid), reason=reason)
