@@ -238,6 +238,8 @@ class RetrievalResult:
             head += f"; as of {self.at_time.date().isoformat()}"
         if self.known_at is not None:
             head += f"; as the store believed on {self.known_at.isoformat()}, statuses as of then"
+        elif self.at_time is not None:
+            head += ", as the store believes now"
         lines = [head + "):"]
         for item in self.items:
             k = item.knowledge
