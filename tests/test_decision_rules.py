@@ -292,7 +292,7 @@ async def test_size_limits_apply_at_every_decision_door(tmp_path: Path) -> None:
             mem.retract("ana", old.id, actor="support", reason=long_reason),
             mem.supersede("ana", old.id, old.id + 1, actor="support", reason=long_reason),
         ):
-            with pytest.raises(UserInputError, match="max_statement_chars|max_reason_chars"):
+            with pytest.raises(UserInputError, match=r"max_statement_chars|max_reason_chars"):
                 await attempt
         assert await snapshot(mem) == before
         # positive control: within the limits the same doors open

@@ -159,7 +159,8 @@ async def test_keep_both_leaves_both_active_and_plain_approve_of_an_update_is_re
     assert await snapshot(mem) == before
     edited = await mem.review.keep_both(c2, reviewer="rev", statement="Ana has two parrots")
     assert edited.statement == "Ana has two parrots"
-    assert {k.statement for k in await mem.knowledge("ana")} == {"Ana has a cat", "Ana has a dog", "Ana has two parrots"}
+    assert {k.statement for k in await mem.knowledge("ana")} == {
+        "Ana has a cat", "Ana has a dog", "Ana has two parrots"}
     assert (await mem.get_knowledge("ana", old.id)).status == "active"
     assert (await mem.review.get(c1)).decision == "keep_both"
 

@@ -49,7 +49,7 @@ async def test_lisbon_to_porto(tmp_path: Path) -> None:
     moment when it was active."""
     clock = Clock()
     async with open_memory(tmp_path / "vt.db", clock) as mem:
-        lisbon_id, porto_id, between = await lisbon_then_porto(mem, clock)
+        lisbon_id, _, between = await lisbon_then_porto(mem, clock)
         lisbon = await mem.get_knowledge("ana", lisbon_id)
         assert (lisbon.valid_at, lisbon.invalid_at, lisbon.status) == (day(2024), day(2026), "superseded")
         assert lisbon.interval_text() == "2024-01-01 → 2026-01-01"

@@ -124,7 +124,8 @@ async def run_history(ops: list[tuple], gaps: list[int]) -> None:
                 assert k.valid_at == new_start
                 facts.append(Fact(k.id, new_start, None, clock.now))
                 if kind == "confirm":
-                    old.supersede(new_start, clock.now, "contradicted" if cand_kind == "contradiction" else "superseded")
+                    why = "contradicted" if cand_kind == "contradiction" else "superseded"
+                    old.supersede(new_start, clock.now, why)
             elif kind == "correct" and active:
                 old = active[op[1] % len(active)]
                 k = await mem.correct("ana", old.id, text(), actor="t", reason="fix")
