@@ -478,7 +478,9 @@ def _v5(dimensions: int) -> list[str]:
         out.append(f"DROP TABLE _v5_{table}")
         out.append(f"DELETE FROM sqlite_sequence WHERE name = '{table}'")
         # the copy of the audit log: it is re-created last, so its copy still stands here
-        audited = f"coalesce((SELECT max(entity_id) FROM _v5_audit_log WHERE entity = '{entity}'), 0)" if entity else "0"
+        audited = "0"
+        if entity:
+            audited = f"coalesce((SELECT max(entity_id) FROM _v5_audit_log WHERE entity = '{entity}'), 0)"
         out.append(
             f"INSERT INTO sqlite_sequence(name, seq) VALUES ('{table}',"
             f" max(coalesce((SELECT max(id) FROM {table}), 0), {audited}))"

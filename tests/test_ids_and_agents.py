@@ -120,8 +120,8 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
         await conn.execute("INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (1, 'Ana lives in Lisbon', ?)",
                            ("u" + b"ana".hex(),))
         await conn.execute(
-            "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired)"
-            " VALUES (1, 'ana', ?, 'active', ?, ?, 10, ?)",
+            "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
+            " expired) VALUES (1, 'ana', ?, 'active', ?, ?, 10, ?)",
             (sqlite_vec.serialize_float32(vector), -FOREVER, FOREVER, FOREVER))
         await conn.execute(
             "INSERT INTO candidates(id, user_id, statement, key, kind, confidence, status, created_at)"
@@ -130,7 +130,8 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
                                     ("knowledge", 7, "undo_create"), ("candidate", 3, "queue"),
                                     ("tombstone", 5, "create")):
             await conn.execute(
-                "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id) VALUES (10, 'seed', ?, 'ana', ?, ?)",
+                "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+                " VALUES (10, 'seed', ?, 'ana', ?, ?)",
                 (action, entity, eid))
     await db.close()
 
