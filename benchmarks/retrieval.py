@@ -115,7 +115,7 @@ def matching_count(db: Path, user: str, at_us: int | None, known_us: int | None)
         sql += " AND created_at <= ? AND (expired_at IS NULL OR expired_at > ?)"
         args += [known_us, known_us]
     elif at_us is not None:  # the valid-time rule: still believed true for its period
-        sql += " AND (status = 'active' OR end_reason IN ('superseded', 'contradicted'))"
+        sql += " AND (status = 'active' OR (status = 'superseded' AND end_reason IN ('superseded', 'contradicted')))"
     else:
         sql += " AND status = 'active'"
     if at_us is not None:

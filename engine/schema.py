@@ -503,9 +503,14 @@ def _v5(dimensions: int) -> list[str]:
     return out
 
 
-STILL_TRUE_SQL = "CASE WHEN {k}.status = 'active' OR {k}.end_reason IN ('superseded', 'contradicted') THEN 1 ELSE 0 END"
-"""1 when a fact is still believed true for its valid period: active, or ended because the world
-changed. 0 when it was ended as wrong (corrected, retracted). The one definition, used in SQL."""
+STILL_TRUE_SQL = (
+    "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
+    " AND {k}.end_reason IN ('superseded', 'contradicted')) THEN 1 ELSE 0 END"
+)
+"""1 when a fact is still believed true for its valid period: active, or superseded because the
+world changed (end_reason superseded / contradicted). 0 when it was ended as wrong: corrected, or
+retracted (whose end_reason is the free-text reason, so the status is tested too). The one
+definition, used in SQL by the migration, `store.end_knowledge` and the text arm."""
 
 
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}

@@ -44,7 +44,8 @@ class Fact:
     believed_end: datetime | None = None
 
     def still_true(self) -> bool:
-        return self.status == "active" or self.end_reason in ("superseded", "contradicted")
+        return self.status == "active" or (
+            self.status == "superseded" and self.end_reason in ("superseded", "contradicted"))
 
     def valid(self, t: datetime, end: datetime | None) -> bool:
         return (self.start is None or self.start <= t) and (end is None or end > t)
@@ -133,8 +134,10 @@ async def run_history(ops: list[tuple], gaps: list[int]) -> None:
                 old.status, old.expired, old.end_reason = "superseded", clock.now, "corrected"
             elif kind == "retract" and active:
                 old = active[op[1] % len(active)]
-                await mem.retract("ana", old.id, actor="t", reason="wrong", tombstone=False)
-                old.status, old.expired, old.end_reason = "retracted", clock.now, "wrong"
+                # a retraction's end_reason is its free-text reason, which may read like a change
+                reason = "superseded" if op[1] % 2 else "wrong"
+                await mem.retract("ana", old.id, actor="t", reason=reason, tombstone=False)
+                old.status, old.expired, old.end_reason = "retracted", clock.now, reason
             elif kind == "supersede" and len(active) >= 2:
                 old = active[op[1] % len(active)]
                 others = [f for f in active if f is not old]
