@@ -125,7 +125,7 @@ class _Writes:
 
 
 class _Ids:
-    """Candidate ids handed out in one write transaction, from `store.next_id` on (safe because the
+    """Ids handed out in one write transaction, from `store.next_free_id` on (safe because the
     transaction holds the write lock), so a survivor has its id while the gates still run."""
 
     def __init__(self, first: int) -> None:
@@ -378,8 +378,8 @@ class Pipeline:
         return go_on
 
     async def _writes(self, conn: Any) -> _Writes:
-        return _Writes(_Ids(await store.next_id(conn, "candidates", "candidate")),
-                       _Ids(await store.next_id(conn, "extraction_runs", "extraction_run")))
+        return _Writes(_Ids(await store.next_free_id(conn, "candidates")),
+                       _Ids(await store.next_free_id(conn, "extraction_runs")))
 
     async def _facts(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
         """The user's active facts most related to the episode (retrieval takes the read lock, so
