@@ -5,11 +5,15 @@
 
 Each arm replays the set session by session in time order (a session = one user's exchanges
 without a 30-minute gap, i.e. one episode), calls `process(user)` after each, and then decides
-every pending candidate as the labels say: a candidate that matches a labelled fact (rapidfuzz
-ratio on `engine.text.value_key`, numbers agreeing) is approved, through `confirm_supersession` when the label says
-it replaces a fact and the candidate names that fact; everything else is rejected (a repeat of an
-already approved label too: the queue should not have shown it). With `MEMDESK_BASE_URL` set, the
-same two arms also run with `OpenAIExtractor`.
+every pending candidate as the labels say. The batch arm (`predict_batch`) instead ingests the
+whole set, runs ONE `process()` and then decides the whole queue, oldest candidate first. A
+candidate that matches a labelled fact (rapidfuzz ratio on `engine.text.value_key`, numbers
+agreeing) is approved, through `confirm_supersession` when the label says it replaces a fact and
+the candidate names that fact; everything else is rejected (a repeat of an already approved label
+too: the queue should not have shown it). With `MEMDESK_BASE_URL` set, the same arms also run with
+`OpenAIExtractor`.
+
+An update the labels do not ask for is kept beside the old fact (`keep_both`), never silently.
 
 Prints JSON: candidates per 100 exchanges, precision and recall of the queue against the labels,
 duplicates caught, updates proposed correctly, the rate of claims discarded as predicted, and every
@@ -90,7 +94,12 @@ class Clock:
 
 
 async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally: Tally) -> None:
-    for cand in await mem.review.pending(user_id=user_id, limit=1000):
+    # Oldest first, each read again just before its decision: deciding a candidate can re-point
+    # the later candidates chained to it (a batch queues "Lisbon" and then "Porto" replacing it).
+    for cid in [c.id for c in await mem.review.pending(user_id=user_id, limit=5000)]:
+        cand = await mem.review.get(cid, user_id)
+        if cand.status != "pending":
+            continue
         index = best_label(cand.statement, labels)
         if index is None:
             await mem.review.reject(cand.id, reviewer="curator", reason="not a fact the curator labelled")
@@ -114,7 +123,10 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
                 tally.updates_missed += 1
             if old_statement is not None:
                 tally.updates_wrong += 1
-            await mem.review.approve(cand.id, reviewer="curator")
+            if cand.kind in ("update", "contradiction") or cand.supersedes_id is not None:
+                await mem.review.keep_both(cand.id, reviewer="curator")  # the old fact stays: an explicit choice
+            else:
+                await mem.review.approve(cand.id, reviewer="curator")
         tally.approved += 1
         tally.matched.add((user_id, index))
         if label.get("valid_at"):
@@ -124,21 +136,34 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
 
 
 async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: list[Exchange],
-                  expected: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+                  expected: dict[str, list[dict[str, Any]]], batch: bool = False) -> dict[str, Any]:
+    """One arm. `batch=False` reviews after every session (an assistant in daily use); `batch=True`
+    ingests the whole history, runs ONE `process()` and reviews the queue afterwards (importing a
+    history, then reviewing): updates are proposed only if the pipeline predicts from the pending
+    queue as well as from approved facts."""
     config = MemoryConfig(predict=predict)
     tally = Tally()
     replay = sessions(exchanges, config.episode_gap)
     clock = Clock(replay[0][0][3])
     with tempfile.TemporaryDirectory() as tmp:
         async with Memory(Path(tmp) / "ablation.db", extractor=make_extractor(), config=config, clock=clock) as mem:
-            for session in replay:
-                user_id = session[0][0]
-                clock.now = session[-1][3] + timedelta(minutes=1)
-                await mem.add_exchanges(session)
+            if batch:
+                clock.now = replay[-1][-1][3] + timedelta(minutes=1)
+                await mem.add_exchanges(exchanges)
                 started = time.perf_counter()
-                tally.report.add(await mem.process(user_id))
+                tally.report.add(await mem.process())
                 tally.seconds += time.perf_counter() - started
-                await curate(mem, user_id, expected.get(user_id, []), tally)
+                for user_id in sorted(expected):
+                    await curate(mem, user_id, expected[user_id], tally)
+            else:
+                for session in replay:
+                    user_id = session[0][0]
+                    clock.now = session[-1][3] + timedelta(minutes=1)
+                    await mem.add_exchanges(session)
+                    started = time.perf_counter()
+                    tally.report.add(await mem.process(user_id))
+                    tally.seconds += time.perf_counter() - started
+                    await curate(mem, user_id, expected.get(user_id, []), tally)
             # What the arm costs downstream: a replaced fact still believed is served to the agent.
             stale = 0
             for user_id, labels in expected.items():
@@ -149,7 +174,7 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
     labelled = sum(len(v) for v in expected.values())
     labelled_updates = sum(1 for v in expected.values() for lab in v if lab.get("supersedes"))
     return {
-        "mode": "predict" if predict else "extract_all",
+        "mode": ("predict" if predict else "extract_all") + ("_batch" if batch else ""),
         "exchanges": len(exchanges),
         "episodes": r.episodes,
         "claims": r.claims,
@@ -206,6 +231,8 @@ async def main() -> None:
         for predict in (True, False):
             arm = await run_arm(make, predict, exchanges, expected)
             arms[f"{name}/{arm['mode']}"] = arm
+        arm = await run_arm(make, True, exchanges, expected, batch=True)
+        arms[f"{name}/{arm['mode']}"] = arm
     result = {
         "benchmark": "ablation",
         "date": today,
