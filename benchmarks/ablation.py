@@ -76,6 +76,8 @@ class Tally:
     repeats_queued: int = 0
     matched: set[tuple[str, int]] = field(default_factory=set)
     updates_correct: int = 0
+    updates_confirmed: int = 0
+    updates_chained_unresolved: int = 0
     updates_wrong: int = 0
     updates_missed: int = 0
     valid_at_correct: int = 0
@@ -112,18 +114,30 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
             continue
         label = labels[index]
         old_statement = None
+        still_chained = False
         if cand.supersedes_id is not None:
             old_statement = (await mem.get_knowledge(user_id, cand.supersedes_id)).statement
+        elif (previous := getattr(cand, "supersedes_candidate_id", None)) is not None:
+            # Proposed as a change of a candidate that was pending when it was queued; once that
+            # one is approved the engine re-points this one at the new fact (issue 9). Until it
+            # does, the curator can only keep both.
+            old_statement = (await mem.review.get(previous, user_id)).statement
+            still_chained = True
         wanted = label.get("supersedes")
         if wanted and old_statement is not None and same_statement(old_statement, wanted):
-            await mem.review.confirm_supersession(cand.id, reviewer="curator")
             tally.updates_correct += 1
+            if still_chained:
+                tally.updates_chained_unresolved += 1
+                await mem.review.keep_both(cand.id, reviewer="curator")
+            else:
+                await mem.review.confirm_supersession(cand.id, reviewer="curator")
+                tally.updates_confirmed += 1
         else:
             if wanted:
                 tally.updates_missed += 1
             if old_statement is not None:
                 tally.updates_wrong += 1
-            if cand.kind in ("update", "contradiction") or cand.supersedes_id is not None:
+            if cand.kind in ("update", "contradiction") or cand.supersedes_id is not None or still_chained:
                 await mem.review.keep_both(cand.id, reviewer="curator")  # the old fact stays: an explicit choice
             else:
                 await mem.review.approve(cand.id, reviewer="curator")
@@ -191,6 +205,8 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
         "updates": {
             "labelled": labelled_updates,
             "proposed_correctly": tally.updates_correct,
+            "confirmed": tally.updates_confirmed,
+            "proposed_but_still_chained_at_review": tally.updates_chained_unresolved,
             "missed": tally.updates_missed,
             "proposed_wrongly": tally.updates_wrong,
         },
