@@ -2,6 +2,7 @@
 (predict=False), over the bundled labelled conversations, with a simulated careful curator.
 
     uv run python benchmarks/ablation.py [--out benchmarks/results/ablation-DATE.json] [--no-write]
+        [--conversations benchmarks/data/heldout-conversations.jsonl --expected benchmarks/data/heldout-expected.json]
 
 Each arm replays the set session by session in time order (a session = one user's exchanges
 without a 30-minute gap, i.e. one episode), calls `process(user)` after each, and then decides
@@ -238,9 +239,14 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default benchmarks/results/ablation-DATE.json)")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--conversations", type=Path, default=None,
+                        help="another labelled set in the same format (default: the bundled one)")
+    parser.add_argument("--expected", type=Path, default=None, help="its labels (with --conversations)")
     args = parser.parse_args()
-    exchanges = load_exchanges()
-    expected = load_expected()
+    if (args.conversations is None) != (args.expected is None):
+        parser.error("--conversations and --expected go together")
+    exchanges = load_exchanges(args.conversations)
+    expected = load_expected(args.expected)
     today = datetime.now(UTC).date().isoformat()
     arms: dict[str, Any] = {}
     for name, make in extractors().items():
@@ -257,7 +263,8 @@ async def main() -> None:
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "platform": f"{platform.system()} {platform.machine()}",
         },
-        "dataset": {"exchanges": len(exchanges), "users": len({e[0] for e in exchanges}),
+        "dataset": {"file": str(args.conversations or "engine/data/conversations.jsonl"),
+                    "exchanges": len(exchanges), "users": len({e[0] for e in exchanges}),
                     "labelled_facts": sum(len(v) for v in expected.values())},
         "match_threshold": MATCH_THRESHOLD,
         "arms": arms,

@@ -48,10 +48,11 @@ def expected_path() -> Path:
     return _file("expected.json")
 
 
-def load_exchanges() -> list[tuple[str, str, str | None, datetime]]:
-    """Every exchange as (user_id, user_msg, assistant_msg, at), in file order (time order)."""
+def load_exchanges(path: Path | None = None) -> list[tuple[str, str, str | None, datetime]]:
+    """Every exchange as (user_id, user_msg, assistant_msg, at), in file order (time order); the
+    bundled set, or another file in the same format (a held-out set, say)."""
     out: list[tuple[str, str, str | None, datetime]] = []
-    with conversations_path().open(encoding="utf-8") as fh:
+    with (path or conversations_path()).open(encoding="utf-8") as fh:
         for line in fh:
             if not line.strip():
                 continue
@@ -60,9 +61,9 @@ def load_exchanges() -> list[tuple[str, str, str | None, datetime]]:
     return out
 
 
-def load_expected() -> dict[str, list[dict[str, Any]]]:
+def load_expected(path: Path | None = None) -> dict[str, list[dict[str, Any]]]:
     """Per user, the labelled facts: {"statement", "slot"?, "supersedes"?, "valid_at"?, "invalid_at"?}."""
-    with expected_path().open(encoding="utf-8") as fh:
+    with (path or expected_path()).open(encoding="utf-8") as fh:
         data: dict[str, list[dict[str, Any]]] = json.load(fh)
     return data
 
