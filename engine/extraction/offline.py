@@ -6,14 +6,22 @@ never a source, and questions are never claims), each as a third-person statemen
 (what it is about) and a value. The prediction is what the user's existing facts already say about
 those slots. Then calibration:
 
-  same slot, same value, same polarity as an existing fact -> covered (the "predicted" discard)
+  same slot and value (or the fact says it with more detail), same polarity -> covered ("predicted")
   same slot and value, opposite polarity                   -> contradiction / update superseding it
   single-valued slot known with another value              -> update superseding that fact
   anything else                                            -> new
 
+How a person talks is honoured before anything is compared: a message that starts "just kidding"
+withdraws the one before it, "I said married ... not married" withdraws the claims with that word,
+and within a sentence a new value ("joined Etihad") makes the implied end of the old one ("quit
+Emirates") redundant. Firmness sets the confidence: hedges and hypotheticals 0.4, jokes and sarcasm
+0.3, a claim dated after its own message (a plan) 0.4, everything else 0.9; the pipeline's 0.7
+gate counts the low ones instead of queueing them.
+
 `existing == []` is the cold start: prediction "" and every claim is an item. The pattern table
-lives in `offline_rules.py`; facts are read back with the same rules, so a fact a person wrote in
-other words (which may not parse) can only cover a claim with exactly its text.
+lives in `offline_rules.py` (its version, `RULES_VERSION`, is the `prompt_version` every run
+records); facts are read back with the same rules, so a fact a person wrote in other words (which
+may not parse) can only cover a claim with exactly its text.
 """
 
 from __future__ import annotations

@@ -456,7 +456,7 @@ _SLOT_WORDS = {
     "study": "their studies", "car": "their car", "stay": "where they are staying", "uses": "what they use",
     "team": "the team they support", "training": "what they train for", "workplace": "where they work from",
     "shift": "their working hours", "diet": "their diet", "age": "their age", "name": "their name",
-    "pet": "their pets", "children": "their children", "relationship:": "their relationship",
+    "pet": "their pets", "children": "their children",
 }
 
 
