@@ -378,6 +378,16 @@ async def test_prediction_reads_as_prose_without_slot_keys() -> None:
     assert [(i.kind, i.supersedes) for i in out.items][:2] == [("update", "1"), ("update", "2")]
 
 
+async def test_prediction_says_which_listed_statements_are_still_pending() -> None:
+    # A pending candidate passed as an `existing` record (status "pending", a negative id).
+    pending = Knowledge(id=-7, user_id="ana", statement="User lives in Lisbon", status="pending",  # type: ignore[arg-type]
+                        created_at=T, created_by="extraction", candidate_id=7)
+    out = await extract("I moved to Porto. My sister is a nurse.", [pending, fact(2, "User's sister is a nurse")])
+    assert "- User lives in Lisbon (pending review)." in out.prediction
+    assert "- User's sister is a nurse." in out.prediction  # positive control: an approved fact, no note
+    assert [(i.kind, i.supersedes) for i in out.items] == [("update", "-7")]
+
+
 def test_extractor_attributes_are_typed() -> None:
     ex = OfflineExtractor()
     assert (ex.name, ex.model) == ("offline", None)

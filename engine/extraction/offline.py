@@ -179,7 +179,7 @@ def _prediction(claims: list[SourcedClaim], facts: list[_Fact]) -> str:
     said: list[str] = []
     unknown: list[str] = []
     for slot in slots:
-        found = [f.knowledge.statement for f in facts if f.claim is not None and f.claim.slot == slot]
+        found = [_as_listed(f.knowledge) for f in facts if f.claim is not None and f.claim.slot == slot]
         if found:
             said.extend(s for s in found if s not in said)
         else:
@@ -194,6 +194,13 @@ def _prediction(claims: list[SourcedClaim], facts: list[_Fact]) -> str:
     if not slots:
         lines = [lines[0], "- the user states nothing about themselves in this conversation."]
     return "\n".join(lines)
+
+
+def _as_listed(k: Knowledge) -> str:
+    """A fact as the prediction lists it; a record of a candidate still waiting for review (the
+    pipeline may pass those beside approved facts) says so, so no one reads it as approved."""
+    text = k.statement.rstrip(". ")
+    return f"{text} (pending review)" if str(k.status) == "pending" else text
 
 
 def _join(parts: list[str]) -> str:
