@@ -388,6 +388,18 @@ async def test_prediction_says_which_listed_statements_are_still_pending() -> No
     assert [(i.kind, i.supersedes) for i in out.items] == [("update", "-7")]
 
 
+async def test_a_person_named_before_is_recognised_by_name() -> None:
+    ep = episode(("user", "My brother Max lives in Graz."), ("user", "Max is an engineer. Paul is a teacher."))
+    out = await OfflineExtractor().extract(ep, [])
+    # Must not: Paul was never placed, so "Paul is a teacher" is not read as anyone's.
+    assert [i.statement for i in out.items] == ["User's brother Max lives in Graz", "User's brother Max is an engineer"]
+    # From a known fact, in a later episode; the evidence is still the user's own sentence.
+    out = await extract("Luca got a job at ETH last month.", [fact(1, "User's husband Luca works at Google")])
+    [item] = out.items
+    assert (item.statement, item.kind, item.supersedes) == ("User's husband Luca works at ETH", "update", "1")
+    assert item.evidence == "Luca got a job at ETH last month."
+
+
 def test_extractor_attributes_are_typed() -> None:
     ex = OfflineExtractor()
     assert (ex.name, ex.model) == ("offline", None)

@@ -45,14 +45,16 @@ class SourcedClaim:
     span: TimeSpan
 
 
-def claims_from_text(text: str, at: datetime) -> list[SourcedClaim]:
-    """Every first-person claim of one user message, in reading order."""
+def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = None) -> list[SourcedClaim]:
+    """Every first-person claim of one user message, in reading order. `names` are the people the
+    user has named before ({"Max": "brother"}), so "Max is an engineer." is read as about them."""
     out: list[SourcedClaim] = []
     for sentence in rules.sentences(text):
         if rules.is_question(sentence):
             continue
         confidence = rules.confidence_of(sentence)
-        expanded, span = rules.take_times(rules.expand(sentence), at)
+        read = rules.with_person(sentence, names) if names else sentence
+        expanded, span = rules.take_times(rules.expand(read), at)
         if span.valid_at is not None and span.valid_at > at:
             # "We're moving to Abu Dhabi next month": a plan, not yet a fact.
             confidence = min(confidence, rules.PLAN_CONFIDENCE)
@@ -83,9 +85,11 @@ def claims_from_text(text: str, at: datetime) -> list[SourcedClaim]:
     return out
 
 
-def episode_claims(episode: Episode) -> list[SourcedClaim]:
+def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> list[SourcedClaim]:
     """The claims of an episode's user messages, after the user's own take-backs: "just kidding"
-    withdraws the message before it, "I said married ... not married" the claims that say "married"."""
+    withdraws the message before it, "I said married ... not married" the claims that say "married".
+    People named in known facts (`names`) and earlier in the episode are recognised by name."""
+    names = dict(names or {})
     per_message: list[list[SourcedClaim]] = []
     for message in episode.messages:
         if message.role != "user":
@@ -95,7 +99,9 @@ def episode_claims(episode: Episode) -> list[SourcedClaim]:
         for word in rules.corrected_words(message.content):
             per_message = [[c for c in claims if word not in c.claim.statement.casefold().split()]
                            for claims in per_message]
-        per_message.append(claims_from_text(message.content, message.at))
+        claims = claims_from_text(message.content, message.at, names)
+        names.update(rules.people(c.claim for c in claims))
+        per_message.append(claims)
     return [c for claims in per_message for c in claims]
 
 
@@ -132,8 +138,8 @@ class OfflineExtractor:
     prompt_version: str = rules.RULES_VERSION
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
-        claims = episode_claims(episode)
         facts = known_facts(existing)
+        claims = episode_claims(episode, rules.people(f.claim for f in facts if f.claim is not None))
         if not facts:
             return Extraction(prediction="", items=[self._item(c, "new", None) for c in claims])
         items: list[GapItem] = []

@@ -12,7 +12,7 @@ which the ablation measures), never a guessed fact.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -1128,6 +1128,34 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
     if c[:2].lower() == "i " or c.lower().startswith("my "):
         return c, negated
     return None
+
+
+def people(claims: Iterable[Claim]) -> dict[str, str]:
+    """Who the user has named, by name: {"Max": "brother", "Luca": "husband"}, from claims such as
+    "User's brother Max lives in Graz" or "User's partner is named Sam" (the latest wins)."""
+    out: dict[str, str] = {}
+    for c in claims:
+        rel = _relation_of(c.subject)
+        if not rel:
+            continue
+        rest = c.subject[len(rel):].strip()
+        if rest[:1].isupper() and " " not in rest:
+            out[rest] = rel
+        if c.verb == "is named" and c.value[:1].isupper() and " " not in c.value:
+            out[c.value] = rel
+    return out
+
+
+_NAMED_SUBJECT = re.compile(r"^(?P<nm>(?-i:[A-Z])[\w'-]+) (?=(?:is|works|lives|got|studies|has|just)\b)")
+
+
+def with_person(sentence: str, names: dict[str, str]) -> str:
+    """"Max is an engineer." read as "My brother Max is an engineer." once the user has said who
+    Max is; a name the user never placed stays unread (it may be anyone)."""
+    m = _NAMED_SUBJECT.match(sentence)
+    if m is None or m.group("nm") not in names:
+        return sentence
+    return f"My {names[m.group('nm')]} {sentence}"
 
 
 def sentences(text: str) -> list[str]:
