@@ -39,6 +39,7 @@ from typing import Any
 
 from engine import Memory, MemoryConfig, ProcessReport
 from engine.data import load_exchanges, load_expected
+from engine.review import replaces
 from engine.text import best_match, value_key
 
 MATCH_THRESHOLD = 90.0
@@ -138,8 +139,8 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
                 tally.updates_missed += 1
             if old_statement is not None:
                 tally.updates_wrong += 1
-            if cand.kind in ("update", "contradiction") or cand.supersedes_id is not None or still_chained:
-                await mem.review.keep_both(cand.id, reviewer="curator")  # the old fact stays: an explicit choice
+            if replaces(cand):  # a wrong or missing target: the curator keeps both, explicitly
+                await mem.review.keep_both(cand.id, reviewer="curator")
             else:
                 await mem.review.approve(cand.id, reviewer="curator")
         tally.approved += 1
