@@ -4,12 +4,13 @@ The public surface is what this module exports; everything else is internal.
 """
 
 from .config import MemoryConfig
-from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder
+from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
     AlreadyDecidedError,
     ClaimedError,
     ConfigurationError,
     ConflictError,
+    EmbedderMismatchError,
     EmbeddingDimensionError,
     InvalidIngestError,
     InvalidIntervalError,
@@ -51,6 +52,7 @@ __all__ = [
     "ConflictError",
     "CoveredClaim",
     "Embedder",
+    "EmbedderMismatchError",
     "EmbeddingDimensionError",
     "Episode",
     "Extraction",
@@ -79,6 +81,7 @@ __all__ = [
     "Tombstone",
     "UndoRefusedError",
     "UserInputError",
+    "WordLlamaEmbedder",
 ]
 
 

@@ -229,6 +229,18 @@ VEC_COLUMNS = "knowledge_id, user_id, embedding, status, valid_from, valid_to, c
 VEC_CHUNK_SIZE = 128
 
 
+def create_vec_table(dimensions: int) -> str:
+    """The vector table as it is since v3; `engine.reembed` re-creates it at another width."""
+    return (
+        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
+        " knowledge_id INTEGER PRIMARY KEY,"
+        " user_id TEXT PARTITION KEY,"
+        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
+        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER,"
+        f" chunk_size={VEC_CHUNK_SIZE})"
+    )
+
+
 def _v3(dimensions: int) -> list[str]:
     """The vector table is rebuilt with chunks of 128 vectors instead of sqlite-vec's default 1,024.
 
@@ -240,12 +252,7 @@ def _v3(dimensions: int) -> list[str]:
     return [
         f"CREATE TABLE knowledge_vec_copy AS SELECT {VEC_COLUMNS} FROM knowledge_vec",
         "DROP TABLE knowledge_vec",
-        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
-        " knowledge_id INTEGER PRIMARY KEY,"
-        " user_id TEXT PARTITION KEY,"
-        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
-        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER,"
-        f" chunk_size={VEC_CHUNK_SIZE})",
+        create_vec_table(dimensions),
         f"INSERT INTO knowledge_vec({VEC_COLUMNS}) SELECT {VEC_COLUMNS} FROM knowledge_vec_copy",
         "DROP TABLE knowledge_vec_copy",
     ]
