@@ -209,7 +209,8 @@ class Memory:
     ) -> RetrievalResult:
         return await _retrieve(
             self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
-            include_expired=include_expired,
+            include_expired=include_expired, vector_weight=self.config.vector_weight,
+            text_weight=self.config.text_weight,
         )
 
     # -- knowledge operations ---------------------------------------------------------------------
