@@ -189,10 +189,20 @@ def _open_workstation(db: str, reviewer: str, keymap: str | None) -> None:
         raise BadInput("who is reviewing? pass --reviewer NAME or set MEMDESK_REVIEWER")
     from review_app.app import run_review  # late: Textual loads only for the commands that draw
 
+    _run(_can_open(db))  # a refused store (another embedder, a newer schema) is a message, not a traceback
     try:
         run_review(db, reviewer, keymap)
     except UserInputError as exc:  # a bad keymap file, reported before the screen switches
         raise BadInput(str(exc)) from None
+
+
+async def _can_open(db: str) -> None:
+    """Open and close the store once, so that what would refuse it fails before a screen is drawn
+    (the same process then reuses the loaded embedder)."""
+    from engine import Memory
+
+    async with Memory(db):
+        pass
 
 
 def _remove_db(path: Path) -> None:

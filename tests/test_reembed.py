@@ -346,3 +346,21 @@ def test_the_cli_move_survives_a_signal_and_resumes(tmp_path: Path, how: signal.
     assert "resumed after" in resumed.stdout
     assert meta(db) == meta(straight)
     assert asyncio.run(vectors(db, WordLlamaEmbedder())) == asyncio.run(vectors(straight, WordLlamaEmbedder()))
+
+
+def test_the_workstation_refuses_another_embedders_store_with_the_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review_app.cli import _can_open
+
+    db = tmp_path / "tui.db"
+    asyncio.run(build(db, HashingEmbedder()))
+    refused = memdesk("review", db, "--reviewer", "ana")
+    assert refused.returncode == 1
+    assert f"memdesk reembed {db}" in refused.stderr and "Traceback" not in refused.stderr
+    # Control: the check `review` makes first passes with the embedder the store was built with.
+    monkeypatch.setenv("MEMDESK_EMBEDDER", "hashing")
+    asyncio.run(_can_open(str(db)))
+    monkeypatch.delenv("MEMDESK_EMBEDDER")
+    with pytest.raises(EmbedderMismatchError):
+        asyncio.run(_can_open(str(db)))
