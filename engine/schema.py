@@ -2,8 +2,11 @@
 
 Each migration is a list of statements applied in one transaction; a database at version N gets
 migrations N+1.. in order. The embedding dimension is fixed when the vector table is created and
-recorded in `meta`, so a database opened with an embedder of another dimension is refused instead
-of failing later inside a KNN query.
+recorded in `meta` (`embedding_dimensions`; `Memory` also records the embedder's name, `embedder`,
+when it creates a database), so a database opened with another embedder is refused instead of
+ranking by noise or failing later inside a KNN query. `engine.reembed` re-creates the vector table
+at another width (`create_vec_table`) without a schema version of its own: what it changes is data
+and the table's declared width, not the layout.
 
 Where things live: a fact's text and times in `knowledge`; its vector in `knowledge_vec` (user_id is
 the partition key, and status and the four time bounds are metadata columns, so sqlite-vec applies

@@ -171,3 +171,21 @@ async def test_default_retrieval_finds_facts_that_share_no_word_with_the_questio
         top = await mem.retrieve("Do they eat meat?", user_id="ana", top_k=1)
         assert [i.knowledge.statement for i in top.items] == ["User is vegan"]
         assert top.items[0].text_rank is None  # found by the vector arm alone: no shared word
+
+
+def test_the_recorded_name_tells_models_apart() -> None:
+    from engine import OpenAIEmbedder
+    from engine.embedders import embedder_name
+
+    class Custom:
+        dimensions = 8
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0] * 8 for _ in texts]
+
+    assert embedder_name(WordLlamaEmbedder()) == "wordllama"
+    assert embedder_name(HashingEmbedder()) == "hashing"
+    assert embedder_name(Custom()) == "Custom"
+    small = OpenAIEmbedder(dimensions=8, model="text-embedding-3-small", client=object())
+    large = OpenAIEmbedder(dimensions=8, model="text-embedding-3-large", client=object())
+    assert embedder_name(small) == "openai:text-embedding-3-small" != embedder_name(large)
