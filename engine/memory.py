@@ -20,7 +20,7 @@ import aiosqlite
 from . import store
 from .config import MemoryConfig
 from .db import Database
-from .embedders import Embedder, default_embedder, embedder_name
+from .embedders import EMBEDDERS, Embedder, default_embedder, embedder_name
 from .errors import (
     ConfigurationError,
     EmbedderMismatchError,
@@ -154,11 +154,13 @@ class Memory:
         given, width = embedder_name(self.embedder), self.embedder.dimensions
         if name == given and stored == width:
             return
-        fix = (
-            f"Run `memdesk reembed {self.path}` to re-embed every fact with the default embedder "
-            f"(`--embedder NAME` for another), or open it with the embedder it was built with "
-            f"(MEMDESK_EMBEDDER={name} for an offline one)."
-        )
+        if given in EMBEDDERS:
+            move = f"Run `memdesk reembed {self.path} --embedder {given}` to re-embed every fact with {given}"
+        else:  # an embedder the command line cannot build: the library call takes any
+            move = (f"Run `memdesk reembed {self.path}` to move it to an offline embedder, or "
+                    f"engine.reembed.reembed({self.path!r}, embedder) to this one")
+        reopen = f"set MEMDESK_EMBEDDER={name}" if name in EMBEDDERS else "pass that embedder to Memory"
+        fix = f"{move}; or open it with the embedder it was built with ({reopen})."
         pending = await meta_value(self.db.conn, "reembed_target")
         if pending is not None:
             fix += f" A reembed to {pending} was interrupted: `memdesk reembed {self.path}` resumes it."
