@@ -1,4 +1,6 @@
-"""Scoped hybrid retrieval: a vector arm and a BM25 arm, fused by reciprocal rank.
+"""Scoped hybrid retrieval: a vector arm and a BM25 arm, fused by weighted reciprocal rank
+(`MemoryConfig.vector_weight` / `text_weight`, k = 60; the weights were tuned with
+benchmarks/paraphrase.py, whose README section says what each setting trades).
 
 Both arms receive the user and the time predicates and apply them inside their own query, before
 their LIMIT (memv filtered after fusion, so an as-of query over a long history came back short).
