@@ -18,6 +18,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -54,6 +55,29 @@ def format_day_or_time(value: datetime | None) -> str:
     if value.hour == value.minute == value.second == value.microsecond == 0:
         return value.date().isoformat()
     return value.isoformat()
+
+
+class StateCheckbox(Checkbox):
+    """A checkbox whose state is written out: "[x] Write a tombstone" / "[ ] Write a tombstone".
+
+    Textual's checkbox always draws its X and shows the state only by colour, which a reviewer on
+    a monochrome terminal, a screen reader or a text snapshot cannot read.
+    """
+
+    BUTTON_LEFT = ""
+    BUTTON_INNER = ""
+    BUTTON_RIGHT = ""
+
+    def __init__(self, text: str, value: bool = False, *, id: str | None = None) -> None:
+        self.text = text
+        super().__init__(self._label_for(value), value, id=id)
+
+    def _label_for(self, value: bool) -> Content:
+        return Content(f"[{'x' if value else ' '}] {self.text}")
+
+    def watch_value(self) -> None:
+        super().watch_value()
+        self.label = self._label_for(self.value)
 
 
 class ConfirmModal(ModalScreen[bool]):
@@ -119,7 +143,7 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             if self.note:
                 yield Static(literal(self.note), id="reason-note", classes="modal-note")
             if self.tombstone is not None:
-                yield Checkbox("Write a tombstone", value=self.tombstone, id="reason-tombstone")
+                yield StateCheckbox("Write a tombstone", self.tombstone, id="reason-tombstone")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Confirm", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -323,6 +347,6 @@ class EditModal(StatementForm["EditResult | None"]):
 
 
 __all__ = [
-    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult", "StatementForm",
-    "format_day_or_time",
+    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult", "StateCheckbox",
+    "StatementForm", "format_day_or_time",
 ]

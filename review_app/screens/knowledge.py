@@ -14,27 +14,25 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from engine.errors import UserInputError
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
 from ..modals import ReasonModal, ReasonResult
+from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
-from ..widgets.literal import literal
+from ..widgets.literal import literal, tell
 from .base import WorkstationScreen
-
-if TYPE_CHECKING:
-    pass
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -47,6 +45,13 @@ RETRACT_PRESETS = (
 MAX_ROWS = 1000
 """Facts shown at once: a user with 20,000 facts must not turn into a 20,000-row table (search or an
 as-of date narrows the list)."""
+
+
+FOOTER_KEYS: tuple[str, ...] = (
+    "knowledge.correct", "knowledge.retract", "knowledge.toggle_expired", "knowledge.search", "knowledge.as_of",
+    "knowledge.user", *APP_KEYS,
+)
+"""What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
 class KnowledgeScreen(WorkstationScreen):
@@ -91,7 +96,7 @@ class KnowledgeScreen(WorkstationScreen):
                 with VerticalScroll(id="knowledge-audit-box"):
                     yield Static("", id="knowledge-audit")
         yield Static("", id="knowledge-status")
-        yield Footer()
+        yield KeyBar(FOOTER_KEYS)
 
     @property
     def table(self) -> DataTable[Any]:
@@ -120,14 +125,15 @@ class KnowledgeScreen(WorkstationScreen):
     # -- workers ------------------------------------------------------------------------------------
 
     def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's central handler (Textual routes a
-        failed worker to `App._handle_exception`), whose error dialog names `description`.
+        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
+        `StateChanged` message (see WorkstationScreen), which names `description`.
 
         Reads are not cancelled when a newer one starts (a cancelled worker makes
         `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
         instead each read carries a generation number and drops its result when a newer read
         was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}")
+        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}",
+                        exit_on_error=False)
 
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
@@ -290,11 +296,11 @@ class KnowledgeScreen(WorkstationScreen):
     def action_correct(self) -> None:
         fact = self._current_fact()
         if fact is None:
-            self.notify("No fact selected.", severity="warning")
+            tell(self, "No fact selected.", severity="warning")
             return
         if fact.status != "active":
-            self.notify(f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
-                        severity="warning", markup=False)
+            tell(self, f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
+                        severity="warning")
             return
         self.app.push_screen(CorrectModal(fact), callback=lambda result: self._corrected(fact, result))
 
@@ -315,10 +321,10 @@ class KnowledgeScreen(WorkstationScreen):
     def action_retract(self) -> None:
         fact = self._current_fact()
         if fact is None:
-            self.notify("No fact selected.", severity="warning")
+            tell(self, "No fact selected.", severity="warning")
             return
         if fact.status != "active":
-            self.notify(f"Fact #{fact.id} is already {fact.status}.", severity="warning", markup=False)
+            tell(self, f"Fact #{fact.id} is already {fact.status}.", severity="warning")
             return
         modal = ReasonModal(
             f"Retract fact #{fact.id}: {fact.statement}", presets=RETRACT_PRESETS, tombstone=True,

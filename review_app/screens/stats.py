@@ -10,15 +10,16 @@ chart on every run.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
-from textual.widgets import Footer, Select, Sparkline, Static
+from textual.widgets import Select, Sparkline, Static
 
+from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal
 from ..widgets.stats_render import (
     daily_series,
@@ -30,13 +31,16 @@ from ..widgets.stats_render import (
 )
 from .base import WorkstationScreen
 
-if TYPE_CHECKING:
-    pass
-
 ALL_USERS = ""
 """The Select value for "every user" (the engine refuses an empty user id, so it cannot clash)."""
 
 CHART_DAYS = 60
+
+
+FOOTER_KEYS: tuple[str, ...] = (
+    "stats.refresh", "stats.user", *APP_KEYS,
+)
+"""What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
 class StatsScreen(WorkstationScreen):
@@ -73,14 +77,14 @@ class StatsScreen(WorkstationScreen):
                 yield Static("", id="stats-decided-label", classes="stats-chart-label")
                 yield Sparkline([], id="stats-decided-spark")
                 yield Static("", id="stats-decided-axis", classes="stats-axis")
-        yield Footer()
+        yield KeyBar(FOOTER_KEYS)
 
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): decisions taken on the queue screen
         change every number here."""
         self._gen += 1
         self.run_worker(partial(self._load_users_and_stats, self._gen), name="Reading the statistics",
-                        group="stats-load")
+                        group="stats-load", exit_on_error=False)
 
     async def _load_users_and_stats(self, gen: int) -> None:
         users = await self.memory.users()
@@ -98,7 +102,8 @@ class StatsScreen(WorkstationScreen):
         result rather than cancelling it (see KnowledgeScreen._work)."""
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         self._gen += 1
-        self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load")
+        self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load",
+                        exit_on_error=False)
 
     def action_pick_user(self) -> None:
         self.query_one("#stats-user", Select).focus()
