@@ -88,6 +88,10 @@ class ReviewApp(App[None]):
         "tombstones": _mode(TombstonesScreen, "tombstones"),
         "stats": _mode(StatsScreen, "stats"),
     }
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-medium"), (130, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
+    """Screen classes by terminal size (public Textual breakpoints): 80x24 is the smallest terminal
+    the workstation serves fully, so dialogs and tables compact themselves below 36 rows."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "mode('queue')", "Queue", id="app.mode.queue"),
         Binding("2", "mode('knowledge')", "Knowledge", id="app.mode.knowledge"),

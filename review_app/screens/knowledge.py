@@ -85,8 +85,8 @@ class KnowledgeScreen(WorkstationScreen):
         with Horizontal(id="knowledge-bar"):
             yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
             yield Input(placeholder="search statements  (/)", id="knowledge-search")
-            yield Input(placeholder="as of (valid time), e.g. 2024-05-01  (d)", id="knowledge-asof")
-            yield Static("", id="knowledge-mode")
+            yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
+        yield Static("", id="knowledge-mode")
         yield Static("", id="knowledge-asof-error", classes="inline-error")
         with Vertical(id="knowledge-body"):
             yield DataTable(id="knowledge-table", cursor_type="row", zebra_stripes=True)

@@ -69,7 +69,8 @@ KIND_LABELS = {"contradiction": "contra", "retraction": "retract", "proposed": "
 """Short kind names for the list (the gap pane spells them out), so the statement keeps its room."""
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "queue.approve", "queue.reject", "queue.edit", "queue.supersede", "queue.keep_both", "queue.undo",
+    "queue.leave_search", "queue.approve", "queue.reject", "queue.edit", "queue.undo", "queue.supersede",
+    "queue.keep_both",
     "queue.mark", "queue.search", "queue.filters", "queue.sort", "queue.bulk", "queue.next", "queue.previous",
     *APP_KEYS,
 )
@@ -118,6 +119,9 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("mark", "", 1), ("user", "user", 8), ("kind", "kind", 8), ("conf", "conf", 4), ("age", "age", 3),
     ("statement", "statement", 60),
 )
+NARROW_COLUMNS = ("mark", "user", "statement")
+"""Under NARROW_WIDTH the list keeps only what tells rows apart; kind, confidence and age are in the
+line below it and in the gap tab."""
 GROUP_COLUMN = {"age": "age", "user": "user", "kind": "kind", "confidence": "conf"}
 
 
@@ -159,6 +163,7 @@ class QueueScreen(WorkstationScreen):
         self._deciding = False
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
+        self.columns: tuple[str, ...] = ()
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -175,11 +180,8 @@ class QueueScreen(WorkstationScreen):
         yield KeyBar(FOOTER_KEYS)
 
     def on_mount(self) -> None:
-        table = self.query_one(PendingTable)
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
         self.query_one("#queue-search", Input).display = False
-        table.focus()
+        self.query_one(PendingTable).focus()
         self._apply_width(self.app.size.width)
         self.reload()
 
@@ -192,6 +194,16 @@ class QueueScreen(WorkstationScreen):
         detail = self.query_one(CandidateDetail)
         if detail.narrow != narrow:
             detail.narrow = narrow
+        columns = tuple(key for key, _, _ in COLUMNS if not narrow or key in NARROW_COLUMNS)
+        if columns != self.columns:
+            self.columns = columns
+            table = self.query_one(PendingTable)
+            table.clear(columns=True)
+            for key, label, size in COLUMNS:
+                if key in columns:
+                    table.add_column(label, key=key, width=6 if narrow and key == "user" else size)
+            if self.candidates:
+                self.reload()
 
     def _update_header(self) -> None:
         app = self.review_app
@@ -221,12 +233,12 @@ class QueueScreen(WorkstationScreen):
             "age": Text(age_text(cand.created_at, now)), "statement": self._statement_cell(cand),
         }
         column = GROUP_COLUMN[self.sort]
-        if self.sort != "age":
+        if self.sort != "age" and column in self.columns:
             if previous is not None and group_key(previous, self.sort, now) == group_key(cand, self.sort, now):
                 cells[column] = Text("")
             else:
                 cells[column].stylize("bold")
-        return [cells[key] for key, _, _ in COLUMNS]
+        return [cells[key] for key in self.columns]
 
     def _statement_cell(self, cand: Candidate) -> Text:
         cell = Text()
@@ -245,6 +257,9 @@ class QueueScreen(WorkstationScreen):
         cand = self.candidates.get(cid) if cid is not None else None
         if cand is not None:
             line.append(f"#{cand.id} ", style="bold")
+            line.append_text(literal(cand.user_id))
+            line.append(f" · {cand.kind} · {cand.confidence:.2f} · {age_text(cand.created_at, self.review_app.now())}"
+                        " old\n", style="dim")
             line.append_text(literal(cand.statement, "bold"))
             holder = self.holders.get(cand.id)
             if holder is not None:
@@ -282,8 +297,8 @@ class QueueScreen(WorkstationScreen):
         cand = self.candidates.get(int(key.value)) if key.value is not None else None
         if cand is None:
             return
-        for (column, _, _), cell in zip(COLUMNS, self._row(cand, self.review_app.now(), self._previous_of(index)),
-                                        strict=True):
+        for column, cell in zip(self.columns, self._row(cand, self.review_app.now(), self._previous_of(index)),
+                                strict=True):
             table.update_cell(key, column, cell)
 
     # -- loading the list --------------------------------------------------------------------------

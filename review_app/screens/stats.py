@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Select, Sparkline, Static
 
 from ..widgets.keybar import APP_KEYS, KeyBar
@@ -61,7 +61,7 @@ class StatsScreen(WorkstationScreen):
         with Horizontal(id="stats-bar"):
             yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="stats-user")
             yield Static("", id="stats-headline")
-        with Grid(id="stats-grid"):
+        with VerticalScroll(id="stats-body"), Grid(id="stats-grid"):
             yield Static("", id="stats-queue", classes="stats-panel")
             yield Static("", id="stats-extraction", classes="stats-panel")
             yield Static("", id="stats-discards", classes="stats-panel")
@@ -143,10 +143,13 @@ class StatsScreen(WorkstationScreen):
         points = daily_series(stats["daily"], until=now.date(), max_days=CHART_DAYS)
         sizes = [float(p.queue_size) for p in points]
         decided = [float(p.decided) for p in points]
-        self.query_one("#stats-queue-spark", Sparkline).data = sizes
-        self.query_one("#stats-decided-spark", Sparkline).data = decided
+        # A sparkline scales from its smallest value to its largest, so an all-zero series (an empty
+        # queue, no decisions) would be drawn as full bars: give it no data, drawn as a flat baseline.
+        self.query_one("#stats-queue-spark", Sparkline).data = sizes if any(sizes) else []
+        self.query_one("#stats-decided-spark", Sparkline).data = decided if any(decided) else []
         if points:
-            span = f"{points[0].day.isoformat()} … {points[-1].day.isoformat()} ({len(points)} days, UTC)"
+            days = f"{len(points)} day{'s' if len(points) != 1 else ''}"
+            span = f"{points[0].day.isoformat()} … {points[-1].day.isoformat()} ({days}, UTC)"
             self.query_one("#stats-queue-label", Static).update(Text.assemble(
                 ("Queue size at the end of each day", "bold"),
                 f"   now {points[-1].queue_size} · max {max(p.queue_size for p in points)}",

@@ -79,11 +79,11 @@ class KeyBar(Widget):
         hints = key_hints(self.screen, self.priority)
         tail = key_hints(self.screen, (HELP_ID,))
         tail_key = tail[0][0] if tail else "?"
-        more = Text.assemble((f" {tail_key} ", "bold reverse"), " all keys ")
-        line = Text()
+        more = Text.assemble((tail_key, "bold reverse"), " all keys ")
+        line = Text(" ")
         spans: list[tuple[int, int, Binding, DOMNode]] = []
         for key, description, binding, node in hints:
-            hint = Text.assemble((f" {key} ", "bold reverse"), f" {description} ")
+            hint = Text.assemble((key, "bold reverse"), f" {description}  ")
             if line.cell_len + hint.cell_len + more.cell_len > width:
                 break
             spans.append((line.cell_len, line.cell_len + hint.cell_len, binding, node))
