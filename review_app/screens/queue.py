@@ -592,7 +592,7 @@ class QueueScreen(WorkstationScreen):
                                 note="The fact stays active; no tombstone is written.")
         else:
             modal = ReasonModal(
-                f"Reject candidate {cand.id}", presets=REJECT_REASONS, tombstone=True,
+                f"Reject candidate {cand.id}: {cand.statement}", presets=REJECT_REASONS, tombstone=True,
                 note=f"A tombstone will be written: this value will not be queued again for user {cand.user_id}.",
             )
 

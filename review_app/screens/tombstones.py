@@ -173,7 +173,8 @@ class TombstonesScreen(WorkstationScreen):
             detail.update("")
             return
         text = Text.assemble((f"#{stone.id} ", "bold"), literal(stone.statement), ("\nreason: ", "dim"),
-                             literal(stone.reason))
+                             literal(stone.reason), ("\nby ", "dim"), literal(stone.created_by),
+                             (f" on {fmt_time(stone.created_at)} UTC, user ", "dim"), literal(stone.user_id))
         if stone.lifted_at is not None:
             text.append("\nlifted: ", style="dim")
             text.append_text(self._lifted_cell(stone))

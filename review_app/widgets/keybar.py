@@ -63,12 +63,12 @@ class KeyBar(Widget):
         self._spans: list[tuple[int, int, Binding, DOMNode]] = []
 
     def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.screen.bindings_updated_signal.subscribe(self, self._on_bindings_updated)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
 
-    def _bindings_changed(self, _screen: Screen[Any]) -> None:
+    def _on_bindings_updated(self, _screen: Screen[Any]) -> None:
         self.refresh()
 
     def on_resize(self, _event: events.Resize) -> None:
