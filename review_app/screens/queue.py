@@ -70,9 +70,8 @@ KIND_LABELS = {"contradiction": "contra", "retraction": "retract", "proposed": "
 
 FOOTER_KEYS: tuple[str, ...] = (
     "queue.leave_search", "queue.approve", "queue.reject", "queue.edit", "queue.undo", "queue.supersede",
-    "queue.keep_both",
-    "queue.mark", "queue.search", "queue.filters", "queue.sort", "queue.bulk", "queue.next", "queue.previous",
-    *APP_KEYS,
+    "queue.keep_both", *APP_KEYS, "queue.mark", "queue.search", "queue.filters", "queue.sort", "queue.bulk",
+    "queue.next", "queue.previous",
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
