@@ -33,7 +33,14 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
-from engine.errors import AlreadyDecidedError, ClaimedError, StaleSupersessionError, UndoRefusedError
+from engine.errors import (
+    AlreadyDecidedError,
+    ChainOrderError,
+    ClaimedError,
+    DecisionRequiredError,
+    StaleSupersessionError,
+    UndoRefusedError,
+)
 from engine.models import Candidate, CandidateContext
 
 from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
@@ -85,6 +92,11 @@ def age_text(created_at: datetime, now: datetime) -> str:
     return f"{seconds // 86_400}d"
 
 
+def confidence_text(cand: Candidate) -> str:
+    """An agent's proposal carries no confidence (None): shown as a dash, never as a made-up 1.00."""
+    return "—" if cand.confidence is None else f"{cand.confidence:.2f}"
+
+
 def group_key(cand: Candidate, sort: str, now: datetime) -> str:
     """The value the list is grouped by under `sort`: shown on a group's first row only."""
     if sort == "user":
@@ -92,7 +104,7 @@ def group_key(cand: Candidate, sort: str, now: datetime) -> str:
     if sort == "kind":
         return cand.kind
     if sort == "confidence":
-        return f"{cand.confidence:.2f}"
+        return confidence_text(cand)
     return age_text(cand.created_at, now)
 
 
@@ -228,7 +240,7 @@ class QueueScreen(WorkstationScreen):
         kind = KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "")
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
-            "user": literal(cand.user_id), "kind": Text(kind), "conf": Text(f"{cand.confidence:.2f}"),
+            "user": literal(cand.user_id), "kind": Text(kind), "conf": Text(confidence_text(cand)),
             "age": Text(age_text(cand.created_at, now)), "statement": self._statement_cell(cand),
         }
         column = GROUP_COLUMN[self.sort]
@@ -257,7 +269,7 @@ class QueueScreen(WorkstationScreen):
         if cand is not None:
             line.append(f"#{cand.id} ", style="bold")
             line.append_text(literal(cand.user_id))
-            line.append(f" · {cand.kind} · {cand.confidence:.2f} · {age_text(cand.created_at, self.review_app.now())}"
+            line.append(f" · {cand.kind} · {confidence_text(cand)} · {age_text(cand.created_at, self.review_app.now())}"
                         " old\n", style="dim")
             line.append_text(literal(cand.statement, "bold"))
             holder = self.holders.get(cand.id)
@@ -507,7 +519,7 @@ class QueueScreen(WorkstationScreen):
             except ClaimedError as exc:
                 tell(self, f"Candidate {cid} is being reviewed by {exc.claimed_by}.", severity="warning")
                 return
-            except StaleSupersessionError as exc:
+            except (StaleSupersessionError, DecisionRequiredError, ChainOrderError) as exc:
                 tell(self, f"{exc} Nothing was changed.", severity="warning")
                 return
             self.review_app.claimed.discard(cid)  # a decision clears the lease
@@ -837,10 +849,8 @@ class QueueScreen(WorkstationScreen):
         skipped: list[str] = []
         try:
             await self._drop_current()
-            approved = await review.bulk_approve(ids, self.review_app.reviewer)
-            done = [f.candidate_id for f in approved if f.candidate_id is not None]
-            missed = [c for c in ids if c not in set(done)]
-            if missed:
-                skipped.append(f"{len(missed)} decided or claimed elsewhere meanwhile")
+            result = await review.bulk_approve(ids, self.review_app.reviewer)
+            done = [f.candidate_id for f in result.approved if f.candidate_id is not None]
+            skipped = [f"#{cid} {why}" for cid, why in result.skipped]
         finally:
             self._finish_bulk(done, "Approved", skipped)
