@@ -5,7 +5,11 @@
 The conversations are generated from templates (first-person facts, repeats, updates, questions,
 small talk, assistant-stated facts) so that every gate of the pipeline does real work. Capture
 (add_exchanges) and processing are timed separately; the figure the target applies to is
-processing (target: >= 500 exchanges/s on a 2-core machine). Prints JSON.
+processing (target: >= 1,000 exchanges/s on a 2-core machine). Processing is also reported per
+CPU second of this process (both threads: the event loop and SQLite's), which stays meaningful on
+a machine shared with other work, where the wall-clock rate mostly measures the neighbours.
+`--concurrency N` processes N users at once (the offline extractor does not wait on anything, so
+this mostly shows the cost of interleaving). Prints JSON.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import random
 import resource
@@ -59,6 +64,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--exchanges", type=int, default=10_000)
     parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=1)
     args = parser.parse_args()
     data = exchanges(args.exchanges, args.users)
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,9 +72,9 @@ async def main() -> None:
             t0 = time.perf_counter()
             await mem.pipeline.add_exchanges(data)
             capture_s = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            report = await mem.process()
-            process_s = time.perf_counter() - t1
+            t1, c1 = time.perf_counter(), time.process_time()
+            report = await mem.process(concurrency=args.concurrency)
+            process_s, process_cpu = time.perf_counter() - t1, time.process_time() - c1
     print(json.dumps({
         "benchmark": "ingest",
         "date": datetime.now(UTC).date().isoformat(),
@@ -78,13 +84,17 @@ async def main() -> None:
         "capture_exchanges_per_s": round(args.exchanges / capture_s, 1),
         "process_exchanges_per_s": round(args.exchanges / process_s, 1),
         "process_seconds": round(process_s, 2),
+        "process_cpu_seconds": round(process_cpu, 2),
+        "process_exchanges_per_cpu_s": round(args.exchanges / process_cpu, 1),
+        "concurrency": args.concurrency,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "episodes": report.episodes,
         "claims": report.claims,
         "queued": report.queued,
         "discards": {"predicted": report.predicted, "below_confidence": report.below_confidence,
                      "invalid": report.invalid, "tombstoned": report.tombstoned, "duplicates": report.duplicates},
         "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "target_process_exchanges_per_s": 500,
+        "target_process_exchanges_per_s": 1000,
     }, indent=2))
 
 

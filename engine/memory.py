@@ -8,7 +8,7 @@ reported exactly like an unknown id (NotFoundError), so a caller cannot even lea
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +32,16 @@ from .errors import (
     UserInputError,
 )
 from .limits import check_reason, check_statement
-from .models import AuditEvent, Knowledge, ProposalOutcome, RetrievalResult, Tombstone
+from .models import (
+    AuditEvent,
+    Candidate,
+    Discarded,
+    Knowledge,
+    ProcessReport,
+    ProposalOutcome,
+    RetrievalResult,
+    Tombstone,
+)
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -128,7 +137,7 @@ class Memory:
             async with self.db.transaction() as tx:
                 # re-read inside the write lock: another process may have migrated meanwhile
                 version = (await (await tx.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
-                for target in range(version + 1, SCHEMA_VERSION + 1):
+                for target in sorted(t for t in MIGRATIONS if version < t <= SCHEMA_VERSION):
                     for statement in MIGRATIONS[target](self.embedder.dimensions):
                         await tx.execute(statement)
                     await tx.execute(f"PRAGMA user_version = {target}")
@@ -165,13 +174,25 @@ class Memory:
         """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none."""
         return await self.pipeline.add_exchanges(exchanges)
 
-    async def process(self, user_id: str | None = None) -> Any:
-        return await self.pipeline.process(user_id)
+    async def process(
+        self, user_id: str | None = None, *, concurrency: int = 1, progress: Callable[[int, int], None] | None = None,
+    ) -> ProcessReport:
+        """Extract candidates from unprocessed messages (one user, or all with work), up to
+        `concurrency` users at once; `progress(done, total)` as each user finishes."""
+        return await self.pipeline.process(user_id, concurrency=concurrency, progress=progress)
 
-    async def stats(self, user_id: str | None = None) -> dict[str, Any]:
+    async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:
+        """What the gates dropped (newest first), with the gate and what it matched: for curators."""
+        return await self.pipeline.discarded(user_id, limit, offset)
+
+    async def queue_discarded(self, discarded_id: int, actor: str, reason: str) -> Candidate:
+        """Queue a dropped statement anyway (a pending `new` candidate; audited; refused twice)."""
+        return await self.pipeline.queue_discarded(discarded_id, actor, reason)
+
+    async def stats(self, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
         from .stats import stats
 
-        return await stats(self, user_id)
+        return await stats(self, user_id, discarded_limit)
 
     # -- retrieval --------------------------------------------------------------------------------
 
@@ -365,13 +386,17 @@ class Memory:
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
         """The live tombstone of this user matching the statement's value (exact key or near match)."""
         async with self.db.reading() as conn:
-            return await store.matching_tombstone(conn, user_id, statement, self.config.tombstone_threshold)
+            return await store.matching_tombstone(conn, user_id, statement)
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
-        the same value, or None."""
+        the same value (engine.text's rule), or None."""
+        from .text import ValueIndex, value_key
+
         async with self.db.reading() as conn:
-            return await store.duplicate_of(conn, user_id, statement, self.config.duplicate_threshold)
+            live = await store.live_keys(conn, user_id)
+        found = ValueIndex((k, (e, i)) for k, e, i in live).find(value_key(statement))
+        return None if found is None else (found[0], found[1])
 
     async def users(self) -> list[str]:
         async with self.db.reading() as conn:

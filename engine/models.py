@@ -18,7 +18,11 @@ GapKind = Literal["new", "update", "contradiction"]
 # fact named by supersedes_id (MCP forget_memory): approving it retracts that fact.
 CandidateKind = Literal["new", "update", "contradiction", "proposed", "retraction"]
 CandidateStatus = Literal["pending", "approved", "rejected"]
-KnowledgeStatus = Literal["active", "superseded", "retracted"]
+# "pending" only on the records an extractor is shown for the user's pending candidates (see
+# engine.extraction.base): a stored fact is never pending.
+KnowledgeStatus = Literal["active", "superseded", "retracted", "pending"]
+# The gates of the write path, in order, as `Discarded.gate` names them.
+Gate = Literal["predicted", "below_confidence", "invalid", "tombstoned", "duplicate"]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -179,6 +183,32 @@ class Tombstone:
 
 
 @dataclass(slots=True)
+class Discarded:
+    """A statement a gate of the write path dropped, kept so a curator can see it and queue it
+    anyway. `matched_*` name what the gate matched: the fact or pending candidate that predicted or
+    duplicates it, or the tombstone that blocks it (None for below_confidence and invalid)."""
+
+    id: int
+    user_id: str
+    statement: str
+    gate: Gate
+    created_at: datetime
+    episode_id: int | None = None
+    run_id: int | None = None
+    evidence: str = ""
+    kind: str = "new"
+    confidence: float | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    matched_entity: Literal["knowledge", "candidate", "tombstone"] | None = None
+    matched_id: int | None = None
+    matched_statement: str | None = None
+    queued_candidate_id: int | None = None
+    queued_by: str | None = None
+    queued_at: datetime | None = None
+
+
+@dataclass(slots=True)
 class AuditEvent:
     id: int
     at: datetime
@@ -262,12 +292,20 @@ class ProcessReport:
     queued: int = 0
     failed: int = 0
     messages: int = 0
+    dates_dropped: int = 0  # extractor dates outside the representable range, dropped from their item
+    # Episodes with work that another live worker holds a lease on, and when the last lease ends
+    # (they are picked up by the first `process` after that; a killed worker's leases just expire).
+    leased_elsewhere: int = 0
+    leased_until: datetime | None = None
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: ProcessReport) -> None:
         for name in self.__dataclass_fields__:
             if name == "errors":
                 self.errors.extend(other.errors)
+            elif name == "leased_until":
+                ends = [t for t in (self.leased_until, other.leased_until) if t is not None]
+                self.leased_until = max(ends) if ends else None
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -513,4 +513,41 @@ retracted (whose end_reason is the free-text reason, so the status is tested too
 definition, used in SQL by the migration, `store.end_knowledge` and the text arm."""
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5}
+def _v6(dimensions: int) -> list[str]:
+    """What the gates dropped, kept for curators (`discarded`), and what each run was made with.
+
+    Why: a curator saw only a count per gate, so a real move dropped as "tombstoned" or "predicted"
+    was invisible and could not be brought back. Every dropped statement is now a row with its gate
+    and what it matched (a fact, a pending candidate or a tombstone), and `queued_candidate_id`
+    records a curator's "queue anyway". Runs record the extractor's prompt version beside its model,
+    so approval rates can be split by both, and how many out-of-range dates were dropped."""
+    del dimensions
+    return [
+        "CREATE TABLE discarded ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " user_id TEXT NOT NULL,"
+        " episode_id INTEGER REFERENCES episodes(id),"
+        " run_id INTEGER REFERENCES extraction_runs(id),"
+        " statement TEXT NOT NULL,"
+        " evidence TEXT NOT NULL DEFAULT '',"
+        " gate TEXT NOT NULL CHECK (gate IN ('predicted', 'below_confidence', 'invalid', 'tombstoned',"
+        " 'duplicate')),"
+        " kind TEXT NOT NULL DEFAULT 'new',"
+        " confidence REAL,"
+        " valid_at INTEGER,"
+        " invalid_at INTEGER,"
+        " matched_entity TEXT CHECK (matched_entity IN ('knowledge', 'candidate', 'tombstone')),"
+        " matched_id INTEGER,"
+        " matched_statement TEXT,"
+        " created_at INTEGER NOT NULL,"
+        " queued_candidate_id INTEGER REFERENCES candidates(id),"
+        " queued_by TEXT,"
+        " queued_at INTEGER)",
+        "CREATE INDEX discarded_user ON discarded(user_id, id)",
+        "CREATE INDEX discarded_run ON discarded(run_id)",
+        "ALTER TABLE extraction_runs ADD COLUMN prompt_version TEXT",
+        "ALTER TABLE extraction_runs ADD COLUMN dates_dropped INTEGER NOT NULL DEFAULT 0",
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6}

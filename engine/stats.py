@@ -10,19 +10,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import store
+from .models import to_jsonable
 from .timeutil import from_us
 
 if TYPE_CHECKING:
     from .memory import Memory
 
 _GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicates")
+DISCARD_GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicate")
 
 
 def _rate(num: int, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
 
-async def stats(mem: Memory, user_id: str | None = None) -> dict[str, Any]:
+async def stats(mem: Memory, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
+    """The figures, plus the `discarded_limit` statements the gates dropped most recently (all of
+    them through `Memory.discarded`)."""
     scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
     and_scope = "AND c.user_id = ?" if user_id is not None else ""
     async with mem.db.reading() as conn:
@@ -59,10 +64,11 @@ async def stats(mem: Memory, user_id: str | None = None) -> dict[str, Any]:
         discards = dict(zip(_GATES, total[1:6], strict=True))
         claims, queued, dropped, unsupported = total[6:10]
         by_extractor_runs = {
-            name: {"runs": n, "claims": c, "queued": q, "predicted": p}
-            for name, n, c, q, p in await rows(
+            name: {"runs": n, "claims": c, "queued": q, "predicted": p, "dates_dropped": dd}
+            for name, n, c, q, p, dd in await rows(
                 "SELECT extractor, count(*), coalesce(sum(claims), 0), coalesce(sum(queued), 0),"
-                f" coalesce(sum(predicted), 0) FROM extraction_runs {ok_scope} GROUP BY extractor"
+                " coalesce(sum(predicted), 0), coalesce(sum(dates_dropped), 0)"
+                f" FROM extraction_runs {ok_scope} GROUP BY extractor"
             )
         }
 
@@ -87,6 +93,27 @@ async def stats(mem: Memory, user_id: str | None = None) -> dict[str, Any]:
         ):
             reasons.setdefault(kind, {})[reason] = n
 
+        by_version: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
+        for extractor, model, version, status, n in await rows(
+            "SELECT r.extractor, r.model, r.prompt_version, c.status, count(*) FROM candidates c"
+            f" JOIN extraction_runs r ON r.id = c.run_id WHERE {decided_scope} GROUP BY 1, 2, 3, 4"
+        ):
+            entry = by_version.setdefault((extractor, model, version), {
+                "extractor": extractor, "model": model, "prompt_version": version, "approved": 0, "rejected": 0,
+            })
+            entry[status] += n
+        for entry in by_version.values():
+            entry["approval_rate"] = _rate(entry["approved"], entry["approved"] + entry["rejected"])
+
+        discarded_by_gate = {g: 0 for g in DISCARD_GATES}
+        for gate, n in await rows(f"SELECT gate, count(*) FROM discarded {scope} GROUP BY gate"):
+            discarded_by_gate[gate] = n
+        queued_anyway = (await rows(
+            "SELECT count(*) FROM discarded WHERE queued_candidate_id IS NOT NULL"
+            + (" AND user_id = ?" if user_id is not None else "")
+        ))[0][0]
+        latest = await store.list_discarded(conn, user_id, limit=discarded_limit)
+
         daily_rows = await rows(
             "SELECT day, sum(q), sum(d) FROM ("
             " SELECT created_at / 86400000000 AS day, 1 AS q, 0 AS d FROM candidates c WHERE 1 = 1 "
@@ -107,7 +134,18 @@ async def stats(mem: Memory, user_id: str | None = None) -> dict[str, Any]:
         "review": {
             "decided": approved + rejected, "approved": approved, "rejected": rejected,
             "approval_rate": _rate(approved, approved + rejected), "by_kind": by_kind,
-            "by_extractor": by_extractor, "rejection_reasons": reasons,
+            "by_extractor": by_extractor, "by_extractor_version": list(by_version.values()),
+            "rejection_reasons": reasons,
+        },
+        "discarded": {
+            "total": sum(discarded_by_gate.values()), "by_gate": discarded_by_gate, "queued_anyway": queued_anyway,
+            "latest": [
+                {"id": d.id, "user_id": d.user_id, "gate": d.gate, "statement": d.statement,
+                 "matched": None if d.matched_entity is None else
+                 f"{d.matched_entity} {d.matched_id}: {d.matched_statement}",
+                 "queued_candidate_id": d.queued_candidate_id, "at": to_jsonable(d.created_at)}
+                for d in latest
+            ],
         },
         "daily": [
             {"day": from_us(int(day) * 86_400_000_000).date().isoformat(), "queued": q, "decided": d}  # type: ignore[union-attr]

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
 import sqlite_vec
 
 from .errors import NotFoundError, UserInputError
-from .models import AuditEvent, Candidate, CandidateContext, Episode, Knowledge, Tombstone, to_jsonable
+from .models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from .schema import STILL_TRUE_SQL
-from .text import best_match, value_key
+from .text import ValueIndex, best_match, value_key
 from .timeutil import BEGINNING, FOREVER, from_us, to_us
 
 KNOWLEDGE_COLS = (
@@ -41,6 +42,10 @@ AUDIT_COLS = "id, at, actor, action, user_id, entity, entity_id, before, after, 
 # sqlite-vec ids and SQLite rowids are signed 64-bit: a larger id names nothing, and binding it
 # would raise OverflowError deep in the driver instead of a clean "not found".
 MAX_ID = 2**63 - 1
+DISCARDED_COLS = (
+    "id, user_id, statement, gate, created_at, episode_id, run_id, evidence, kind, confidence, valid_at,"
+    " invalid_at, matched_entity, matched_id, matched_statement, queued_candidate_id, queued_by, queued_at"
+)
 
 
 # -- rows -> models -------------------------------------------------------------------------------
@@ -71,6 +76,15 @@ def tombstone_from_row(r: Sequence[Any]) -> Tombstone:
         id=r[0], user_id=r[1], key=r[2], statement=r[3], reason=r[4], created_by=r[5],
         created_at=from_us(r[6]), candidate_id=r[7], knowledge_id=r[8], lifted_at=from_us(r[9]),  # type: ignore[arg-type]
         lifted_by=r[10], lift_reason=r[11],
+    )
+
+
+def discarded_from_row(r: Sequence[Any]) -> Discarded:
+    return Discarded(
+        id=r[0], user_id=r[1], statement=r[2], gate=r[3], created_at=from_us(r[4]), episode_id=r[5],  # type: ignore[arg-type]
+        run_id=r[6], evidence=r[7], kind=r[8], confidence=r[9], valid_at=from_us(r[10]),
+        invalid_at=from_us(r[11]), matched_entity=r[12], matched_id=r[13], matched_statement=r[14],
+        queued_candidate_id=r[15], queued_by=r[16], queued_at=from_us(r[17]),
     )
 
 
@@ -147,6 +161,19 @@ async def get_knowledge(conn: aiosqlite.Connection, user_id: str, knowledge_id: 
     if row is None:
         raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
     return knowledge_from_row(row)
+
+
+async def next_id(conn: aiosqlite.Connection, table: str, entity: str) -> int:
+    """The id for a new row of an audited table: past both the table's rows and every id its audit
+    trail has ever named. Undo and erasure delete rows, and SQLite would hand a deleted row's id to
+    the next insert, which would then inherit the deleted row's audit history. Safe because every
+    insert runs inside BEGIN IMMEDIATE (the write lock)."""
+    [row] = await conn.execute_fetchall(
+        f"SELECT max(coalesce((SELECT max(id) FROM {table}), 0),"
+        " coalesce((SELECT max(entity_id) FROM audit_log WHERE entity = ?), 0))",
+        (entity,),
+    )
+    return int(row[0]) + 1
 
 
 async def insert_knowledge(
@@ -377,15 +404,41 @@ async def insert_candidate(
     unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
     supersedes_candidate_id: int | None = None,
 ) -> int:
-    cur = await conn.execute(
-        "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
-        " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
-        " supersedes_candidate_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-        (user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
-         confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason,
-         supersedes_candidate_id),
+    [cid] = await insert_candidates_many(conn, [{
+        "user_id": user_id, "statement": statement, "kind": kind, "confidence": confidence, "created_at": created_at,
+        "evidence": evidence, "supersedes_id": supersedes_id, "valid_at": valid_at, "invalid_at": invalid_at,
+        "episode_id": episode_id, "run_id": run_id, "unsupported": unsupported, "created_by": created_by,
+        "reason": reason, "supersedes_candidate_id": supersedes_candidate_id,
+    }])
+    return cid
+
+
+_CANDIDATE_INSERT_FIELDS = (
+    "user_id", "episode_id", "run_id", "statement", "evidence", "kind", "supersedes_id", "confidence", "valid_at",
+    "invalid_at", "unsupported", "created_at", "created_by", "reason", "supersedes_candidate_id",
+)
+
+
+async def insert_candidates_many(conn: aiosqlite.Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """Pending candidates from dicts of `insert_candidate`'s keyword arguments, in one executemany
+    (the pipeline queues an episode's survivors at once). Ids are consecutive from `next_id`, which
+    is safe because the caller holds the write lock (BEGIN IMMEDIATE)."""
+    if not rows:
+        return []
+    first = await next_id(conn, "candidates", "candidate")
+    ids = list(range(first, first + len(rows)))
+    names = ", ".join(_CANDIDATE_INSERT_FIELDS)
+    await conn.executemany(
+        f"INSERT INTO candidates(id, key, status, {names}) VALUES (?, ?, 'pending', "
+        f"{', '.join('?' * len(_CANDIDATE_INSERT_FIELDS))})",
+        [
+            (cid, value_key(row["statement"]),
+             *(int(bool(row.get(f))) if f == "unsupported" else row.get(f, "" if f == "evidence" else None)
+               for f in _CANDIDATE_INSERT_FIELDS))
+            for cid, row in zip(ids, rows, strict=True)
+        ],
     )
-    return int(cur.lastrowid or 0)
+    return ids
 
 
 async def mark_decided(
@@ -625,25 +678,12 @@ async def delete_tombstone(conn: aiosqlite.Connection, tombstone_id: int) -> Non
     await conn.execute("DELETE FROM tombstones WHERE id = ?", (tombstone_id,))
 
 
-async def matching_tombstone(
-    conn: aiosqlite.Connection, user_id: str, statement: str, threshold: float
-) -> Tombstone | None:
-    """The live tombstone of this user whose value matches `statement`, if any."""
-    key = value_key(statement)
-    row = await (await conn.execute(
-        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL AND key = ? LIMIT 1",
-        (user_id, key),
-    )).fetchone()
-    if row is not None:
-        return tombstone_from_row(row)
+async def matching_tombstone(conn: aiosqlite.Connection, user_id: str, statement: str) -> Tombstone | None:
+    """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
     rows = await (await conn.execute(
-        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL", (user_id,)
+        f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id", (user_id,)
     )).fetchall()
-    stones = [tombstone_from_row(r) for r in rows]
-    found = best_match(key, (t.key for t in stones), threshold)
-    if found is None:
-        return None
-    return next(t for t in stones if t.key == found[0])
+    return ValueIndex((r[2], tombstone_from_row(r)) for r in rows).find(value_key(statement))
 
 
 # -- dedup ----------------------------------------------------------------------------------------
@@ -671,6 +711,98 @@ async def duplicate_of(
     if found is None:
         return None
     return next((e, i) for k, e, i in live if k == found[0])
+
+
+LiveEntry = tuple[str, int, str]  # ('knowledge' | 'candidate', id, statement)
+
+
+@dataclass(slots=True)
+class GateView:
+    """What the gates of one episode compare against, read inside the episode's write transaction
+    (two queries): the user's live tombstones, and the ACTIVE facts plus PENDING candidates a claim
+    can duplicate (`live`), each as (entity, id, statement). `pending` keeps the candidates whole,
+    for the chain rule and for what the next episode's extractor is shown."""
+
+    tombstones: ValueIndex[LiveEntry]
+    live: ValueIndex[LiveEntry]
+    pending: list[Candidate]
+    active_ids: set[int]
+
+
+async def gate_view(conn: aiosqlite.Connection, user_id: str, known: Sequence[Candidate] = ()) -> GateView:
+    """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
+    and pending candidates; whole candidate rows are read only for pending candidates not in
+    `known` (what the caller already holds, e.g. from its previous episode)."""
+    rows = await conn.execute_fetchall(
+        "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
+        " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
+        # pending candidates that state a value (retraction requests are not values)
+        " UNION ALL SELECT 'candidate', id, key, statement FROM candidates WHERE user_id = ? AND status = 'pending'"
+        " AND kind != 'retraction' ORDER BY 1, 2",
+        (user_id, user_id, user_id),
+    )
+    live: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] != "tombstone")
+    stones: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] == "tombstone")
+    have = {c.id: c for c in known}
+    pending_ids = [int(r[1]) for r in rows if r[0] == "candidate"]
+    missing = [i for i in pending_ids if i not in have]
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        found = await conn.execute_fetchall(
+            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id IN ({','.join('?' * len(chunk))})", chunk
+        )
+        have.update((r[0], candidate_from_row(r)) for r in found)
+    pending = [have[i] for i in pending_ids]
+    return GateView(stones, live, pending, {int(r[1]) for r in rows if r[0] == "knowledge"})
+
+
+# -- discarded statements ---------------------------------------------------------------------------
+
+_DISCARDED_INSERT_FIELDS = (
+    "user_id", "episode_id", "run_id", "statement", "evidence", "gate", "kind", "confidence", "valid_at",
+    "invalid_at", "matched_entity", "matched_id", "matched_statement", "created_at",
+)
+
+
+async def insert_discarded_many(conn: aiosqlite.Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """What the gates of one run dropped (dicts keyed by the column names), in one executemany."""
+    if rows:
+        await conn.executemany(
+            f"INSERT INTO discarded({', '.join(_DISCARDED_INSERT_FIELDS)})"
+            f" VALUES ({', '.join('?' * len(_DISCARDED_INSERT_FIELDS))})",
+            [tuple(row.get(f, "" if f == "evidence" else None) for f in _DISCARDED_INSERT_FIELDS) for row in rows],
+        )
+
+
+async def list_discarded(
+    conn: aiosqlite.Connection, user_id: str | None, *, limit: int, offset: int = 0
+) -> list[Discarded]:
+    """Newest first: a curator looks at what was dropped lately."""
+    where, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
+    rows = await (await conn.execute(
+        f"SELECT {DISCARDED_COLS} FROM discarded {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+        (*args, int(limit), int(offset)),
+    )).fetchall()
+    return [discarded_from_row(r) for r in rows]
+
+
+async def get_discarded(conn: aiosqlite.Connection, discarded_id: int) -> Discarded:
+    row = await (await conn.execute(f"SELECT {DISCARDED_COLS} FROM discarded WHERE id = ?", (discarded_id,))).fetchone()
+    if row is None:
+        raise NotFoundError(f"no discarded statement {discarded_id}")
+    return discarded_from_row(row)
+
+
+async def mark_discarded_queued(
+    conn: aiosqlite.Connection, discarded_id: int, candidate_id: int, by: str, at: int
+) -> bool:
+    """False when it was queued already (the guard that makes "queue anyway" happen once)."""
+    cur = await conn.execute(
+        "UPDATE discarded SET queued_candidate_id = ?, queued_by = ?, queued_at = ?"
+        " WHERE id = ? AND queued_candidate_id IS NULL",
+        (candidate_id, by, at, discarded_id),
+    )
+    return cur.rowcount == 1
 
 
 # -- retrieval arms -------------------------------------------------------------------------------
@@ -807,22 +939,33 @@ def candidate_from_row_json(text: str) -> Candidate:
 
 
 async def episode_with_messages(conn: aiosqlite.Connection, episode_id: int) -> Episode | None:
+    return (await episodes_with_messages(conn, [episode_id])).get(episode_id)
+
+
+async def episodes_with_messages(conn: aiosqlite.Connection, episode_ids: Sequence[int]) -> dict[int, Episode]:
+    """Episodes with their messages in conversation order, in two queries however many."""
     from .models import Episode, Message
 
-    row = await (await conn.execute(
-        "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id = ?",
-        (episode_id,),
-    )).fetchone()
-    if row is None:
-        return None
-    msgs = await (await conn.execute(
-        "SELECT id, user_id, role, content, at FROM messages WHERE episode_id = ? ORDER BY at, id", (episode_id,)
+    if not episode_ids:
+        return {}
+    marks = ",".join("?" * len(episode_ids))
+    rows = await (await conn.execute(
+        f"SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id IN ({marks})",
+        list(episode_ids),
     )).fetchall()
-    return Episode(
-        id=row[0], user_id=row[1], title=row[2], narrative=row[3],
-        messages=[Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]) for m in msgs],  # type: ignore[arg-type]
-        start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7],
-    )
+    out = {
+        row[0]: Episode(id=row[0], user_id=row[1], title=row[2], narrative=row[3], messages=[],
+                        start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7])
+        for row in rows
+    }
+    msgs = await (await conn.execute(
+        f"SELECT id, user_id, role, content, at, episode_id FROM messages WHERE episode_id IN ({marks})"
+        " ORDER BY episode_id, at, id",
+        list(episode_ids),
+    )).fetchall()
+    for m in msgs:
+        out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))  # type: ignore[arg-type]
+    return out
 
 
 async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> CandidateContext:
@@ -836,7 +979,22 @@ async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> Cand
         if run is not None:
             ctx.prediction, ctx.mode = run[0], run[1]
             ids = [int(i) for i in json.loads(run[2] or "[]")]
-            found = await knowledge_by_ids(conn, ids)
+            found = await knowledge_by_ids(conn, [i for i in ids if i > 0])
+            # Negative ids are the pending candidates the extractor was shown (extraction.base):
+            # one still pending is shown as such, one approved since as the fact it became.
+            from .extraction.base import pending_record
+
+            for i in ids:
+                if i < 0:
+                    try:
+                        shown = await get_candidate(conn, -i, cand.user_id)
+                    except NotFoundError:
+                        continue
+                    if shown.status == "pending":
+                        found[i] = pending_record(shown)
+                    elif shown.knowledge_id is not None:
+                        found.update(await knowledge_by_ids(conn, [shown.knowledge_id]))
+                        ids[ids.index(i)] = shown.knowledge_id
             ctx.existing = [found[i] for i in ids if i in found and found[i].user_id == cand.user_id]
     if cand.episode_id is not None:
         ctx.episode = await episode_with_messages(conn, cand.episode_id)
@@ -927,14 +1085,38 @@ async def claim_episodes(
     return ids
 
 
-async def finish_episode(
-    conn: aiosqlite.Connection, episode_id: int, *, status: str, error: str | None = None
-) -> None:
-    await conn.execute(
-        "UPDATE episodes SET status = ?, error = ?, attempts = attempts + 1, claimed_by = NULL,"
-        " claimed_until = NULL WHERE id = ?",
-        (status, error, episode_id),
+async def leases_elsewhere(
+    conn: aiosqlite.Connection, user_id: str, token: str, now: int
+) -> tuple[int, int | None]:
+    """(episodes with work that another worker's unexpired lease holds, when the last lease ends)."""
+    row = await (await conn.execute(
+        "SELECT count(*), max(claimed_until) FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
+        " AND claimed_until > ? AND claimed_by != ?",
+        (user_id, now, token),
+    )).fetchone()
+    return int(row[0]), (int(row[1]) if row[1] is not None else None)  # type: ignore[index]
+
+
+async def renew_leases(conn: aiosqlite.Connection, token: str, until: int) -> int:
+    """Extend every lease this worker still holds (its episodes not yet finished)."""
+    cur = await conn.execute(
+        "UPDATE episodes SET claimed_until = ? WHERE claimed_by = ? AND status IN ('open', 'failed')", (until, token)
     )
+    return cur.rowcount
+
+
+async def finish_episode(
+    conn: aiosqlite.Connection, episode_id: int, *, status: str, error: str | None = None, token: str | None = None
+) -> bool:
+    """Mark the episode processed or failed and release its lease. With `token`, only while that
+    worker still holds the lease: False means another worker took it (the caller stores nothing)."""
+    guard, args = (" AND claimed_by = ?", (token,)) if token is not None else ("", ())
+    cur = await conn.execute(
+        "UPDATE episodes SET status = ?, error = ?, attempts = attempts + 1, claimed_by = NULL,"
+        f" claimed_until = NULL WHERE id = ?{guard}",
+        (status, error, episode_id, *args),
+    )
+    return cur.rowcount == 1
 
 
 async def insert_run(conn: aiosqlite.Connection, **fields: Any) -> int:
@@ -946,18 +1128,11 @@ async def insert_run(conn: aiosqlite.Connection, **fields: Any) -> int:
     return int(cur.lastrowid or 0)
 
 
-async def pending_keys(conn: aiosqlite.Connection, user_id: str) -> list[str]:
-    rows = await (await conn.execute(
-        "SELECT key FROM candidates WHERE user_id = ? AND status = 'pending'", (user_id,)
-    )).fetchall()
-    return [r[0] for r in rows]
-
-
 # -- erasure and export ---------------------------------------------------------------------------
 
 # Every table that holds rows of one user, children before parents (erasure deletes in this order
 # with foreign keys deferred, so the knowledge <-> candidate cycle needs no unlinking first).
-USER_TABLES = ("tombstones", "candidates", "knowledge", "extraction_runs", "messages", "episodes")
+USER_TABLES = ("discarded", "tombstones", "candidates", "knowledge", "extraction_runs", "messages", "episodes")
 
 
 async def user_row_counts(conn: aiosqlite.Connection, user_id: str) -> dict[str, int]:

@@ -1,29 +1,49 @@
 """Value keys: how two statements are recognised as "the same value" for tombstones and dedup.
 
-The key folds what a person would not call a different statement: Unicode form (NFKC), case
-(casefold), punctuation and symbols, and runs of whitespace. Near matches beyond the key (a typo)
-are caught by rapidfuzz against the user's own keys, with a configurable threshold, and then only
-when every word that differs is a misspelling of its counterpart: a whole-ratio score alone calls
-"allergic to peanuts" and "allergic to walnuts" the same value (92.3), and "is not allergic" the same
-as "is allergic" (92.9), so a rejection of one would silently block the other.
+The rule (one rule, used by the tombstone gate, the duplicate gate and `Memory.is_tombstoned` /
+`is_duplicate`):
+
+1. `value_key` folds what a person would not call a different statement: Unicode form (NFKC),
+   case (casefold), punctuation and symbols, and runs of whitespace. This is what the `key`
+   columns store.
+2. `match_key` adds the confusables skeleton (`skeleton`): every NON-ASCII character that Unicode's
+   confusables data lists as a look-alike of an ASCII character is read as that character, so
+   "Usеr іs аllеrgіc" in Cyrillic letters is "user is allergic". ASCII is left alone on purpose:
+   the data also calls "rn" a look-alike of "m" and "1" of "l", and folding those would make
+   "burn" the same value as "bum". Accents are split off first (NFD) and kept, so "avó" and "avô"
+   stay two people.
+3. Beyond equal match keys, a typo is the same value: exactly ONE edit (insertion, deletion,
+   substitution or transposition of two adjacent characters) that falls inside a word of five or
+   more letters (in the longer of the two forms), with every number unchanged. Short words get no
+   typo allowance because one edit there is usually another word: "hope" / "Hove", "cat" / "car".
+   Two edits are never a typo: "peanuts" / "walnuts", and a word added or dropped ("not", "ex-")
+   is a different statement.
+
+The rule is exact (no similarity threshold): a curator can predict what a rejection blocks.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
-from difflib import SequenceMatcher
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Generic, TypeVar
 
 from rapidfuzz import fuzz, process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 _DIGITS = re.compile(r"\d+")
-DEFAULT_TOMBSTONE_THRESHOLD = 92.0
-DEFAULT_DUPLICATE_THRESHOLD = 92.0
+TYPO_MIN_LETTERS = 5  # a word needs this many letters before one edit inside it counts as a typo
+
+P = TypeVar("P")
 
 
+@lru_cache(maxsize=65_536)
 def value_key(text: str) -> str:
+    """Cached: the pipeline and the offline extractor key the same statements episode after episode."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     kept = []
     for ch in folded:
@@ -38,44 +58,132 @@ def value_key(text: str) -> str:
     return unicodedata.normalize("NFKC", " ".join("".join(kept).split()))
 
 
+@cache
+def _confusable_map() -> dict[str, str]:
+    """Non-ASCII character -> the ASCII text it looks like, from the `confusable_homoglyphs`
+    package's copy of Unicode's confusables data (loaded once). Where a character has several
+    ASCII look-alikes, a single lowercase letter or digit is preferred, then the shortest."""
+    raw = resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8")
+    data: dict[str, list[dict[str, str]]] = json.loads(raw)
+    out: dict[str, str] = {}
+    for char, glyphs in data.items():
+        if len(char) != 1 or char.isascii():
+            continue
+        ascii_forms = [g["c"].replace("\u200e", "") for g in glyphs]
+        ascii_forms = [f for f in ascii_forms if f and f.isascii() and f.strip()]
+        if not ascii_forms:
+            continue
+        ascii_forms.sort(key=lambda f: (not (len(f) == 1 and (f.islower() or f.isdigit())), len(f), f))
+        out[char] = ascii_forms[0].casefold()
+    return out
+
+
+@lru_cache(maxsize=65_536)
+def skeleton(key: str) -> str:
+    """The confusables skeleton of a value key (see the module docstring): cached, because every
+    gate check maps the same tombstone and fact keys again."""
+    if key.isascii():
+        return key
+    table = _confusable_map()
+    decomposed = unicodedata.normalize("NFD", key)
+    mapped = "".join(table.get(ch, ch) if not ch.isascii() else ch for ch in decomposed)
+    return unicodedata.normalize("NFC", mapped)
+
+
+def match_key(text: str) -> str:
+    """The form two statements are compared in: value key, then skeleton, then folded again (a
+    look-alike may map to punctuation or to two characters)."""
+    return key_to_match(value_key(text))
+
+
+@lru_cache(maxsize=65_536)
+def key_to_match(key: str) -> str:
+    """`match_key` from an already computed value key (what the database stores)."""
+    skel = skeleton(key)
+    return skel if skel == key else value_key(skel)
+
+
 def _numbers(key: str) -> list[str]:
     return _DIGITS.findall(key)
 
 
-def _typo_budget(length: int) -> int:
-    return 1 if length < 8 else 2
+def _span_letters(text: str, start: int, end: int) -> int:
+    """Letters of the word(s) around text[start:end]: the edited region widened to whitespace."""
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return sum(1 for ch in text[start:end] if ch.isalpha())
 
 
-def typos_only(a: str, b: str) -> bool:
-    """Whether two keys differ only by misspellings inside words: every differing run of words must
-    be within a small edit distance of its counterpart (spaces ignored, so "ice cream" matches
-    "icecream"). A word added or dropped is a different statement ("not", "ex-", a second city)."""
-    wa, wb = a.split(), b.split()
-    for tag, i1, i2, j1, j2 in SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        left, right = "".join(wa[i1:i2]), "".join(wb[j1:j2])
-        if not left or not right:
-            return False
-        if Levenshtein.distance(left, right) > _typo_budget(max(len(left), len(right))):
-            return False
-    return True
+def is_typo(a: str, b: str) -> bool:
+    """Whether two DIFFERENT match keys are one edit apart inside a word of >= 5 letters."""
+    if a == b or OSA.distance(a, b, score_cutoff=1) > 1 or _numbers(a) != _numbers(b):
+        return False
+    prefix = 0
+    limit = min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]:
+        suffix += 1
+    # The longer form counts: a letter dropped from "peanuts" is still a typo of a 7-letter word.
+    letters = max(_span_letters(a, prefix, len(a) - suffix), _span_letters(b, prefix, len(b) - suffix))
+    return letters >= TYPO_MIN_LETTERS
 
 
-def best_match(key: str, keys: Iterable[str], threshold: float) -> tuple[str, float] | None:
-    """The closest key at or above `threshold` (0-100), an exact key first.
+def same_value(a: str, b: str) -> bool:
+    """The rule, for two statements (or value keys)."""
+    ka, kb = match_key(a), match_key(b)
+    return ka == kb or is_typo(ka, kb)
 
-    Numbers must agree exactly: "is 31" and "is 32" are one character apart, and a near match
-    there would let a tombstone on one age block the other. Beyond the score, the difference must
-    be typos only (`typos_only`).
-    """
+
+class ValueIndex(Generic[P]):
+    """Match keys of one user's facts, candidates or tombstones, each with a payload, for repeated
+    lookups in one gate pass: exact match keys through a dict, typos through rapidfuzz's OSA
+    distance over the pool (C speed), then the word rule."""
+
+    def __init__(self, items: Iterable[tuple[str, P]] = ()) -> None:
+        self._keys: list[str] = []
+        self._payloads: list[P] = []
+        self._exact: dict[str, int] = {}
+        for key, payload in items:
+            self.add(key, payload)
+
+    def add(self, key: str, payload: P) -> None:
+        """`key` is a value key (as stored); it is compared in its match form."""
+        mk = key_to_match(key)
+        self._exact.setdefault(mk, len(self._keys))
+        self._keys.append(mk)
+        self._payloads.append(payload)
+
+    def find(self, key: str) -> P | None:
+        """The payload of the first entry with the same value as the value key `key`, or None."""
+        mk = key_to_match(key)
+        hit = self._exact.get(mk)
+        if hit is not None:
+            return self._payloads[hit]
+        if not mk or not self._keys:
+            return None
+        for choice, _, index in process.extract(mk, self._keys, scorer=OSA.distance, score_cutoff=1, limit=None):
+            if is_typo(mk, choice):
+                return self._payloads[index]
+        return None
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def best_match(key: str, keys: Iterable[str], threshold: float = 0.0) -> tuple[str, float] | None:
+    """The first of `keys` with the same value as `key` by the rule above (an exact key first),
+    with its fuzz.ratio score; `threshold` optionally also requires that ratio (0-100), for a
+    caller that wants a stricter match (benchmarks matching labels)."""
     pool = list(keys)
     if key in pool:
         return key, 100.0
-    if not key or not pool:
+    index = ValueIndex((k, k) for k in pool)
+    found = index.find(key)
+    if found is None:
         return None
-    numbers = _numbers(key)
-    for choice, score, _ in process.extract(key, pool, scorer=fuzz.ratio, score_cutoff=threshold, limit=8):
-        if _numbers(choice) == numbers and typos_only(key, choice):
-            return choice, float(score)
-    return None
+    score = float(fuzz.ratio(key, found))
+    return (found, score) if score >= threshold else None

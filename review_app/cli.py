@@ -349,7 +349,9 @@ REPORT_FIELDS = (
     ("supersedes_dropped", "supersession pointer dropped (kept as new)"),
     ("unsupported", "queued with unsupported evidence"),
     ("queued", "queued for review"),
+    ("dates_dropped", "extractor dates out of range (dropped from their item)"),
     ("failed", "episodes failed (retried on the next run)"),
+    ("leased_elsewhere", "episodes leased by another worker (not processed now)"),
 )
 
 
@@ -360,9 +362,11 @@ REPORT_FIELDS = (
               show_default=True, help="offline: deterministic, no network. openai: any OpenAI-compatible endpoint.")
 @click.option("--model", help="Model name for --extractor openai (else $MEMDESK_MODEL).")
 @click.option("--base-url", help="Endpoint for --extractor openai (else $MEMDESK_BASE_URL; default OpenAI).")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Users processed at once, so a model's latency overlaps (one user's episodes stay in order).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def process(db: str, user: str | None, extractor_name: str, model: str | None, base_url: str | None,
-            as_json: bool) -> None:
+            concurrency: int, as_json: bool) -> None:
     """Extract pending candidates from unprocessed messages and print the per-gate counts.
 
     The API key of --extractor openai comes from $OPENAI_API_KEY (never argv); a local
@@ -373,25 +377,27 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
 
     async def go() -> Any:
         from engine import Memory
-        from engine.models import ProcessReport
 
         async with Memory(db, extractor=extractor) as mem:
-            users = [user] if user else await mem.users()
-            total = ProcessReport()
             with Progress("Processing users") as bar:
-                for i, uid in enumerate(users, start=1):
-                    total.add(await mem.process(uid))
-                    bar(i, len(users))
-            return total
+                return await mem.process(user, concurrency=concurrency, progress=bar)
 
     report = _run(go())
-    data = asdict(report)
+    from engine.models import to_jsonable
+
+    data = to_jsonable(asdict(report))
     if as_json:
         click.echo(_json(data))
     else:
         width = max(len(label) for _, label in REPORT_FIELDS)
         for name, label in REPORT_FIELDS:
             click.echo(f"{label.ljust(width)}  {data.get(name, 0)}")
+    if report.leased_elsewhere and report.leased_until is not None:
+        click.echo(
+            f"{report.leased_elsewhere} episode(s) are leased by another worker until "
+            f"{report.leased_until.isoformat(timespec='seconds')}; if that worker is gone, run process again after "
+            "that time", err=True,
+        )
     for error in report.errors:
         click.echo(f"error: {error}", err=True)
     if report.failed:
@@ -453,16 +459,18 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--user", help="Only this user's figures.")
+@click.option("--discarded", "discarded_limit", type=click.IntRange(0, 100_000), default=20, show_default=True,
+              help="List this many of the statements the gates dropped most recently.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def stats(db: str, user: str | None, as_json: bool) -> None:
-    """Extraction rate, discards by gate, review outcomes and queue size."""
+def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> None:
+    """Extraction rate, discards by gate (and the dropped statements), review outcomes and queue size."""
     existing_db(db)
 
     async def go() -> dict[str, Any]:
         from engine import Memory
 
         async with Memory(db) as mem:
-            return await mem.stats(user)
+            return await mem.stats(user, discarded_limit)
 
     data = _run(go())
     if as_json:

@@ -77,6 +77,7 @@ class OfflineExtractor:
 
     name = "offline"
     model: str | None = None
+    prompt_version: str | None = None
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         claims: list[SourcedClaim] = []

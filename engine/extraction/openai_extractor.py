@@ -104,6 +104,8 @@ class OpenAIExtractor:
     """
 
     name = "openai"
+    model: str | None = None  # set in __init__ (argument, $MEMDESK_MODEL, or what the endpoint serves)
+    prompt_version: str | None = prompts.PROMPT_VERSION
 
     def __init__(
         self,

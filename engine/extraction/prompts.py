@@ -82,14 +82,16 @@ Answer with a JSON object: {{"items": [...]}}. The list may be empty."""
 
 
 def handle(fact: Knowledge) -> str:
-    """The stable handle a model uses to name an existing fact: K + the knowledge id."""
+    """The stable handle a model uses to name an existing record: K + its id (negative for a
+    pending candidate, see engine.extraction.base)."""
     return f"K{fact.id}"
 
 
 def render_facts(existing: Sequence[Knowledge]) -> str:
     lines = []
     for fact in existing:
-        lines.append(f"[{handle(fact)}] {fact.statement} (valid {fact.interval_text()})")
+        pending = " [pending review, not yet approved]" if fact.status == "pending" else ""
+        lines.append(f"[{handle(fact)}] {fact.statement} (valid {fact.interval_text()}){pending}")
     return "\n".join(lines) if lines else "(none)"
 
 
