@@ -450,10 +450,10 @@ class Memory:
         uid = _user(user_id)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
-            stone = await store.matching_tombstone(conn, uid, text, self.config.tombstone_threshold)
+            stone = await store.matching_tombstone(conn, uid, text)
             if stone is not None:
                 raise TombstonedError(stone.id)
-            duplicate = await store.duplicate_of(conn, uid, text, self.config.duplicate_threshold)
+            duplicate = await store.duplicate_of(conn, uid, text)
             if duplicate is not None:
                 return ProposalOutcome(duplicate_of=duplicate)
             await self._agent_room(conn, uid)

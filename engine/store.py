@@ -20,7 +20,7 @@ import sqlite_vec
 from .errors import NotFoundError, UserInputError
 from .models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from .schema import STILL_TRUE_SQL
-from .text import ValueIndex, best_match, value_key
+from .text import ValueIndex, value_key
 from .timeutil import BEGINNING, FOREVER, from_us, to_us
 
 KNOWLEDGE_COLS = (
@@ -701,16 +701,12 @@ async def live_keys(conn: aiosqlite.Connection, user_id: str) -> list[tuple[str,
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-async def duplicate_of(
-    conn: aiosqlite.Connection, user_id: str, statement: str, threshold: float
-) -> tuple[str, int] | None:
+async def duplicate_of(conn: aiosqlite.Connection, user_id: str, statement: str) -> tuple[str, int] | None:
     """('knowledge' | 'candidate', id) of the ACTIVE fact or PENDING candidate of this user that
-    holds the statement's value (the duplicate gate), or None."""
+    holds the statement's value (the duplicate gate, engine.text's rule), or None."""
     live = await live_keys(conn, user_id)
-    found = best_match(value_key(statement), (k for k, _, _ in live), threshold)
-    if found is None:
-        return None
-    return next((e, i) for k, e, i in live if k == found[0])
+    found = ValueIndex((k, (e, i)) for k, e, i in live).find(value_key(statement))
+    return None if found is None else (found[0], found[1])
 
 
 LiveEntry = tuple[str, int, str]  # ('knowledge' | 'candidate', id, statement)

@@ -37,6 +37,7 @@ try:  # the SCREENS engineer's modules; until they exist the modes say so instea
     from .screens.tombstones import TombstonesScreen
 except ImportError:  # pragma: no cover - only while the other screens are being written
     HelpScreen = KnowledgeScreen = StatsScreen = TombstonesScreen = None  # type: ignore[assignment,misc]
+from .screens.discarded import DiscardedScreen
 from .screens.queue import QueueScreen
 
 BLINK_ENV = "MEMDESK_CURSOR_BLINK"
@@ -87,6 +88,7 @@ class ReviewApp(App[None]):
         "knowledge": _mode(KnowledgeScreen, "knowledge"),
         "tombstones": _mode(TombstonesScreen, "tombstones"),
         "stats": _mode(StatsScreen, "stats"),
+        "discarded": DiscardedScreen,
     }
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-medium"), (130, "-wide")]
     VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
@@ -97,6 +99,7 @@ class ReviewApp(App[None]):
         Binding("2", "mode('knowledge')", "Knowledge", id="app.mode.knowledge"),
         Binding("3", "mode('tombstones')", "Tombstones", id="app.mode.tombstones"),
         Binding("4", "mode('stats')", "Stats", id="app.mode.stats"),
+        Binding("5", "mode('discarded')", "Discarded", id="app.mode.discarded"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]

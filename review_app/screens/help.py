@@ -46,13 +46,13 @@ def scopes() -> list[type[Any]]:
     """Every class whose bindings the workstation offers: the app, each screen, each dialog, and
     the two widgets whose keys matter (lists; the detail tabs of the narrow layout)."""
     from ..app import ReviewApp
-    from ..modals import ConfirmModal, EditModal, ErrorModal, ReasonModal
+    from ..modals import ConfirmModal, EditModal, ErrorModal, PickFactModal, ReasonModal, ReplaceChoiceModal
     from ..widgets.knowledge_correct import CorrectModal
     from ..widgets.queue_filter import FilterModal
 
     screens = [cls for cls in ReviewApp.MODES.values() if isinstance(cls, type)]
-    return [ReviewApp, *screens, ConfirmModal, ReasonModal, EditModal, FilterModal, CorrectModal, ErrorModal,
-            HelpScreen, DataTable, Tabs]
+    return [ReviewApp, *screens, ConfirmModal, ReplaceChoiceModal, ReasonModal, EditModal, PickFactModal,
+            FilterModal, CorrectModal, ErrorModal, HelpScreen, DataTable, Tabs]
 
 
 def class_rows(cls: type[Any], keymap: Mapping[str, str], key_display: Any) -> list[HelpRow]:

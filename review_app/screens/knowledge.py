@@ -27,7 +27,7 @@ from engine.errors import UserInputError
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import ReasonModal, ReasonResult
+from ..modals import PickFactModal, PickResult, ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
@@ -48,8 +48,8 @@ as-of date narrows the list)."""
 
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "knowledge.correct", "knowledge.retract", "knowledge.toggle_expired", "knowledge.search", "knowledge.as_of",
-    "knowledge.user", *APP_KEYS,
+    "knowledge.correct", "knowledge.retract", "knowledge.supersede", "knowledge.toggle_expired",
+    "knowledge.search", "knowledge.as_of", "knowledge.user", *APP_KEYS,
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -61,6 +61,7 @@ class KnowledgeScreen(WorkstationScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
+        Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
         Binding("x", "toggle_expired", "Show expired", id="knowledge.toggle_expired"),
         Binding("slash", "search", "Search", id="knowledge.search"),
         Binding("d", "as_of", "As-of date", id="knowledge.as_of"),
@@ -344,6 +345,43 @@ class KnowledgeScreen(WorkstationScreen):
         stone = "; tombstone written" if result.tombstone else "; no tombstone"
         self._status(f"Fact #{fact.id} retracted ({result.reason}){stone}.")
         return fact.id
+
+    def action_supersede(self) -> None:
+        """Mark the selected fact superseded by another active fact of the same user (the world
+        changed and the new fact was added separately): `Memory.supersede`, audited, reason required."""
+        fact = self._current_fact()
+        if fact is None:
+            tell(self, "No fact selected.", severity="warning")
+            return
+        if fact.status != "active":
+            tell(self, f"Fact #{fact.id} is already {fact.status}.", severity="warning")
+            return
+        self._work(partial(self._ask_supersede, fact), f"Reading the facts of {fact.user_id}", "action")
+
+    async def _ask_supersede(self, fact: Knowledge) -> None:
+        others = [k for k in await self.memory.knowledge(fact.user_id) if k.id != fact.id]
+        if not others:
+            tell(self, f"User {fact.user_id} has no other active fact to supersede #{fact.id} with.",
+                 severity="warning")
+            return
+        modal = PickFactModal(
+            f"Fact #{fact.id} ({fact.statement}) is superseded by which fact?", [(k.id, k.statement) for k in others],
+            ask_reason=True,
+            note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
+                 "the new fact's starts.",
+        )
+        self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
+
+    def _superseded(self, fact: Knowledge, result: PickResult | None) -> None:
+        if result is None:
+            return
+        change = partial(self._apply, partial(self._do_supersede, fact, result))
+        self._work(change, f"Superseding fact {fact.id}", "action")
+
+    async def _do_supersede(self, fact: Knowledge, result: PickResult) -> int:
+        await self.memory.supersede(fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason)
+        self._status(f"Fact #{fact.id} superseded by #{result.fact_id} ({result.reason}).")
+        return result.fact_id
 
     async def _apply(self, change: Callable[[], Awaitable[int]]) -> None:
         """Run one engine change, then re-read the table selecting the row it produced."""

@@ -42,10 +42,20 @@ from engine.errors import (
     UndoRefusedError,
 )
 from engine.models import Candidate, CandidateContext
+from engine.review import replaces
 
 from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
-from ..modals import ConfirmModal, EditModal, EditResult, ReasonModal, ReasonResult
-from ..widgets.candidate_detail import CandidateDetail
+from ..modals import (
+    ConfirmModal,
+    EditModal,
+    EditResult,
+    PickFactModal,
+    PickResult,
+    ReasonModal,
+    ReasonResult,
+    ReplaceChoiceModal,
+)
+from ..widgets.candidate_detail import CandidateDetail, ChainLink
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
 from ..widgets.queue_filter import FilterModal, QueueFilter
@@ -64,9 +74,6 @@ REJECT_REASONS: tuple[str, ...] = (
     "Sensitive: must not be stored",
     "Temporary, not worth remembering",
 )
-SUPERSEDING = ("update", "contradiction")
-ONE_BY_ONE = ("retraction", *SUPERSEDING)
-"""Kinds a bulk approve leaves out: each needs its own decision (retract? supersede or keep both?)."""
 
 
 SORTS: tuple[str, ...] = ("age", "user", "kind", "confidence")
@@ -78,7 +85,7 @@ KIND_LABELS = {"contradiction": "contra", "retraction": "retract", "proposed": "
 FOOTER_KEYS: tuple[str, ...] = (
     "queue.leave_search", "queue.approve", "queue.reject", "queue.edit", "queue.undo", "queue.supersede",
     "queue.keep_both", *APP_KEYS, "queue.mark", "queue.search", "queue.filters", "queue.sort", "queue.bulk",
-    "queue.next", "queue.previous",
+    "queue.chain", "queue.retarget", "queue.next", "queue.previous",
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -90,6 +97,21 @@ def age_text(created_at: datetime, now: datetime) -> str:
     if seconds < 86_400:
         return f"{seconds // 3600}h"
     return f"{seconds // 86_400}d"
+
+
+BULK_SHOWN = 5
+"""Candidates a bulk-approve question lists by statement (the rest by id), so it fits 80x24."""
+
+
+def one_by_one_reason(cand: Candidate) -> str:
+    """Why bulk approve leaves a candidate for its own decision."""
+    if cand.kind == "retraction":
+        return f"asks to retract fact #{cand.supersedes_id}"
+    if cand.supersedes_id is not None:
+        return f"would replace fact #{cand.supersedes_id}"
+    if cand.supersedes_candidate_id is not None:
+        return f"would replace candidate #{cand.supersedes_candidate_id}"
+    return f"is an {cand.kind}: supersede or keep both"
 
 
 def confidence_text(cand: Candidate) -> str:
@@ -127,7 +149,7 @@ class PendingTable(DataTable[Text]):
 
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("mark", "", 1), ("user", "user", 8), ("kind", "kind", 8), ("conf", "conf", 4), ("age", "age", 3),
+    ("mark", "", 1), ("user", "user", 8), ("kind", "kind", 8), ("conf", "conf", 4), ("age", "age", 4),
     ("statement", "statement", 60),
 )
 NARROW_COLUMNS = ("mark", "user", "statement")
@@ -152,6 +174,8 @@ class QueueScreen(WorkstationScreen):
         Binding("f", "filters", "Filters", id="queue.filters"),
         Binding("o", "sort", "Order", id="queue.sort"),
         Binding("b", "bulk", "Bulk approve", id="queue.bulk"),
+        Binding("l", "chain", "Next in chain", id="queue.chain"),
+        Binding("t", "retarget", "Retarget", id="queue.retarget"),
         Binding("escape", "leave_search", "Clear the search", show=False, id="queue.leave_search"),
     ]
 
@@ -166,6 +190,9 @@ class QueueScreen(WorkstationScreen):
         self.marked: set[int] = set()
         self.current_id: int | None = None
         self.current: CandidateContext | None = None
+        self.chain: list[ChainLink] = []
+        """The chain of replacements the shown candidate belongs to (the fact it starts from, then the
+        pending candidates in order); one link when it replaces nothing."""
         self.candidates: dict[int, Candidate] = {}
         self.holders: dict[int, str] = {}
         """Candidates in the list leased by another reviewer, and who holds them."""
@@ -432,9 +459,39 @@ class QueueScreen(WorkstationScreen):
             if self.holders.pop(candidate_id, None) is not None:
                 self._redraw_id(candidate_id)
             ctx = await app.memory.review.context(candidate_id)
-            self.current_id, self.current = candidate_id, ctx
-            self.query_one(CandidateDetail).show(ctx)
+            chain = await self._chain(ctx)
+            self.current_id, self.current, self.chain = candidate_id, ctx, chain
+            self.query_one(CandidateDetail).show(ctx, chain=chain)
             self._show_line()
+
+    async def _chain(self, ctx: CandidateContext) -> list[ChainLink]:
+        """The candidate's chain through public reads: back along supersedes_candidate_id to the
+        active fact it starts from, forward through the user's pending candidates chained to it."""
+        review, cand = self.review_app.memory.review, ctx.candidate
+        links = [cand]
+        seen = {cand.id}
+        while links[0].supersedes_candidate_id is not None and links[0].supersedes_candidate_id not in seen:
+            earlier = await review.get(links[0].supersedes_candidate_id)
+            seen.add(earlier.id)
+            links.insert(0, earlier)
+        later: dict[int, Candidate] = {}
+        offset = 0
+        while True:
+            page = await review.pending(user_id=cand.user_id, limit=1000, offset=offset)
+            later.update((c.supersedes_candidate_id, c) for c in page if c.supersedes_candidate_id is not None)
+            if len(page) < 1000:
+                break
+            offset += len(page)
+        while links[-1].id in later and later[links[-1].id].id not in seen:
+            links.append(later[links[-1].id])
+            seen.add(links[-1].id)
+        chain = [ChainLink(c.statement, "pending", c.valid_at, candidate_id=c.id) for c in links]
+        head = links[0].supersedes_id
+        if head is not None and links[0].kind != "retraction":
+            fact = ctx.superseded if ctx.superseded is not None and ctx.superseded.id == head else \
+                await self.review_app.memory.get_knowledge(cand.user_id, head)
+            chain.insert(0, ChainLink(fact.statement, fact.status, fact.valid_at, fact_id=fact.id))
+        return chain
 
     def _redraw_id(self, candidate_id: int) -> None:
         try:
@@ -520,7 +577,7 @@ class QueueScreen(WorkstationScreen):
                 tell(self, f"Candidate {cid} is being reviewed by {exc.claimed_by}.", severity="warning")
                 return
             except (StaleSupersessionError, DecisionRequiredError, ChainOrderError) as exc:
-                tell(self, f"{exc} Nothing was changed.", severity="warning")
+                tell(self, f"{str(exc).rstrip('.')}. Nothing was changed.", severity="warning")
                 return
             self.review_app.claimed.discard(cid)  # a decision clears the lease
             if self.current_id == cid:
@@ -532,43 +589,71 @@ class QueueScreen(WorkstationScreen):
         finally:
             self._deciding = False
 
+    def _ask_replace(self, ctx: CandidateContext, statement: str,
+                     decide: Callable[[str], None]) -> None:
+        """The supersede-or-keep-both question (a candidate that would replace something cannot be
+        plainly approved: the engine refuses it with DecisionRequiredError)."""
+        cand = ctx.candidate
+        if ctx.superseded is not None:
+            target, old = f"fact #{ctx.superseded.id}", ctx.superseded.statement
+        else:
+            earlier = next((link for link in reversed(self.chain)
+                            if link.candidate_id is not None and link.candidate_id != cand.id), None)
+            target = f"candidate #{cand.supersedes_candidate_id}"
+            old = earlier.statement if earlier is not None else "(an earlier value)"
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                decide(choice)
+
+        self.app.push_screen(ReplaceChoiceModal(f"Candidate {cand.id} would replace {target}", old, statement),
+                             chosen)
+
     def action_approve(self) -> None:
         ctx = self._target()
         if ctx is None:
             return
         cand = ctx.candidate
-        if cand.kind in SUPERSEDING and cand.supersedes_id is not None:
-            # A plain approve would leave the old fact active beside its replacement ("User lives in
-            # Lisbon" and "User lives in Porto"): the reviewer must say which of the two they mean.
-            tell(self, f"Candidate {cand.id} would replace fact #{cand.supersedes_id}: press s to supersede it, "
-                 "or k to keep both.", severity="warning")
-            return
         cid, review, who = cand.id, self.review_app.memory.review, self.review_app.reviewer
+        if replaces(cand):
+            # A plain approve would leave the old fact active beside its replacement ("User lives in
+            # Lisbon" and "User lives in Porto"): the reviewer says which of the two they mean.
+            self._ask_replace(ctx, cand.statement, lambda choice: self._replace(cid, choice))
+            return
         label = "Retracting the fact of" if cand.kind == "retraction" else "Approving"
         self._decide(label, cid, lambda: review.approve(cid, who), "approve")
+
+    def _replace(self, cid: int, choice: str, edit: EditResult | None = None) -> None:
+        """Confirm the supersession or keep both, with the edited statement and interval if any."""
+        review, who = self.review_app.memory.review, self.review_app.reviewer
+        changes: dict[str, Any] = {}
+        if edit is not None:
+            changes = {"statement": edit.statement, "valid_at": edit.valid_at, "invalid_at": edit.invalid_at}
+        if choice == "supersede":
+            self._decide("Confirming the supersession of", cid,
+                         lambda: review.confirm_supersession(cid, who, **changes), "confirm_supersession")
+        else:
+            self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes), "keep_both")
 
     def action_keep_both(self) -> None:
         ctx = self._target()
         if ctx is None:
             return
-        if ctx.candidate.kind not in SUPERSEDING or ctx.superseded is None:
-            tell(self, "Keep both applies to an update or a contradiction; press a to approve.",
+        if not replaces(ctx.candidate):
+            tell(self, "Keep both applies to a candidate that would replace something; press a to approve.",
                  severity="warning")
             return
-        cid, review, who = ctx.candidate.id, self.review_app.memory.review, self.review_app.reviewer
-        self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who), "keep_both")
+        self._replace(ctx.candidate.id, "keep_both")
 
     def action_supersede(self) -> None:
         ctx = self._target()
         if ctx is None:
             return
-        if ctx.candidate.kind not in SUPERSEDING or ctx.candidate.supersedes_id is None:
+        if not replaces(ctx.candidate):
             tell(self, f"Candidate {ctx.candidate.id} is a {ctx.candidate.kind} candidate: there is no fact to "
                  "supersede. Press a to approve it.", severity="warning")
             return
-        cid, review, who = ctx.candidate.id, self.review_app.memory.review, self.review_app.reviewer
-        self._decide("Confirming the supersession of", cid, lambda: review.confirm_supersession(cid, who),
-                     "confirm_supersession")
+        self._replace(ctx.candidate.id, "supersede")
 
     def action_edit(self) -> None:
         ctx = self._target()
@@ -582,12 +667,85 @@ class QueueScreen(WorkstationScreen):
         def edited(result: EditResult | None) -> None:
             if result is None:
                 return
+            if replaces(cand):  # the same question as `a`, now about the edited value
+                self._ask_replace(ctx, result.statement, lambda choice: self._replace(cand.id, choice, result))
+                return
             review, who = self.review_app.memory.review, self.review_app.reviewer
             self._decide("Editing and approving", cand.id, lambda: review.approve(
                 cand.id, who, statement=result.statement, valid_at=result.valid_at, invalid_at=result.invalid_at,
             ), "edit_approve")
 
         self.app.push_screen(EditModal(cand.statement, cand.valid_at, cand.invalid_at), edited)
+
+    # -- chains and retargeting --------------------------------------------------------------------
+
+    def action_chain(self) -> None:
+        """Jump to the next candidate of the shown candidate's chain (after the last, the first)."""
+        links = [link.candidate_id for link in self.chain if link.candidate_id is not None]
+        if self.current_id is None or len(links) < 2:
+            tell(self, "This candidate is not part of a chain of pending replacements.")
+            return
+        target = links[(links.index(self.current_id) + 1) % len(links)] if self.current_id in links else links[0]
+        table = self.query_one(PendingTable)
+        try:
+            index = table.get_row_index(str(target))
+        except Exception:
+            tell(self, f"Candidate {target} of this chain is not in the list (filter or search); "
+                 "clear them to reach it.", severity="warning")
+            return
+        table.move_cursor(row=index, animate=False)
+        table.focus()
+
+    def action_retarget(self) -> None:
+        ctx = self._target()
+        if ctx is None:
+            return
+        self._retarget_ask(ctx)
+
+    @work(group="queue-retarget", name="Reading the facts to retarget at", exit_on_error=False)
+    async def _retarget_ask(self, ctx: CandidateContext) -> None:
+        """A candidate that replaces nothing is made an update of one active fact of its user; one
+        that replaces something is made `new` (the link removed). The candidate stays pending."""
+        cand = ctx.candidate
+        review, who = self.review_app.memory.review, self.review_app.reviewer
+        if cand.kind == "retraction":
+            tell(self, "A retraction request names the fact it retracts; it cannot be retargeted.", severity="warning")
+            return
+        if replaces(cand):
+            target = (f"fact #{cand.supersedes_id}" if cand.supersedes_id is not None
+                      else f"candidate #{cand.supersedes_candidate_id}")
+
+            def unlink(yes: bool | None) -> None:
+                if yes:
+                    self._run_retarget(cand.id, lambda: review.retarget(cand.id, who, None), "replaces nothing now")
+
+            self.app.push_screen(ConfirmModal(f"Make candidate {cand.id} replace nothing? It stops being an "
+                                              f"update of {target} and becomes a new candidate."), unlink)
+            return
+        facts = await self.review_app.memory.knowledge(cand.user_id)
+        if not facts:
+            tell(self, f"User {cand.user_id} has no active fact to replace.", severity="warning")
+            return
+
+        def picked(result: PickResult | None) -> None:
+            if result is not None:
+                self._run_retarget(cand.id, lambda: review.retarget(cand.id, who, result.fact_id),
+                                   f"now an update of fact #{result.fact_id}")
+
+        self.app.push_screen(PickFactModal(
+            f"Make candidate {cand.id} ({cand.statement}) an update of which fact of {cand.user_id}?",
+            [(k.id, k.statement) for k in facts],
+            note="The candidate stays pending; approving it will then ask: supersede or keep both.",
+        ), picked)
+
+    def _run_retarget(self, cid: int, op: Callable[[], Awaitable[Any]], what: str) -> None:
+        async def run() -> None:
+            await op()
+            tell(self, f"Candidate {cid} {what}.")
+            self.current_id = None  # shown again, re-read (the lease is still ours)
+            self.reload(select_id=cid)
+
+        self.run_worker(run(), group="queue-decide", name=f"Retargeting candidate {cid}", exit_on_error=False)
 
     def action_reject(self) -> None:
         if self.marked:
@@ -823,15 +981,21 @@ class QueueScreen(WorkstationScreen):
                     break
                 offset += len(page)
             scope = f"the candidates matching the current filter ({self.filter.describe()})"
-        ids = [c.id for c in chosen if c.kind not in ONE_BY_ONE]
-        left_out = len(chosen) - len(ids)
+        approve = [c for c in chosen if c.kind != "retraction" and not replaces(c)]
+        ids = [c.id for c in approve]
+        left_out = [c for c in chosen if c.id not in set(ids)]
         if not ids:
             tell(self, "Nothing to bulk approve: updates, contradictions and retraction requests need one-by-one "
                  "review.", severity="warning")
             return
-        skipped = (f" ({left_out} retraction requests and proposed supersessions among them are left for "
-                   "one-by-one review)" if left_out else "")
-        question = f"Approve {len(ids)} of {scope} as new facts?{skipped}"
+        question = f"Approve {len(ids)} of {scope} as new facts? Exactly these, whatever arrives meanwhile:\n"
+        question += "\n".join(f"  #{c.id} {c.user_id}: {c.statement}" for c in approve[:BULK_SHOWN])
+        if len(approve) > BULK_SHOWN:
+            question += f"\n  … and {len(approve) - BULK_SHOWN} more"
+        if left_out:
+            question += f"\nLeft for one-by-one review ({len(left_out)}): " + "; ".join(
+                f"#{c.id} {one_by_one_reason(c)}" for c in left_out[:BULK_SHOWN]) + (
+                "; …" if len(left_out) > BULK_SHOWN else "")
 
         def answered(yes: bool | None) -> None:
             if yes and not self._deciding:
