@@ -90,3 +90,29 @@ def test_search_filters_the_list(snap_compare: Any, app: ReviewApp) -> None:
 
 def test_search_matching_nothing_says_why(snap_compare: Any, app: ReviewApp) -> None:
     assert snap_compare(app, terminal_size=WIDE, run_before=then("slash", "z", "z", "z"))
+
+
+@pytest.fixture
+def chain_app(tmp_path: Any) -> ReviewApp:
+    import asyncio
+
+    from tests.tui_seed import seed_chain
+
+    path = str(tmp_path / "chain.db")
+    asyncio.run(seed_chain(path))
+    return ReviewApp(path, "ana", clock=fixed_clock)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chain_view(snap_compare: Any, chain_app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(chain_app, terminal_size=size, run_before=then("l"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_discarded_list(snap_compare: Any, chain_app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(chain_app, terminal_size=size, run_before=then("5"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_supersede_or_keep_both_question(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("n", "a"))

@@ -149,7 +149,7 @@ class StatsScreen(WorkstationScreen):
         self.query_one("#stats-decided-spark", Sparkline).data = decided if any(decided) else []
         if points:
             days = f"{len(points)} day{'s' if len(points) != 1 else ''}"
-            span = f"{points[0].day.isoformat()} … {points[-1].day.isoformat()} ({days}, UTC)"
+            span = f"{points[0].day:%d %b} … {points[-1].day:%d %b %Y} ({days}, UTC)"
             self.query_one("#stats-queue-label", Static).update(Text.assemble(
                 ("Queue size at the end of each day", "bold"),
                 f"   now {points[-1].queue_size} · max {max(p.queue_size for p in points)}",
