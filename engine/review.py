@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import aiosqlite
 from rapidfuzz import fuzz
 
-from . import store
+from . import store, team
 from .errors import (
     AlreadyDecidedError,
     ChainOrderError,
@@ -85,6 +85,7 @@ class ReviewService:
         self, user_id: str | None = None, limit: int = 50, offset: int = 0, *, kind: str | None = None,
         min_confidence: float | None = None, max_confidence: float | None = None,
         unsupported: bool | None = None, search: str | None = None, newest_first: bool = False,
+        assigned_to: str | None = None,
         sort: str = "age",
     ) -> list[Candidate]:
         """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
@@ -93,6 +94,7 @@ class ReviewService:
             return await store.pending(
                 conn, user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
                 unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
+                assigned_to=assigned_to,
                 sort=sort,
             )
 
@@ -138,6 +140,7 @@ class ReviewService:
             and cand.claimed_until > now
         ):
             raise ClaimedError(cand.id, cand.claimed_by)
+        team.check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
 
     # -- decisions --------------------------------------------------------------------------------
 

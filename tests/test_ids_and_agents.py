@@ -23,7 +23,7 @@ from engine import (
 )
 from engine.db import Database
 from engine.erase import erase_user
-from engine.schema import MIGRATIONS
+from engine.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.timeutil import FOREVER
 from tests.tui_seed import ScriptedExtractor
 
@@ -137,7 +137,7 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
 
     async with Memory(path, embedder=embedder) as mem:
         async with mem.db.reading() as conn:
-            assert (await (await conn.execute("PRAGMA user_version")).fetchone())[0] == 5
+            assert (await (await conn.execute("PRAGMA user_version")).fetchone())[0] == SCHEMA_VERSION
             assert (await (await conn.execute("PRAGMA foreign_key_check")).fetchall()) == []
         found = await mem.retrieve("Lisbon", user_id="ana", top_k=5)
         assert [i.knowledge.id for i in found.items] == [1]  # vector and text rows carried over

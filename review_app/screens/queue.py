@@ -58,8 +58,10 @@ from ..modals import (
 from ..widgets.candidate_detail import CandidateDetail, ChainLink
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
+from ..widgets.progress import ProgressHeader
 from ..widgets.queue_filter import FilterModal, QueueFilter
 from .base import WorkstationScreen
+from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
 PAGE_SIZE = 200
 """Rows fetched per page; the next page loads when the cursor comes within PREFETCH of the end."""
@@ -158,7 +160,7 @@ line below it and in the gap tab."""
 GROUP_COLUMN = {"age": "age", "user": "user", "kind": "kind", "confidence": "conf"}
 
 
-class QueueScreen(WorkstationScreen):
+class QueueScreen(QueueTeamActions, WorkstationScreen):
     CSS_PATH = "queue.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="queue.approve"),
@@ -177,6 +179,7 @@ class QueueScreen(WorkstationScreen):
         Binding("l", "chain", "Next in chain", id="queue.chain"),
         Binding("t", "retarget", "Retarget", id="queue.retarget"),
         Binding("escape", "leave_search", "Clear the search", show=False, id="queue.leave_search"),
+        *TEAM_BINDINGS,
     ]
 
     def __init__(self) -> None:
@@ -207,6 +210,7 @@ class QueueScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="queue-header")
+        yield ProgressHeader(id="queue-progress")
         with Horizontal(id="queue-body"):
             with Vertical(id="queue-left"):
                 yield Input(placeholder="search statements and users (Esc clears)", id="queue-search")
@@ -255,6 +259,7 @@ class QueueScreen(WorkstationScreen):
         head.append(f"  ·  decided this session: {self.decided}  ·  reviewer: ")
         head.append_text(literal(app.reviewer, "bold"))
         self.query_one("#queue-header", Static).update(head)
+        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs())
 
     def _update_title(self) -> None:
         table = self.query_one(PendingTable)
@@ -264,7 +269,8 @@ class QueueScreen(WorkstationScreen):
         table.border_title = title
 
     def _row(self, cand: Candidate, now: datetime, previous: Candidate | None) -> list[Text]:
-        kind = KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "")
+        kind = KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + (
+            "⚑" if cand.flagged_by else "")
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
             "user": literal(cand.user_id), "kind": Text(kind), "conf": Text(confidence_text(cand)),
@@ -462,6 +468,7 @@ class QueueScreen(WorkstationScreen):
             chain = await self._chain(ctx)
             self.current_id, self.current, self.chain = candidate_id, ctx, chain
             self.query_one(CandidateDetail).show(ctx, chain=chain)
+            self.show_flag(ctx.candidate)
             self._show_line()
 
     async def _chain(self, ctx: CandidateContext) -> list[ChainLink]:

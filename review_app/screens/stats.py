@@ -30,6 +30,7 @@ from ..widgets.stats_render import (
     reasons_table,
 )
 from .base import WorkstationScreen
+from .reviewers import ReviewersScreen
 
 ALL_USERS = ""
 """The Select value for "every user" (the engine refuses an empty user id, so it cannot clash)."""
@@ -50,6 +51,7 @@ class StatsScreen(WorkstationScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "refresh", "Refresh", id="stats.refresh"),
         Binding("u", "pick_user", "User", id="stats.user"),
+        Binding("w", "reviewers", "Reviewers", id="stats.reviewers"),
     ]
 
     def __init__(self) -> None:
@@ -104,6 +106,9 @@ class StatsScreen(WorkstationScreen):
         self._gen += 1
         self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load",
                         exit_on_error=False)
+
+    def action_reviewers(self) -> None:
+        self.app.push_screen(ReviewersScreen())
 
     def action_pick_user(self) -> None:
         self.query_one("#stats-user", Select).focus()
