@@ -111,7 +111,7 @@ class QueueTeamActions:
 
         screen.app.push_screen(FlagModal(cand), flagged)
 
-    @work(group="queue-decide", name="Asking for a second opinion")
+    @work(exit_on_error=False, group="queue-decide", name="Asking for a second opinion")
     async def _flag(self, candidate_id: int, result: FlagResult) -> None:
         screen = self._team_screen()
         app = screen.review_app
@@ -137,7 +137,7 @@ class QueueTeamActions:
     def action_my_queue(self) -> None:
         self._my_queue()
 
-    @work(group="queue-team", name="Opening my queue")
+    @work(exit_on_error=False, group="queue-team", name="Opening my queue")
     async def _my_queue(self) -> None:
         screen = self._team_screen()
         app = screen.review_app
@@ -167,7 +167,7 @@ class QueueTeamActions:
             "be refused them until you give them back (M)."
         ), answered)
 
-    @work(group="queue-team", name="Taking a user's items")
+    @work(exit_on_error=False, group="queue-team", name="Taking a user's items")
     async def _take(self, user_id: str) -> None:
         app = self._team_screen().review_app
         await app.memory.team.take_user(user_id, app.reviewer)
@@ -186,7 +186,7 @@ class QueueTeamActions:
             return
         self._give_back(screen.current.candidate.user_id)
 
-    @work(group="queue-team", name="Giving a user's items back")
+    @work(exit_on_error=False, group="queue-team", name="Giving a user's items back")
     async def _give_back(self, user_id: str) -> None:
         screen = self._team_screen()
         app = screen.review_app
@@ -207,7 +207,7 @@ class QueueTeamActions:
         if cand.flagged_by is not None:
             self._announce_flag(cand.id)
 
-    @work(group="queue-flag-note", exclusive=True, name="Reading the second-opinion note")
+    @work(exit_on_error=False, group="queue-flag-note", exclusive=True, name="Reading the second-opinion note")
     async def _announce_flag(self, candidate_id: int) -> None:
         screen = self._team_screen()
         flag = await screen.review_app.memory.team.flag_of(candidate_id)

@@ -120,7 +120,7 @@ class ReviewersScreen(WorkstationScreen):
     def action_refresh(self) -> None:
         self._load(self.period)
 
-    @work(exclusive=True, group="reviewers-load", name="Reading the reviewers' figures")
+    @work(exit_on_error=False, exclusive=True, group="reviewers-load", name="Reading the reviewers' figures")
     async def _load(self, period: int) -> None:
         figures = await self.memory.team.figures(since=self._since())
         if period != self.period:

@@ -103,7 +103,7 @@ class SecondReviewScreen(WorkstationScreen):
         table.focus()
         self.reload()
 
-    @work(exclusive=True, group="second-review-list", name="Reading the second-review queue")
+    @work(exit_on_error=False, exclusive=True, group="second-review-list", name="Reading the second-review queue")
     async def reload(self) -> None:
         page = await self.memory.team.second_review_queue(self.reviewer, limit=200)
         total = await self.memory.team.second_review_count(self.reviewer)
@@ -132,7 +132,7 @@ class SecondReviewScreen(WorkstationScreen):
         if event.row_key.value is not None:
             self._open(int(event.row_key.value))
 
-    @work(exclusive=True, group="second-review-open", name="Opening a sampled approval")
+    @work(exit_on_error=False, exclusive=True, group="second-review-open", name="Opening a sampled approval")
     async def _open(self, candidate_id: int) -> None:
         item = await self.memory.team.blind_review(candidate_id, self.reviewer)
         self.current = item
@@ -167,7 +167,7 @@ class SecondReviewScreen(WorkstationScreen):
             note="The fact is retracted and its value tombstoned, as a rejection would.",
         ), given)
 
-    @work(group="second-review-decide", name="Recording a second review")
+    @work(exit_on_error=False, group="second-review-decide", name="Recording a second review")
     async def _verdict(self, candidate_id: int, approve: bool, reason: str | None) -> None:
         try:
             record = await self.memory.team.second_review(candidate_id, self.reviewer, approve=approve, reason=reason)
