@@ -465,11 +465,17 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             if self.holders.pop(candidate_id, None) is not None:
                 self._redraw_id(candidate_id)
             ctx = await app.memory.review.context(candidate_id)
-            chain = await self._chain(ctx)
-            self.current_id, self.current, self.chain = candidate_id, ctx, chain
-            self.query_one(CandidateDetail).show(ctx, chain=chain)
+            # Decidable as soon as it is shown; the chain (more reads) is drawn in a moment after.
+            self.current_id, self.current, self.chain = candidate_id, ctx, []
+            detail = self.query_one(CandidateDetail)
+            detail.show(ctx)
             self.show_flag(ctx.candidate)
             self._show_line()
+            chain = await self._chain(ctx)
+            if self.current_id == candidate_id:
+                self.chain = chain
+                if sum(1 for link in chain if link.candidate_id is not None) > 1:
+                    detail.show(ctx, chain=chain)
 
     async def _chain(self, ctx: CandidateContext) -> list[ChainLink]:
         """The candidate's chain through public reads: back along supersedes_candidate_id to the
