@@ -105,13 +105,15 @@ class KnowledgeScreen(WorkstationScreen):
 
     def on_mount(self) -> None:
         table = self.table
-        table.add_column("#", key="id")
+        # Fixed widths: an auto width depends on which rows a column has seen, so two loads racing
+        # (resume and a user change) drew the same rows with different column widths.
+        table.add_column("#", key="id", width=4)
         table.add_column("Statement", key="statement", width=64)
-        table.add_column("Status", key="status")
+        table.add_column("Status", key="status", width=10)
         table.add_column("End reason", key="end_reason", width=18)
-        table.add_column("Valid (from → until)", key="valid")
-        table.add_column("Created (UTC)", key="created")
-        table.add_column("By", key="by")
+        table.add_column("Valid (from → until)", key="valid", width=23)
+        table.add_column("Created (UTC)", key="created", width=16)
+        table.add_column("By", key="by", width=12)
         self.query_one("#knowledge-versions-box").border_title = "Versions"
         self.query_one("#knowledge-audit-box").border_title = "Audit events"
         self._show_mode()
