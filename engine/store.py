@@ -974,6 +974,19 @@ async def episodes_with_messages(conn: aiosqlite.Connection, episode_ids: Sequen
     return out
 
 
+def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
+    """The stored prediction with every listed fact that has since ended marked as such
+    ("- User lives in Lisbon. (superseded by #15)"): a prediction is read later than it was made."""
+    ended = {k.statement.rstrip(". ").casefold(): k.status_note() for k in facts if k.status != "active"}
+    if not ended:
+        return prediction
+    lines = []
+    for line in prediction.splitlines():
+        body = line.lstrip("-• ").rstrip(". ").casefold()
+        lines.append(f"{line} ({ended[body]})" if body in ended else line)
+    return "\n".join(lines)
+
+
 async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> CandidateContext:
     from .models import CandidateContext
 
@@ -1002,6 +1015,7 @@ async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> Cand
                         found.update(await knowledge_by_ids(conn, [shown.knowledge_id]))
                         ids[ids.index(i)] = shown.knowledge_id
             ctx.existing = [found[i] for i in ids if i in found and found[i].user_id == cand.user_id]
+            ctx.prediction = mark_ended_facts(ctx.prediction, ctx.existing)
     if cand.episode_id is not None:
         ctx.episode = await episode_with_messages(conn, cand.episode_id)
         if ctx.episode is not None:

@@ -96,7 +96,7 @@ def prediction_text(ctx: CandidateContext) -> Text:
         for fact in ctx.existing:
             # pending candidates are shown to the extractor beside facts, under negative ids
             out.append(f"  #{fact.id} " if fact.id > 0 else f"  candidate #{-fact.id} ", style="dim")
-            out.append_text(literal(fact.statement))
+            out.append_text(literal(fact.described()))
             out.append("\n")
     return out
 
