@@ -86,13 +86,16 @@ class ReviewService:
         min_confidence: float | None = None, max_confidence: float | None = None,
         unsupported: bool | None = None, search: str | None = None, newest_first: bool = False,
         assigned_to: str | None = None,
+        sort: str = "age",
     ) -> list[Candidate]:
-        """One page of the queue, oldest first by default. Pages, never the whole table."""
+        """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
+        ("age", "user", "kind", "confidence": highest first) orders by that key, then by age."""
         async with self._m.db.reading() as conn:
             return await store.pending(
                 conn, user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
                 unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
                 assigned_to=assigned_to,
+                sort=sort,
             )
 
     async def count(self, user_id: str | None = None, **filters: Any) -> int:

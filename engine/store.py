@@ -17,7 +17,7 @@ from typing import Any
 import aiosqlite
 import sqlite_vec
 
-from .errors import NotFoundError
+from .errors import NotFoundError, UserInputError
 from .models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from .schema import STILL_TRUE_SQL
 from .text import ValueIndex, value_key
@@ -583,17 +583,30 @@ def _queue_filters(
     return " AND ".join(where), args
 
 
+QUEUE_SORTS: dict[str, str] = {
+    "age": "",
+    "user": "c.user_id, ",
+    "kind": "c.kind, ",
+    "confidence": "c.confidence DESC, ",
+}
+"""How the queue may be ordered (and so grouped): a key first, then age within it, so pages stay
+stable while reviewers work and a user's (or a kind's) candidates sit together."""
+
+
 async def pending(
     conn: aiosqlite.Connection, *, user_id: str | None = None, kind: str | None = None,
     min_confidence: float | None = None, max_confidence: float | None = None, unsupported: bool | None = None,
     search: str | None = None, limit: int = 50, offset: int = 0, newest_first: bool = False,
     assigned_to: str | None = None,
+    sort: str = "age",
 ) -> list[Candidate]:
     where, args = _queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to)
+    if sort not in QUEUE_SORTS:
+        raise UserInputError(f"unknown queue order {sort!r}: use one of {', '.join(QUEUE_SORTS)}")
     order = "DESC" if newest_first else "ASC"
     rows = await (await conn.execute(
         f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE {where}"
-        f" ORDER BY c.created_at {order}, c.id {order} LIMIT ? OFFSET ?",
+        f" ORDER BY {QUEUE_SORTS[sort]}c.created_at {order}, c.id {order} LIMIT ? OFFSET ?",
         (*args, int(limit), int(offset)),
     )).fetchall()
     return [candidate_from_row(r) for r in rows]

@@ -10,6 +10,7 @@ entered only once it is open: every screen may therefore rely on `app.memory` be
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import partial
@@ -18,17 +19,16 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.dom import DOMNode
+from textual.events import DescendantFocus
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Input, Static, TextArea
-from textual.worker import WorkerFailed, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from engine import Memory, MemoryConfig
 from engine.errors import ConflictError, MemdeskError, UserInputError
 
 from .modals import ErrorModal
-from .widgets.literal import literal
+from .widgets.literal import literal, tell
 
 try:  # the SCREENS engineer's modules; until they exist the modes say so instead of failing
     from .screens.help import HelpScreen
@@ -37,7 +37,10 @@ try:  # the SCREENS engineer's modules; until they exist the modes say so instea
     from .screens.tombstones import TombstonesScreen
 except ImportError:  # pragma: no cover - only while the other screens are being written
     HelpScreen = KnowledgeScreen = StatsScreen = TombstonesScreen = None  # type: ignore[assignment,misc]
+from .screens.discarded import DiscardedScreen
 from .screens.queue import QueueScreen
+
+BLINK_ENV = "MEMDESK_CURSOR_BLINK"
 
 
 class OpeningScreen(Screen[None]):
@@ -85,12 +88,18 @@ class ReviewApp(App[None]):
         "knowledge": _mode(KnowledgeScreen, "knowledge"),
         "tombstones": _mode(TombstonesScreen, "tombstones"),
         "stats": _mode(StatsScreen, "stats"),
+        "discarded": DiscardedScreen,
     }
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-medium"), (130, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
+    """Screen classes by terminal size (public Textual breakpoints): 80x24 is the smallest terminal
+    the workstation serves fully, so dialogs and tables compact themselves below 36 rows."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "mode('queue')", "Queue", id="app.mode.queue"),
         Binding("2", "mode('knowledge')", "Knowledge", id="app.mode.knowledge"),
         Binding("3", "mode('tombstones')", "Tombstones", id="app.mode.tombstones"),
         Binding("4", "mode('stats')", "Stats", id="app.mode.stats"),
+        Binding("5", "mode('discarded')", "Discarded", id="app.mode.discarded"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -98,6 +107,7 @@ class ReviewApp(App[None]):
     def __init__(
         self, db_path: str, reviewer: str, *, clock: Callable[[], datetime] | None = None,
         keymap: Mapping[str, str] | None = None, config: MemoryConfig | None = None,
+        cursor_blink: bool | None = None,
     ) -> None:
         super().__init__()
         self.db_path = str(db_path)
@@ -106,8 +116,11 @@ class ReviewApp(App[None]):
         self.config = config
         self.memory: Memory = Memory(self.db_path, clock=clock, config=config)
         self.memory_ready = False
-        # A fixed clock means a test or a screenshot: render identically every run.
-        self.test_mode = clock is not None
+        self.blink_cursor = cursor_blink if cursor_blink is not None else os.environ.get(BLINK_ENV, "1") != "0"
+        """Off in tests and screenshots (`MEMDESK_CURSOR_BLINK=0`, set by the test suite), so every
+        frame of a snapshot is the same."""
+        self.key_overrides: dict[str, str] = dict(keymap or {})
+        """binding id -> keys, as given: the help screen applies it to every screen's bindings."""
         self.claimed: set[int] = set()
         """Candidates this app holds a lease on; released on quit so nobody waits for the expiry."""
         if keymap:
@@ -140,7 +153,7 @@ class ReviewApp(App[None]):
     def on_mount(self) -> None:
         self._open_memory()
 
-    @work(exclusive=True, group="open", name="Opening the database")
+    @work(exclusive=True, group="open", name="Opening the database", exit_on_error=False)
     async def _open_memory(self) -> None:
         await self.memory.open()
         self.memory_ready = True
@@ -159,16 +172,12 @@ class ReviewApp(App[None]):
             await self.release_all()
         self.exit()
 
-    def _register(self, parent: DOMNode, *widgets: Widget, **kwargs: Any) -> list[Widget]:
-        # In test mode no cursor blinks: a blink timer would make snapshots differ run to run.
-        # Hooked here because Textual has no app-wide "a widget was mounted" event.
-        registered = super()._register(parent, *widgets, **kwargs)
-        if self.test_mode:
-            for widget in widgets:
-                for node in (widget, *widget.walk_children(with_self=False)):
-                    if isinstance(node, Input | TextArea):
-                        node.cursor_blink = False
-        return registered
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        # With cursor_blink off (tests, screenshots) no cursor blinks: a blink timer would make
+        # snapshots differ run to run. A cursor only blinks while focused, so turning it off when
+        # the widget gains focus (a public, bubbling event) covers every Input and TextArea.
+        if not self.blink_cursor and isinstance(event.widget, Input | TextArea):
+            event.widget.cursor_blink = False
 
     # -- actions -----------------------------------------------------------------------------------
 
@@ -182,7 +191,7 @@ class ReviewApp(App[None]):
 
     def action_help(self) -> None:
         if HelpScreen is None:  # pragma: no cover - only while the help screen is being written
-            self.notify("Help is not available in this build.", severity="warning")
+            tell(self, "Help is not available in this build.", severity="warning")
             return
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -211,22 +220,21 @@ class ReviewApp(App[None]):
 
     # -- the central error handler -----------------------------------------------------------------
 
-    def _handle_exception(self, error: Exception) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The app's own workers (opening the database) report failures like the screens' do."""
+        self.report_worker_failure(event.worker)
+
+    def report_worker_failure(self, worker: Worker[Any]) -> None:
         """A failed worker opens an ErrorModal instead of closing the app.
 
-        Textual routes a worker's exception here (workers default to exit_on_error=True); the
-        worker's name says what was being done ("Approving candidate 12"). Anything that is not a
-        worker failure keeps Textual's behaviour (print the traceback and exit).
+        Every worker of the workstation runs with `exit_on_error=False`, and its screen forwards
+        its `Worker.StateChanged` here (see WorkstationScreen); the worker's name says what was
+        being done ("Approving candidate 12"). A worker that did not fail is left alone.
         """
-        if not isinstance(error, WorkerFailed):
-            super()._handle_exception(error)
+        if worker.state != WorkerState.ERROR or worker.error is None:
             return
-        cause = error.error
-        try:
-            worker = get_current_worker()
-            what = worker.name or worker.description or "A background task"
-        except Exception:
-            what = "A background task"
+        cause = worker.error
+        what = worker.name or worker.description or "A background task"
         detail = f"{type(cause).__name__}: {cause}\n\n{what_was_kept(cause)}"
         self.report_error(f"{what} failed", detail)
 

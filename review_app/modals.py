@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, TypeVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -54,6 +56,29 @@ def format_day_or_time(value: datetime | None) -> str:
     if value.hour == value.minute == value.second == value.microsecond == 0:
         return value.date().isoformat()
     return value.isoformat()
+
+
+class StateCheckbox(Checkbox):
+    """A checkbox whose state is written out: "[x] Write a tombstone" / "[ ] Write a tombstone".
+
+    Textual's checkbox always draws its X and shows the state only by colour, which a reviewer on
+    a monochrome terminal, a screen reader or a text snapshot cannot read.
+    """
+
+    BUTTON_LEFT = ""
+    BUTTON_INNER = ""
+    BUTTON_RIGHT = ""
+
+    def __init__(self, text: str, value: bool = False, *, id: str | None = None) -> None:
+        self.text = text
+        super().__init__(self._label_for(value), value, id=id)
+
+    def _label_for(self, value: bool) -> Content:
+        return Content(f"[{'x' if value else ' '}] {self.text}")
+
+    def watch_value(self) -> None:
+        super().watch_value()
+        self.label = self._label_for(self.value)
 
 
 class ConfirmModal(ModalScreen[bool]):
@@ -119,7 +144,7 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             if self.note:
                 yield Static(literal(self.note), id="reason-note", classes="modal-note")
             if self.tombstone is not None:
-                yield Checkbox("Write a tombstone", value=self.tombstone, id="reason-tombstone")
+                yield StateCheckbox("Write a tombstone", self.tombstone, id="reason-tombstone")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Confirm", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -322,7 +347,126 @@ class EditModal(StatementForm["EditResult | None"]):
         return EditResult(statement, valid_at, invalid_at)
 
 
+class ReplaceChoiceModal(ModalScreen["str | None"]):
+    """The supersede-or-keep-both question, asked by `a` and by `e` on a candidate that would
+    replace something: `s` ends belief in the old value, `k` keeps both, Escape decides nothing.
+
+    The engine refuses a plain approve of such a candidate (DecisionRequiredError); this dialog is
+    where the reviewer makes the choice the engine requires, with both values in view."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "choose('supersede')", "Supersede", id="choice.supersede"),
+        Binding("k", "choose('keep_both')", "Keep both", id="choice.keep_both"),
+        Binding("escape", "choose(None)", "Cancel", id="choice.cancel"),
+    ]
+
+    def __init__(self, title: str, old: str, new: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.old = old
+        self.new = new
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="choice-box"):
+            yield Static(literal(self.title_text), classes="modal-title")
+            values = Text.assemble(("now  ", "dim"), literal(self.old), ("\nnew  ", "dim"), literal(self.new, "bold"))
+            yield Static(values, id="choice-values")
+            yield Static("Press s to supersede the old value (it stops being believed, its valid time closes "
+                         "where the new one starts), or k to keep both as true at once.", classes="modal-note")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Supersede (s)", id="choice-supersede", variant="primary")
+                yield Button("Keep both (k)", id="choice-keep")
+                yield Button("Cancel", id="choice-cancel")
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss({"choice-supersede": "supersede", "choice-keep": "keep_both"}.get(event.button.id or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class PickResult:
+    """A fact picked from a list, and the reason given (empty when none was asked)."""
+
+    fact_id: int
+    reason: str
+
+
+class PickFactModal(ModalScreen["PickResult | None"]):
+    """Pick one of a user's active facts (retarget a candidate at it; mark a fact superseded by it),
+    with a reason when the change needs one. Enter on a fact picks it; Escape picks nothing."""
+
+    CSS_PATH = "modals.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="pick.cancel"),
+        Binding("ctrl+s", "submit", "Confirm", id="pick.submit"),
+    ]
+
+    def __init__(self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False,
+                 note: str | None = None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.facts = list(facts)
+        self.ask_reason = ask_reason
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="modal-box", id="pick-box"):
+            yield Static(literal(self.title_text), classes="modal-title")
+            yield OptionList(*[Option(Text.assemble((f"#{fid} ", "bold"), literal(text)), id=f"fact-{fid}")
+                               for fid, text in self.facts], id="pick-facts")
+            if self.ask_reason:
+                yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
+            yield Static("", id="pick-error", classes="inline-error")
+            if self.note:
+                yield Static(literal(self.note), classes="modal-note")
+            with Horizontal(classes="modal-buttons"):
+                yield Button("Confirm", id="pick-ok", variant="primary")
+                yield Button("Cancel", id="pick-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#pick-facts", OptionList).focus()
+
+    def action_submit(self) -> None:
+        options = self.query_one("#pick-facts", OptionList)
+        if options.highlighted is None or not self.facts:
+            self.query_one("#pick-error", Static).update("Pick a fact first (arrows, then Enter).")
+            return
+        reason = self.query_one("#pick-reason", Input).value.strip() if self.ask_reason else ""
+        if self.ask_reason and not reason:
+            self.query_one("#pick-error", Static).update("A reason is required.")
+            self.query_one("#pick-reason", Input).focus()
+            return
+        self.dismiss(PickResult(self.facts[options.highlighted][0], reason))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(OptionList.OptionSelected, "#pick-facts")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if self.ask_reason and not self.query_one("#pick-reason", Input).value.strip():
+            self.query_one("#pick-reason", Input).focus()
+            return
+        self.action_submit()
+
+    @on(Input.Submitted, "#pick-reason")
+    def _reason_entered(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "pick-ok":
+            self.action_submit()
+        elif event.button.id == "pick-cancel":
+            self.dismiss(None)
+
+
 __all__ = [
-    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "ReasonModal", "ReasonResult", "StatementForm",
-    "format_day_or_time",
+    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "PickFactModal", "PickResult", "ReasonModal",
+    "ReasonResult", "ReplaceChoiceModal", "StateCheckbox", "StatementForm", "format_day_or_time",
 ]

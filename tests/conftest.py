@@ -12,6 +12,12 @@ import pytest
 from tests.tui_seed import seed_sync
 
 
+@pytest.fixture(autouse=True)
+def _no_cursor_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workstation's setting for tests: no blinking cursor, so snapshots are stable."""
+    monkeypatch.setenv("MEMDESK_CURSOR_BLINK", "0")
+
+
 @pytest.fixture(scope="session")
 def tui_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     path = tmp_path_factory.mktemp("tui-seed") / "seed.db"

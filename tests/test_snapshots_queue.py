@@ -1,5 +1,6 @@
-"""Snapshots of the Queue screen and its modals: seeded database, fixed clock, no blinking cursor,
-so every SVG is identical on every run and machine (regenerate with --snapshot-update, then LOOK)."""
+"""Snapshots of the Queue screen and its dialogs at 80x24 (the floor), 120x36 and 160x48: seeded
+database, fixed clock, no blinking cursor, so every SVG is identical on every run and machine
+(regenerate with --snapshot-update, then LOOK at what changed)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ from tests.pilot_helpers import settle, then
 from tests.tui_seed import SeededDb, fixed_clock
 
 WIDE = (160, 48)
-MEDIUM = (120, 36)
-NARROW = (100, 30)
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 36), id="120x36"), pytest.param(WIDE, id="160x48")]
 
 
 @pytest.fixture
@@ -24,31 +24,18 @@ def app(tui_db: SeededDb) -> ReviewApp:
     return ReviewApp(tui_db[0], "ana", clock=fixed_clock)
 
 
-def test_queue_wide(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then())
+@pytest.mark.parametrize("size", SIZES)
+def test_queue(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then())
 
 
-def test_queue_narrow_uses_tabs(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=NARROW, run_before=then())
+@pytest.mark.parametrize("size", SIZES)
+def test_reject_modal(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("r"))
 
 
-def test_queue_medium_uses_tabs(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=MEDIUM, run_before=then())
-
-
-def test_queue_update_shows_the_word_diff(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then("n"))
-
-
-def test_queue_retraction_request(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then("n", "n", "n", "n", "n", "n", "n"))
-
-
-def test_reject_modal(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then("r"))
-
-
-def test_edit_modal_with_inline_error(snap_compare: Any, app: ReviewApp) -> None:
+@pytest.mark.parametrize("size", SIZES)
+def test_edit_modal_with_inline_error(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
     async def run(pilot: Pilot[Any]) -> None:
         await then("e")(pilot)
         pilot.app.screen.query_one("#edit-valid-at").value = "2025-06-01"  # type: ignore[attr-defined]
@@ -56,14 +43,21 @@ def test_edit_modal_with_inline_error(snap_compare: Any, app: ReviewApp) -> None
         await pilot.press("ctrl+s")
         await settle(pilot)
 
-    assert snap_compare(app, terminal_size=WIDE, run_before=run)
+    assert snap_compare(app, terminal_size=size, run_before=run)
 
 
-def test_bulk_confirm_modal(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then("b"))
+@pytest.mark.parametrize("size", SIZES)
+def test_bulk_confirm_modal(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("b"))
 
 
-def test_error_modal(snap_compare: Any, app: ReviewApp) -> None:
+@pytest.mark.parametrize("size", SIZES)
+def test_bulk_reject_of_marked_rows(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("o", "space", "space", "r"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_error_modal(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
     async def run(pilot: Pilot[Any]) -> None:
         await settle(pilot)
 
@@ -74,12 +68,51 @@ def test_error_modal(snap_compare: Any, app: ReviewApp) -> None:
         await pilot.press("a")
         await settle(pilot)
 
-    assert snap_compare(app, terminal_size=WIDE, run_before=run)
+    assert snap_compare(app, terminal_size=size, run_before=run)
 
 
-def test_filter_modal(snap_compare: Any, app: ReviewApp) -> None:
-    assert snap_compare(app, terminal_size=WIDE, run_before=then("f"))
+@pytest.mark.parametrize("size", SIZES)
+def test_filter_modal(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("f"))
+
+
+def test_queue_update_shows_the_word_diff(snap_compare: Any, app: ReviewApp) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=then("n"))
+
+
+def test_queue_retraction_request(snap_compare: Any, app: ReviewApp) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=then("n", "n", "n", "n", "n", "n", "n"))
 
 
 def test_search_filters_the_list(snap_compare: Any, app: ReviewApp) -> None:
     assert snap_compare(app, terminal_size=WIDE, run_before=then("slash", "c", "h", "o"))
+
+
+def test_search_matching_nothing_says_why(snap_compare: Any, app: ReviewApp) -> None:
+    assert snap_compare(app, terminal_size=WIDE, run_before=then("slash", "z", "z", "z"))
+
+
+@pytest.fixture
+def chain_app(tmp_path: Any) -> ReviewApp:
+    import asyncio
+
+    from tests.tui_seed import seed_chain
+
+    path = str(tmp_path / "chain.db")
+    asyncio.run(seed_chain(path))
+    return ReviewApp(path, "ana", clock=fixed_clock)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_chain_view(snap_compare: Any, chain_app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(chain_app, terminal_size=size, run_before=then("l"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_discarded_list(snap_compare: Any, chain_app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(chain_app, terminal_size=size, run_before=then("5"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_supersede_or_keep_both_question(snap_compare: Any, app: ReviewApp, size: tuple[int, int]) -> None:
+    assert snap_compare(app, terminal_size=size, run_before=then("n", "a"))

@@ -64,7 +64,7 @@ async def test_flagging_sends_the_item_to_another_reviewer(tui_db: SeededDb) -> 
         await pilot.press(*"is this a joke?")
         await pilot.press("enter")
         await settle_until(pilot, lambda: queue(app).current_id == ids["madrid"], "moving past the flagged item")
-        assert "⚑" in str(queue(app).query_one("#pending", DataTable).get_row(str(ids["bees"]))[1])
+        assert "⚑" in str(queue(app).query_one("#pending", DataTable).get_cell(str(ids["bees"]), "kind"))
         assert "1 of yours with others" in progress_line(app)
     assert row(path, "SELECT candidate_id, flagged_by, note, lean FROM flags") == (
         ids["bees"], "ana", "is this a joke?", None)
@@ -101,7 +101,7 @@ async def test_my_queue_takes_a_users_items_and_gives_them_back(tui_db: SeededDb
         await settle(pilot)
         await pilot.press("y")
         await settle_until(pilot, lambda: table.row_count == 3, "the filtered list")
-        assert {r[0] for r in table_rows(table)} == {"u-ana"}
+        assert {str(table.get_cell(key, "user")) for key in table.rows} == {"u-ana"}
         assert "my queue" in str(queue(app).query_one("#queue-header", Static).render())
         await pilot.press("m")  # back to everyone's
         await settle_until(pilot, lambda: table.row_count == 8, "the whole list")

@@ -184,3 +184,31 @@ if __name__ == "__main__":  # pragma: no cover - a manual helper: `python -m tes
     import sys
 
     print(seed_sync(sys.argv[1] if len(sys.argv) > 1 else "seed.db"))
+
+
+CHAIN_DAY = T0 - timedelta(days=60)
+
+
+async def seed_chain(path: str) -> dict[str, int]:
+    """A user whose weeks of conversation were processed in ONE batch with the offline extractor:
+    Lisbon, then Porto, then Faro, all pending, chained (each an update of the candidate before it),
+    a nurse fact approved, and a repeated statement the prediction gate dropped (the discarded
+    list). Returns the ids by name."""
+    clock = SteppedClock(CHAIN_DAY)
+    async with Memory(path, clock=clock) as mem:
+        await mem.add_exchange("u-ana", "I work as a nurse.", "Nice!", at=CHAIN_DAY)
+        clock.now = CHAIN_DAY + timedelta(hours=1)
+        await mem.process("u-ana")
+        nurse = (await mem.review.pending("u-ana"))[0]
+        fact = await mem.review.approve(nurse.id, "curator")
+        for days, said in ((5, "I live in Lisbon."), (30, "I moved to Porto."), (45, "I moved to Faro."),
+                           (50, "I work as a nurse.")):
+            await mem.add_exchange("u-ana", said, "I see.", at=CHAIN_DAY + timedelta(days=days))
+        clock.now = T0 - timedelta(hours=1)
+        await mem.process("u-ana")
+        ids = {"nurse_fact": fact.id}
+        for cand in await mem.review.pending("u-ana"):
+            ids[cand.statement.rsplit(" ", 1)[-1].lower()] = cand.id
+        [dropped] = await mem.discarded("u-ana")
+        ids["discarded"] = dropped.id
+    return ids

@@ -1,11 +1,13 @@
 """The one thing every workstation screen shares: typed access to the app's open store and to the
-reviewer's name, which the app owns (it opens the store once and closes it on exit)."""
+reviewer's name, which the app owns (it opens the store once and closes it on exit), and the route
+by which a failed worker becomes an error dialog."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
 from textual.screen import Screen
+from textual.worker import Worker
 
 if TYPE_CHECKING:
     from engine import Memory
@@ -25,3 +27,8 @@ class WorkstationScreen(Screen[None]):
     @property
     def reviewer(self) -> str:
         return self.review_app.reviewer
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Workers run with `exit_on_error=False`; Textual tells the node that started one when it
+        changes state (the message does not bubble), so each screen hands failures to the app."""
+        self.review_app.report_worker_failure(event.worker)

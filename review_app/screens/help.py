@@ -1,23 +1,23 @@
-"""The Help screen (`?`): every key binding of the app and of the screen it was opened over.
+"""The Help screen (`?`): every key of every screen and dialog, with its binding id.
 
-The keys are read from the live binding maps with the app's keymap applied, so a reviewer who
-remapped `a` to `enter` sees `enter`: a help page that lists the defaults would be wrong exactly
-for the people who customised it. The binding ids are listed too, because they are what a keymap
-file names.
+Built from public APIs only: each screen class's `BINDINGS` (through `BindingsMap`, with the
+reviewer's keymap applied by id), so a reviewer who remapped `a` to `enter` sees `enter`, and the
+screen they came from is listed first. The binding ids are listed because they are what a keymap
+file names. The footer shows only what fits; this is where the rest lives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import Vertical
-from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, Tabs
 
 from ..widgets.literal import literal
 
@@ -33,36 +33,63 @@ class HelpRow:
     action: str
 
 
-def _scope_name(node: DOMNode) -> str:
+def _scope_name(cls: type[Any]) -> str:
     from textual.app import App
 
-    if isinstance(node, App):
+    if issubclass(cls, App):
         return "everywhere"
-    return type(node).__name__.removesuffix("Screen").lower() or "screen"
+    name = cls.__name__.removesuffix("Screen").removesuffix("Modal")
+    return {"DataTable": "lists", "Tabs": "detail tabs"}.get(name, name.lower())
+
+
+def scopes() -> list[type[Any]]:
+    """Every class whose bindings the workstation offers: the app, each screen, each dialog, and
+    the two widgets whose keys matter (lists; the detail tabs of the narrow layout)."""
+    from ..app import ReviewApp
+    from ..modals import ConfirmModal, EditModal, ErrorModal, PickFactModal, ReasonModal, ReplaceChoiceModal
+    from ..widgets.knowledge_correct import CorrectModal
+    from ..widgets.queue_filter import FilterModal
+
+    screens = [cls for cls in ReviewApp.MODES.values() if isinstance(cls, type)]
+    return [ReviewApp, *screens, ConfirmModal, ReplaceChoiceModal, ReasonModal, EditModal, PickFactModal,
+            FilterModal, CorrectModal, ErrorModal, HelpScreen, DataTable, Tabs]
+
+
+def class_rows(cls: type[Any], keymap: Mapping[str, str], key_display: Any) -> list[HelpRow]:
+    """The bindings of one class, keymap applied, one row per binding (keys sharing one are joined).
+    Textual's system bindings (ctrl+c's hint) are left out."""
+    bindings: Iterable[BindingType] = getattr(cls, "BINDINGS", [])
+    bindings_map = BindingsMap(bindings)
+    if keymap:
+        bindings_map.apply_keymap(dict(keymap))
+    keys_of: dict[str, list[str]] = {}
+    first: dict[str, Binding] = {}
+    for key, binding in bindings_map:
+        if binding.system:
+            continue
+        ident = binding.id or f"{binding.action}|{binding.description}"
+        keys_of.setdefault(ident, []).append(key_display(binding) or key)
+        first.setdefault(ident, binding)
+    return [
+        HelpRow(scope=_scope_name(cls), keys=", ".join(keys_of[ident]), binding_id=binding.id or "",
+                description=binding.description or binding.tooltip or binding.action, action=binding.action)
+        for ident, binding in first.items()
+    ]
 
 
 def binding_rows(screen: Screen[Any]) -> list[HelpRow]:
-    """The bindings of `screen` then of its app, keymap applied, one row per binding (keys that
-    share a binding are joined). System bindings (Textual's own ctrl+c hint) are left out."""
+    """Every binding of the workstation, the screen `screen`'s class (and the app) first."""
     app = screen.app
+    keymap: Mapping[str, str] = getattr(app, "key_overrides", {})
+    ordered = scopes()
+    first = [type(screen)] if type(screen) in ordered else []
+    from textual.app import App
+
+    order = [*first, *[c for c in ordered if issubclass(c, App)],
+             *[c for c in ordered if c not in first and not issubclass(c, App)]]
     rows: list[HelpRow] = []
-    for node in (screen, app):
-        bindings_map = node._bindings.copy()
-        if app._keymap:
-            bindings_map.apply_keymap(app._keymap)
-        keys_of: dict[str, list[str]] = {}
-        first: dict[str, Binding] = {}
-        for key, binding in bindings_map:
-            if binding.system:
-                continue
-            ident = binding.id or f"{binding.action}|{binding.description}"
-            keys_of.setdefault(ident, []).append(app.get_key_display(binding) or key)
-            first.setdefault(ident, binding)
-        for ident, binding in first.items():
-            rows.append(HelpRow(
-                scope=_scope_name(node), keys=", ".join(keys_of[ident]), binding_id=binding.id or "",
-                description=binding.description or binding.tooltip or binding.action, action=binding.action,
-            ))
+    for cls in order:
+        rows += class_rows(cls, keymap, app.get_key_display)
     return rows
 
 
@@ -81,7 +108,9 @@ class HelpScreen(ModalScreen[None]):
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
             yield Static(
                 "Keys are shown as currently mapped. A keymap file remaps them by id: "
-                '[keymap] app.mode.queue = "f1". Every action is also in the command palette (ctrl+p).',
+                '[keymap] app.mode.queue = "f1". Every action is also in the command palette (ctrl+p). '
+                "Under 130 columns the queue's detail panes are tabs: Tab moves the focus to them, "
+                "then left/right switch.",
                 id="help-foot", markup=False,
             )
 
@@ -101,9 +130,9 @@ class HelpScreen(ModalScreen[None]):
         beneath = self._beneath()
         title = self.query_one("#help-title", Static)
         if beneath is None:
-            title.update("Key bindings")
-            return
-        title.update(Text.assemble(("Key bindings", "bold"), f" · {_scope_name(beneath)} screen and everywhere"))
+            beneath = self
+        where = _scope_name(type(beneath))
+        title.update(Text.assemble(("Key bindings", "bold"), f" · every screen and dialog, {where} first"))
         for i, row in enumerate(binding_rows(beneath)):
             table.add_row(literal(row.scope), literal(row.keys), literal(row.binding_id), literal(row.description),
                           key=str(i))

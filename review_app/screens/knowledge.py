@@ -14,27 +14,25 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from engine.errors import UserInputError
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import ReasonModal, ReasonResult
+from ..modals import PickFactModal, PickResult, ReasonModal, ReasonResult
+from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
-from ..widgets.literal import literal
+from ..widgets.literal import literal, tell
 from .base import WorkstationScreen
-
-if TYPE_CHECKING:
-    pass
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -49,6 +47,13 @@ MAX_ROWS = 1000
 as-of date narrows the list)."""
 
 
+FOOTER_KEYS: tuple[str, ...] = (
+    "knowledge.correct", "knowledge.retract", "knowledge.supersede", "knowledge.toggle_expired",
+    "knowledge.search", "knowledge.as_of", "knowledge.user", *APP_KEYS,
+)
+"""What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
+
+
 class KnowledgeScreen(WorkstationScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
 
@@ -56,6 +61,7 @@ class KnowledgeScreen(WorkstationScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
+        Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
         Binding("x", "toggle_expired", "Show expired", id="knowledge.toggle_expired"),
         Binding("slash", "search", "Search", id="knowledge.search"),
         Binding("d", "as_of", "As-of date", id="knowledge.as_of"),
@@ -80,8 +86,8 @@ class KnowledgeScreen(WorkstationScreen):
         with Horizontal(id="knowledge-bar"):
             yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
             yield Input(placeholder="search statements  (/)", id="knowledge-search")
-            yield Input(placeholder="as of (valid time), e.g. 2024-05-01  (d)", id="knowledge-asof")
-            yield Static("", id="knowledge-mode")
+            yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
+        yield Static("", id="knowledge-mode")
         yield Static("", id="knowledge-asof-error", classes="inline-error")
         with Vertical(id="knowledge-body"):
             yield DataTable(id="knowledge-table", cursor_type="row", zebra_stripes=True)
@@ -91,7 +97,7 @@ class KnowledgeScreen(WorkstationScreen):
                 with VerticalScroll(id="knowledge-audit-box"):
                     yield Static("", id="knowledge-audit")
         yield Static("", id="knowledge-status")
-        yield Footer()
+        yield KeyBar(FOOTER_KEYS)
 
     @property
     def table(self) -> DataTable[Any]:
@@ -99,13 +105,15 @@ class KnowledgeScreen(WorkstationScreen):
 
     def on_mount(self) -> None:
         table = self.table
-        table.add_column("#", key="id")
+        # Fixed widths: an auto width depends on which rows a column has seen, so two loads racing
+        # (resume and a user change) drew the same rows with different column widths.
+        table.add_column("#", key="id", width=4)
         table.add_column("Statement", key="statement", width=64)
-        table.add_column("Status", key="status")
+        table.add_column("Status", key="status", width=10)
         table.add_column("End reason", key="end_reason", width=18)
-        table.add_column("Valid (from → until)", key="valid")
-        table.add_column("Created (UTC)", key="created")
-        table.add_column("By", key="by")
+        table.add_column("Valid (from → until)", key="valid", width=23)
+        table.add_column("Created (UTC)", key="created", width=16)
+        table.add_column("By", key="by", width=12)
         self.query_one("#knowledge-versions-box").border_title = "Versions"
         self.query_one("#knowledge-audit-box").border_title = "Audit events"
         self._show_mode()
@@ -120,14 +128,15 @@ class KnowledgeScreen(WorkstationScreen):
     # -- workers ------------------------------------------------------------------------------------
 
     def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's central handler (Textual routes a
-        failed worker to `App._handle_exception`), whose error dialog names `description`.
+        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
+        `StateChanged` message (see WorkstationScreen), which names `description`.
 
         Reads are not cancelled when a newer one starts (a cancelled worker makes
         `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
         instead each read carries a generation number and drops its result when a newer read
         was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}")
+        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}",
+                        exit_on_error=False)
 
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
@@ -290,11 +299,11 @@ class KnowledgeScreen(WorkstationScreen):
     def action_correct(self) -> None:
         fact = self._current_fact()
         if fact is None:
-            self.notify("No fact selected.", severity="warning")
+            tell(self, "No fact selected.", severity="warning")
             return
         if fact.status != "active":
-            self.notify(f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
-                        severity="warning", markup=False)
+            tell(self, f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
+                        severity="warning")
             return
         self.app.push_screen(CorrectModal(fact), callback=lambda result: self._corrected(fact, result))
 
@@ -315,10 +324,10 @@ class KnowledgeScreen(WorkstationScreen):
     def action_retract(self) -> None:
         fact = self._current_fact()
         if fact is None:
-            self.notify("No fact selected.", severity="warning")
+            tell(self, "No fact selected.", severity="warning")
             return
         if fact.status != "active":
-            self.notify(f"Fact #{fact.id} is already {fact.status}.", severity="warning", markup=False)
+            tell(self, f"Fact #{fact.id} is already {fact.status}.", severity="warning")
             return
         modal = ReasonModal(
             f"Retract fact #{fact.id}: {fact.statement}", presets=RETRACT_PRESETS, tombstone=True,
@@ -338,6 +347,43 @@ class KnowledgeScreen(WorkstationScreen):
         stone = "; tombstone written" if result.tombstone else "; no tombstone"
         self._status(f"Fact #{fact.id} retracted ({result.reason}){stone}.")
         return fact.id
+
+    def action_supersede(self) -> None:
+        """Mark the selected fact superseded by another active fact of the same user (the world
+        changed and the new fact was added separately): `Memory.supersede`, audited, reason required."""
+        fact = self._current_fact()
+        if fact is None:
+            tell(self, "No fact selected.", severity="warning")
+            return
+        if fact.status != "active":
+            tell(self, f"Fact #{fact.id} is already {fact.status}.", severity="warning")
+            return
+        self._work(partial(self._ask_supersede, fact), f"Reading the facts of {fact.user_id}", "action")
+
+    async def _ask_supersede(self, fact: Knowledge) -> None:
+        others = [k for k in await self.memory.knowledge(fact.user_id) if k.id != fact.id]
+        if not others:
+            tell(self, f"User {fact.user_id} has no other active fact to supersede #{fact.id} with.",
+                 severity="warning")
+            return
+        modal = PickFactModal(
+            f"Fact #{fact.id} ({fact.statement}) is superseded by which fact?", [(k.id, k.statement) for k in others],
+            ask_reason=True,
+            note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
+                 "the new fact's starts.",
+        )
+        self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
+
+    def _superseded(self, fact: Knowledge, result: PickResult | None) -> None:
+        if result is None:
+            return
+        change = partial(self._apply, partial(self._do_supersede, fact, result))
+        self._work(change, f"Superseding fact {fact.id}", "action")
+
+    async def _do_supersede(self, fact: Knowledge, result: PickResult) -> int:
+        await self.memory.supersede(fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason)
+        self._status(f"Fact #{fact.id} superseded by #{result.fact_id} ({result.reason}).")
+        return result.fact_id
 
     async def _apply(self, change: Callable[[], Awaitable[int]]) -> None:
         """Run one engine change, then re-read the table selecting the row it produced."""

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from ..modals import ConfirmModal
-from ..widgets.literal import literal, visible
+from ..widgets.literal import literal, tell, visible
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
 
@@ -111,7 +111,7 @@ class QueueTeamActions:
 
         screen.app.push_screen(FlagModal(cand), flagged)
 
-    @work(group="queue-decide", name="Asking for a second opinion")
+    @work(exit_on_error=False, group="queue-decide", name="Asking for a second opinion")
     async def _flag(self, candidate_id: int, result: FlagResult) -> None:
         screen = self._team_screen()
         app = screen.review_app
@@ -119,7 +119,7 @@ class QueueTeamActions:
         app.claimed.discard(candidate_id)  # the engine released the lease with the flag
         if screen.current_id == candidate_id:
             screen.current_id, screen.current = None, None
-        screen.notify(f"Candidate {candidate_id} is flagged: another reviewer will decide it.")
+        tell(screen, f"Candidate {candidate_id} is flagged: another reviewer will decide it.")
         screen.reload(select_id=self._next_row_id(candidate_id))
 
     def _next_row_id(self, candidate_id: int) -> int | None:
@@ -137,7 +137,7 @@ class QueueTeamActions:
     def action_my_queue(self) -> None:
         self._my_queue()
 
-    @work(group="queue-team", name="Opening my queue")
+    @work(exit_on_error=False, group="queue-team", name="Opening my queue")
     async def _my_queue(self) -> None:
         screen = self._team_screen()
         app = screen.review_app
@@ -150,10 +150,10 @@ class QueueTeamActions:
             if mine:
                 self._set_mine(app.reviewer)
             else:
-                screen.notify("Select a candidate of the user you want to take, then press m.", severity="warning")
+                tell(screen, "Select a candidate of the user you want to take, then press m.", severity="warning")
             return
         if cand.assigned_to is not None and cand.assigned_to != app.reviewer:
-            screen.notify(f"User {cand.user_id} is taken by {cand.assigned_to}.", severity="warning")
+            tell(screen, f"User {cand.user_id} is taken by {cand.assigned_to}.", severity="warning")
             return
         count = await app.memory.review.count(user_id=cand.user_id)
         user = cand.user_id
@@ -167,7 +167,7 @@ class QueueTeamActions:
             "be refused them until you give them back (M)."
         ), answered)
 
-    @work(group="queue-team", name="Taking a user's items")
+    @work(exit_on_error=False, group="queue-team", name="Taking a user's items")
     async def _take(self, user_id: str) -> None:
         app = self._team_screen().review_app
         await app.memory.team.take_user(user_id, app.reviewer)
@@ -176,22 +176,22 @@ class QueueTeamActions:
     def _set_mine(self, reviewer: str | None) -> None:
         screen = self._team_screen()
         screen.filter = replace(screen.filter, assigned_to=reviewer)
-        screen.notify("My queue: only the users you took (m: everyone's)." if reviewer else "Everyone's queue.")
+        tell(screen, "My queue: only the users you took (m: everyone's)." if reviewer else "Everyone's queue.")
         screen.reload()
 
     def action_give_back(self) -> None:
         screen = self._team_screen()
         if screen.current is None:
-            screen.notify("Select a candidate of the user to give back.", severity="warning")
+            tell(screen, "Select a candidate of the user to give back.", severity="warning")
             return
         self._give_back(screen.current.candidate.user_id)
 
-    @work(group="queue-team", name="Giving a user's items back")
+    @work(exit_on_error=False, group="queue-team", name="Giving a user's items back")
     async def _give_back(self, user_id: str) -> None:
         screen = self._team_screen()
         app = screen.review_app
         await app.memory.team.release_user(user_id, app.reviewer)
-        screen.notify(f"User {user_id}'s items are back in everyone's queue.")
+        tell(screen, f"User {user_id}'s items are back in everyone's queue.")
         screen.reload()
 
     def action_second_reviews(self) -> None:
@@ -207,7 +207,7 @@ class QueueTeamActions:
         if cand.flagged_by is not None:
             self._announce_flag(cand.id)
 
-    @work(group="queue-flag-note", exclusive=True, name="Reading the second-opinion note")
+    @work(exit_on_error=False, group="queue-flag-note", exclusive=True, name="Reading the second-opinion note")
     async def _announce_flag(self, candidate_id: int) -> None:
         screen = self._team_screen()
         flag = await screen.review_app.memory.team.flag_of(candidate_id)
@@ -215,5 +215,5 @@ class QueueTeamActions:
             return
         lean = f", leaning {flag.lean}" if flag.lean else ""
         note = f": “{flag.note}”" if flag.note else ""
-        screen.notify(visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
-                      title="⚑ Second opinion", timeout=8, markup=False)
+        tell(screen, visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
+                      title="⚑ Second opinion", timeout=8)

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from engine.team import TeamFigures
 
-from ..widgets.literal import literal
+from ..widgets.literal import literal, tell
 from ..widgets.progress import duration_text
 from .base import WorkstationScreen
 
@@ -120,7 +120,7 @@ class ReviewersScreen(WorkstationScreen):
     def action_refresh(self) -> None:
         self._load(self.period)
 
-    @work(exclusive=True, group="reviewers-load", name="Reading the reviewers' figures")
+    @work(exit_on_error=False, exclusive=True, group="reviewers-load", name="Reading the reviewers' figures")
     async def _load(self, period: int) -> None:
         figures = await self.memory.team.figures(since=self._since())
         if period != self.period:
@@ -136,7 +136,7 @@ class ReviewersScreen(WorkstationScreen):
             daily.add_row(Text(d.day.isoformat()), literal(d.reviewer), Text(str(d.decisions), justify="right"),
                           Text(str(d.approved), justify="right"), Text(str(d.rejected), justify="right"), key=str(i))
         if not figures.reviewers:
-            self.notify(f"No decisions {PERIODS[period] if period else 'yet'}.")
+            tell(self, f"No decisions {PERIODS[period] if period else 'yet'}.")
 
     def action_back(self) -> None:
         self.dismiss(None)

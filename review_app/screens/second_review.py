@@ -21,7 +21,7 @@ from engine.errors import AlreadyDecidedError
 from engine.team import BlindReview, SecondReview
 
 from ..modals import ReasonModal, ReasonResult
-from ..widgets.literal import literal, visible
+from ..widgets.literal import literal, tell
 from .base import WorkstationScreen
 
 OVERTURN_REASONS: tuple[str, ...] = (
@@ -103,7 +103,7 @@ class SecondReviewScreen(WorkstationScreen):
         table.focus()
         self.reload()
 
-    @work(exclusive=True, group="second-review-list", name="Reading the second-review queue")
+    @work(exit_on_error=False, exclusive=True, group="second-review-list", name="Reading the second-review queue")
     async def reload(self) -> None:
         page = await self.memory.team.second_review_queue(self.reviewer, limit=200)
         total = await self.memory.team.second_review_count(self.reviewer)
@@ -132,7 +132,7 @@ class SecondReviewScreen(WorkstationScreen):
         if event.row_key.value is not None:
             self._open(int(event.row_key.value))
 
-    @work(exclusive=True, group="second-review-open", name="Opening a sampled approval")
+    @work(exit_on_error=False, exclusive=True, group="second-review-open", name="Opening a sampled approval")
     async def _open(self, candidate_id: int) -> None:
         item = await self.memory.team.blind_review(candidate_id, self.reviewer)
         self.current = item
@@ -143,7 +143,7 @@ class SecondReviewScreen(WorkstationScreen):
             self.app.bell()
             return None
         if self.current is None:
-            self.notify("Nothing is selected.", severity="warning")
+            tell(self, "Nothing is selected.", severity="warning")
         return self.current
 
     def action_agree(self) -> None:
@@ -167,17 +167,17 @@ class SecondReviewScreen(WorkstationScreen):
             note="The fact is retracted and its value tombstoned, as a rejection would.",
         ), given)
 
-    @work(group="second-review-decide", name="Recording a second review")
+    @work(exit_on_error=False, group="second-review-decide", name="Recording a second review")
     async def _verdict(self, candidate_id: int, approve: bool, reason: str | None) -> None:
         try:
             record = await self.memory.team.second_review(candidate_id, self.reviewer, approve=approve, reason=reason)
         except AlreadyDecidedError as exc:  # second reviews are not leased: another reviewer was first
-            self.notify(visible(f"{exc}; nothing was changed."), severity="warning", markup=False)
+            tell(self, f"{exc}; nothing was changed.", severity="warning")
             self.reload()
             return
         finally:
             self._busy = False
-        self.notify(visible(reveal_text(record)), title=f"Second review of candidate {candidate_id}", markup=False)
+        tell(self, reveal_text(record), title=f"Second review of candidate {candidate_id}")
         self.reload()
 
     def action_back(self) -> None:

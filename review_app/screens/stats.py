@@ -10,15 +10,16 @@ chart on every run.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
-from textual.widgets import Footer, Select, Sparkline, Static
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.widgets import Select, Sparkline, Static
 
+from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal
 from ..widgets.stats_render import (
     daily_series,
@@ -31,13 +32,16 @@ from ..widgets.stats_render import (
 from .base import WorkstationScreen
 from .reviewers import ReviewersScreen
 
-if TYPE_CHECKING:
-    pass
-
 ALL_USERS = ""
 """The Select value for "every user" (the engine refuses an empty user id, so it cannot clash)."""
 
 CHART_DAYS = 60
+
+
+FOOTER_KEYS: tuple[str, ...] = (
+    "stats.refresh", "stats.user", *APP_KEYS,
+)
+"""What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
 class StatsScreen(WorkstationScreen):
@@ -59,7 +63,7 @@ class StatsScreen(WorkstationScreen):
         with Horizontal(id="stats-bar"):
             yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="stats-user")
             yield Static("", id="stats-headline")
-        with Grid(id="stats-grid"):
+        with VerticalScroll(id="stats-body"), Grid(id="stats-grid"):
             yield Static("", id="stats-queue", classes="stats-panel")
             yield Static("", id="stats-extraction", classes="stats-panel")
             yield Static("", id="stats-discards", classes="stats-panel")
@@ -75,14 +79,14 @@ class StatsScreen(WorkstationScreen):
                 yield Static("", id="stats-decided-label", classes="stats-chart-label")
                 yield Sparkline([], id="stats-decided-spark")
                 yield Static("", id="stats-decided-axis", classes="stats-axis")
-        yield Footer()
+        yield KeyBar(FOOTER_KEYS)
 
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): decisions taken on the queue screen
         change every number here."""
         self._gen += 1
         self.run_worker(partial(self._load_users_and_stats, self._gen), name="Reading the statistics",
-                        group="stats-load")
+                        group="stats-load", exit_on_error=False)
 
     async def _load_users_and_stats(self, gen: int) -> None:
         users = await self.memory.users()
@@ -100,7 +104,8 @@ class StatsScreen(WorkstationScreen):
         result rather than cancelling it (see KnowledgeScreen._work)."""
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         self._gen += 1
-        self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load")
+        self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load",
+                        exit_on_error=False)
 
     def action_reviewers(self) -> None:
         self.app.push_screen(ReviewersScreen())
@@ -143,10 +148,13 @@ class StatsScreen(WorkstationScreen):
         points = daily_series(stats["daily"], until=now.date(), max_days=CHART_DAYS)
         sizes = [float(p.queue_size) for p in points]
         decided = [float(p.decided) for p in points]
-        self.query_one("#stats-queue-spark", Sparkline).data = sizes
-        self.query_one("#stats-decided-spark", Sparkline).data = decided
+        # A sparkline scales from its smallest value to its largest, so an all-zero series (an empty
+        # queue, no decisions) would be drawn as full bars: give it no data, drawn as a flat baseline.
+        self.query_one("#stats-queue-spark", Sparkline).data = sizes if any(sizes) else []
+        self.query_one("#stats-decided-spark", Sparkline).data = decided if any(decided) else []
         if points:
-            span = f"{points[0].day.isoformat()} … {points[-1].day.isoformat()} ({len(points)} days, UTC)"
+            days = f"{len(points)} day{'s' if len(points) != 1 else ''}"
+            span = f"{points[0].day:%d %b} … {points[-1].day:%d %b %Y} ({days}, UTC)"
             self.query_one("#stats-queue-label", Static).update(Text.assemble(
                 ("Queue size at the end of each day", "bold"),
                 f"   now {points[-1].queue_size} · max {max(p.queue_size for p in points)}",

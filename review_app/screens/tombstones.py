@@ -10,24 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Select, Static
+from textual.widgets import DataTable, Select, Static
 
 from engine.models import Tombstone
 
 from ..modals import ReasonModal, ReasonResult
+from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_format import fmt_time
-from ..widgets.literal import literal
+from ..widgets.literal import literal, tell
 from .base import WorkstationScreen
-
-if TYPE_CHECKING:
-    pass
 
 ALL_USERS = ""
 """The Select value meaning "every user": the engine refuses an empty user id, so it cannot clash."""
@@ -37,6 +35,12 @@ LIFT_PRESETS = (
     "The user confirmed it is true",
     "The value changed meaning",
 )
+
+
+FOOTER_KEYS: tuple[str, ...] = (
+    "tombstones.lift", "tombstones.toggle_lifted", "tombstones.user", *APP_KEYS,
+)
+"""What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
 class TombstonesScreen(WorkstationScreen):
@@ -66,7 +70,7 @@ class TombstonesScreen(WorkstationScreen):
         yield DataTable(id="tombstones-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="tombstones-detail")
         yield Static("", id="tombstones-status")
-        yield Footer()
+        yield KeyBar(FOOTER_KEYS)
 
     @property
     def table(self) -> DataTable[Any]:
@@ -93,7 +97,8 @@ class TombstonesScreen(WorkstationScreen):
         """DB work in a worker; failures reach the app's central error dialog, named by
         `description`. Nothing is cancelled (see KnowledgeScreen._work): a read whose generation
         is no longer the newest drops its result instead."""
-        self.run_worker(work, name=description, description=description, group=f"tombstones-{group}")
+        self.run_worker(work, name=description, description=description, group=f"tombstones-{group}",
+                        exit_on_error=False)
 
     async def _load_users_and_stones(self, gen: int) -> None:
         users = await self.memory.users()
@@ -168,7 +173,8 @@ class TombstonesScreen(WorkstationScreen):
             detail.update("")
             return
         text = Text.assemble((f"#{stone.id} ", "bold"), literal(stone.statement), ("\nreason: ", "dim"),
-                             literal(stone.reason))
+                             literal(stone.reason), ("\nby ", "dim"), literal(stone.created_by),
+                             (f" on {fmt_time(stone.created_at)} UTC, user ", "dim"), literal(stone.user_id))
         if stone.lifted_at is not None:
             text.append("\nlifted: ", style="dim")
             text.append_text(self._lifted_cell(stone))
@@ -195,11 +201,10 @@ class TombstonesScreen(WorkstationScreen):
         tid = self._current_id()
         stone = self.stones.get(tid) if tid is not None else None
         if stone is None:
-            self.notify("No tombstone selected.", severity="warning")
+            tell(self, "No tombstone selected.", severity="warning")
             return
         if stone.lifted_at is not None:
-            self.notify(f"Tombstone #{stone.id} was already lifted by {stone.lifted_by}.", severity="warning",
-                        markup=False)
+            tell(self, f"Tombstone #{stone.id} was already lifted by {stone.lifted_by}.", severity="warning")
             return
         modal = ReasonModal(
             f"Lift tombstone #{stone.id} of {stone.user_id}: {stone.statement}", presets=LIFT_PRESETS,

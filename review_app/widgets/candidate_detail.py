@@ -10,6 +10,8 @@ read and tested without a running app.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
@@ -43,6 +45,38 @@ def interval_text(valid_at: datetime | None, invalid_at: datetime | None) -> str
     return f"{start} → {end}"
 
 
+@dataclass(frozen=True, slots=True)
+class ChainLink:
+    """One value in a chain of replacements: the active fact it starts from, or a pending candidate."""
+
+    statement: str
+    status: str
+    """'active', 'superseded' ... for the fact; 'pending' for a candidate."""
+    start: datetime | None
+    candidate_id: int | None = None
+    fact_id: int | None = None
+
+
+def day_text(value: datetime | None) -> str:
+    return "always" if value is None else f"{value.day} {value:%b %Y}"
+
+
+def chain_text(chain: Sequence[ChainLink], current: int | None) -> Text:
+    """"Lisbon, active fact #1, from 5 Jan 2026 → ▶ Porto, pending #31, from 2 May 2026": each value
+    with its status and start, the shown candidate marked."""
+    out = Text()
+    for i, link in enumerate(chain):
+        if i:
+            out.append(" → ", style="bold")
+        here = link.candidate_id is not None and link.candidate_id == current
+        if here:
+            out.append("▶ ", style="bold")
+        out.append_text(literal(link.statement, "bold" if here else ""))
+        what = f"{link.status} fact #{link.fact_id}" if link.fact_id is not None else f"pending #{link.candidate_id}"
+        out.append(f", {what}, from {day_text(link.start)}", style="dim")
+    return out
+
+
 def prediction_text(ctx: CandidateContext) -> Text:
     cand = ctx.candidate
     if cand.run_id is None:
@@ -60,7 +94,8 @@ def prediction_text(ctx: CandidateContext) -> Text:
     if ctx.existing:
         out.append("\n\nPredicted from these facts:\n", style="dim")
         for fact in ctx.existing:
-            out.append(f"  #{fact.id} ", style="dim")
+            # pending candidates are shown to the extractor beside facts, under negative ids
+            out.append(f"  #{fact.id} " if fact.id > 0 else f"  candidate #{-fact.id} ", style="dim")
             out.append_text(literal(fact.described()))
             out.append("\n")
     return out
@@ -129,10 +164,14 @@ def _field(out: Text, label: str, value: Text | str) -> None:
     out.append("\n")
 
 
-def gap_text(ctx: CandidateContext) -> Text:
+def gap_text(ctx: CandidateContext, chain: Sequence[ChainLink] = ()) -> Text:
     cand: Candidate = ctx.candidate
     old: Knowledge | None = ctx.superseded
     out = Text()
+    if sum(1 for link in chain if link.candidate_id is not None) > 1:
+        out.append("Chain (l jumps to the next link)\n", style="dim")
+        out.append_text(chain_text(chain, cand.id))
+        out.append("\n\n")
     if cand.kind == "retraction":
         out.append("Retraction request: approving (a) retracts this fact\n\n", style="bold")
         if old is not None:
@@ -183,6 +222,7 @@ class CandidateDetail(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.context: CandidateContext | None = None
+        self.chain: list[ChainLink] = []
         self.placeholder = "Select a candidate."
 
     def compose(self) -> ComposeResult:
@@ -206,8 +246,10 @@ class CandidateDetail(Widget):
     def watch_narrow(self) -> None:
         self.call_after_refresh(self._render_context)
 
-    def show(self, ctx: CandidateContext | None, placeholder: str = "Select a candidate.") -> None:
+    def show(self, ctx: CandidateContext | None, placeholder: str = "Select a candidate.",
+             chain: Sequence[ChainLink] = ()) -> None:
         self.context = ctx
+        self.chain = list(chain)
         self.placeholder = placeholder
         self._render_context()
 
@@ -220,7 +262,8 @@ class CandidateDetail(Widget):
         if ctx is None:
             texts = {"prediction": Text(self.placeholder, style="dim"), "messages": Text(""), "gap": Text("")}
         else:
-            texts = {"prediction": prediction_text(ctx), "messages": messages_text(ctx), "gap": gap_text(ctx)}
+            texts = {"prediction": prediction_text(ctx), "messages": messages_text(ctx),
+                     "gap": gap_text(ctx, self.chain)}
         for key, text in texts.items():
             pane = panes.get(f"pane-{key}")
             if pane is not None:

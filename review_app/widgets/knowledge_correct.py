@@ -51,7 +51,7 @@ class CorrectModal(StatementForm["CorrectResult | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="correct-box"):
-            yield Static(f"Correct fact #{self.fact.id} of {self.fact.user_id}", classes="correct-title", markup=False)
+            yield Static(literal(f"Correct fact #{self.fact.id} of {self.fact.user_id}"), classes="correct-title")
             yield Label("Current statement")
             yield Static(literal(self.fact.statement), id="correct-current")
             yield Label("New statement")

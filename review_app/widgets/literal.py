@@ -9,8 +9,11 @@ as an escape sequence. The stored value is never altered.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from rich.style import Style
 from rich.text import Text
+from textual.notifications import SeverityLevel
 
 _KEEP = {"\n", "\t"}
 
@@ -36,3 +39,19 @@ def visible(value: str) -> str:
 def literal(value: str | None, style: str | Style = "") -> Text:
     """A Text that renders `value` as typed: no markup, no escapes."""
     return Text(visible(value or ""), style=style)
+
+
+class _Notifier(Protocol):
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None: ...
+
+
+def tell(node: _Notifier, message: str, *, title: str = "", severity: SeverityLevel = "information",
+         timeout: float | None = None) -> None:
+    """The workstation's only way to raise a notification: never markup, control characters shown.
+
+    Notifications quote reviewer names ("being reviewed by X"), engine errors (which quote
+    statements) and user ids; with Textual's default `markup=True` a reviewer called `evil[/nope]`
+    would crash every other reviewer's workstation and `[@click=app.quit]` would become a live link.
+    """
+    node.notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)

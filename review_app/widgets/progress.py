@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual.widget import Widget
+from textual.worker import Worker
 
 if TYPE_CHECKING:
     from engine.team import Progress
@@ -85,7 +86,12 @@ class ProgressHeader(Widget):
 
     def refresh_for(self, filters: dict[str, Any]) -> None:
         """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments)."""
-        self.run_worker(self._load(dict(filters)), exclusive=True, group="progress", name="Reading the progress")
+        self.run_worker(self._load(dict(filters)), exclusive=True, group="progress", name="Reading the progress",
+                        exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed read opens the app's error dialog (the worker does not exit the app)."""
+        cast("ReviewApp", self.app).report_worker_failure(event.worker)
 
     async def _load(self, filters: dict[str, Any]) -> None:
         app = cast("ReviewApp", self.app)

@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from ..modals import StateCheckbox
 from ..widgets.literal import literal
 
 KINDS: tuple[str, ...] = ("new", "update", "contradiction", "proposed", "retraction")
@@ -97,17 +98,20 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
         with Vertical(classes="modal-box", id="filter-box"):
             yield Static("Filter the queue", classes="modal-title")
             yield Label("User")
-            yield Select([(literal(u), u) for u in self.users], value=cur.user_id or Select.BLANK,
+            # Select.NULL is "no selection"; Select.BLANK is Widget.BLANK (False), an illegal value.
+            yield Select([(literal(u), u) for u in self.users],
+                         value=cur.user_id if cur.user_id is not None else Select.NULL,
                          prompt="any user", id="filter-user")
             yield Label("Kind")
-            yield Select([(k, k) for k in KINDS], value=cur.kind or Select.BLANK, prompt="any kind", id="filter-kind")
+            yield Select([(k, k) for k in KINDS], value=cur.kind if cur.kind is not None else Select.NULL,
+                         prompt="any kind", id="filter-kind")
             yield Label("Confidence from – to (0–1, empty = open)")
             with Horizontal(id="filter-confidence"):
                 yield Input("" if cur.min_confidence is None else f"{cur.min_confidence:g}", id="filter-min",
                             placeholder="0")
                 yield Input("" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max",
                             placeholder="1")
-            yield Checkbox("Unsupported evidence only", value=cur.unsupported_only, id="filter-unsupported")
+            yield StateCheckbox("Unsupported evidence only", cur.unsupported_only, id="filter-unsupported")
             yield Static("", id="filter-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Apply", id="apply", variant="primary")

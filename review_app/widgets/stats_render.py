@@ -64,8 +64,10 @@ def _rate(value: float | None) -> str:
 def _table(*columns: str) -> Table:
     table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False)
     for i, name in enumerate(columns):
-        table.add_column(name, justify="left" if i == 0 else "right", ratio=len(columns) if i == 0 else 1,
-                         no_wrap=i > 0)
+        # Figures and their headers are never cut ("appr…"): they keep their width and the label
+        # column wraps instead.
+        table.add_column(name, justify="left" if i == 0 else "right", ratio=1 if i == 0 else None,
+                         no_wrap=i > 0, min_width=len(name) if i > 0 else None)
     return table
 
 
