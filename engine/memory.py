@@ -28,6 +28,7 @@ from .errors import (
     NotFoundError,
     StaleSupersessionError,
 )
+from .limits import check_exchange, check_query, check_reason, check_statement, check_unicode
 from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
@@ -153,13 +154,17 @@ class Memory:
     async def add_exchange(
         self, user_id: str, user_msg: str, assistant_msg: str | None, at: datetime | None = None
     ) -> list[int]:
-        return await self.pipeline.add_exchange(user_id, user_msg, assistant_msg, at)
+        return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
     async def add_exchanges(
         self, exchanges: list[tuple[str, str, str | None, datetime | None]]
     ) -> list[list[int]]:
-        """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none."""
-        return await self.pipeline.add_exchanges(exchanges)
+        """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
+
+        Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),
+        so one bad exchange refuses the batch before anything is written."""
+        checked = [(u, m, a, check_exchange(u, m, a, at, self.config)) for u, m, a, at in exchanges]
+        return await self.pipeline.add_exchanges(checked)
 
     async def process(self, user_id: str | None = None) -> Any:
         return await self.pipeline.process(user_id)
@@ -175,6 +180,7 @@ class Memory:
         self, query: str, user_id: str, top_k: int = 10, at_time: datetime | None = None,
         known_at: datetime | None = None, include_expired: bool = False,
     ) -> RetrievalResult:
+        check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
             self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
             include_expired=include_expired,
@@ -187,7 +193,7 @@ class Memory:
         invalid_at: datetime | None = None, *, confidence: float = 1.0, reason: str | None = None,
     ) -> Knowledge:
         """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
-        text = _statement(statement)
+        text = _statement(statement, self.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
@@ -212,7 +218,10 @@ class Memory:
         written, so one bad statement or interval leaves nothing behind."""
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
-        checked = [(_statement(f.statement), *check_interval(f.valid_at, f.invalid_at), f.confidence) for f in items]
+        checked = [
+            (_statement(f.statement, self.config), *check_interval(f.valid_at, f.invalid_at), f.confidence)
+            for f in items
+        ]
         out: list[Knowledge] = []
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
@@ -244,8 +253,8 @@ class Memory:
         valid_at: Any = KEEP, invalid_at: Any = KEEP,
     ) -> Knowledge:
         """A new version that supersedes the old one (end_reason `corrected`); the old row stays."""
-        text = _statement(statement)
-        why = _reason(reason, "a correction")
+        text = _statement(statement, self.config)
+        why = _reason(reason, "a correction", self.config)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
@@ -276,7 +285,7 @@ class Memory:
     ) -> Knowledge:
         """End belief in a fact because it was wrong or must go; tombstone its value by default so
         extraction does not bring it back."""
-        why = _reason(reason, "a retraction")
+        why = _reason(reason, "a retraction", self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
             fact = await store.get_knowledge(conn, user_id, knowledge_id)
@@ -334,7 +343,7 @@ class Memory:
             return await store.list_tombstones(conn, user_id, include_lifted)
 
     async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
-        why = _reason(reason, "lifting a tombstone")
+        why = _reason(reason, "lifting a tombstone", self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
             stone = await store.get_tombstone(conn, user_id, tombstone_id)
@@ -375,7 +384,7 @@ class Memory:
     ) -> int:
         """Put a candidate in the pending queue directly (tests, agent proposals, retraction
         requests). Extraction uses the pipeline, which adds the gates."""
-        text = _statement(statement)
+        text = _statement(statement, self.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
@@ -391,18 +400,19 @@ class Memory:
             return cid
 
 
-def _statement(text: str) -> str:
-    cleaned = (text or "").strip()
+def _statement(text: str, config: MemoryConfig) -> str:
+    """A non-empty statement within `max_statement_chars`, valid Unicode."""
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
-        raise InvalidStatementError("the statement is empty")
-    return cleaned
+        raise InvalidStatementError("the statement is empty" if cleaned is not None else "the statement is not text")
+    return check_unicode(check_statement(cleaned, config), "the statement")
 
 
-def _reason(text: str, what: str) -> str:
-    cleaned = (text or "").strip()
+def _reason(text: str, what: str, config: MemoryConfig) -> str:
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
         raise InvalidStatementError(f"{what} needs a reason")
-    return cleaned
+    return check_unicode(check_reason(cleaned, config), "the reason")
 
 
 def _user(user_id: str) -> str:

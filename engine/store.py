@@ -9,6 +9,7 @@ file only.
 from __future__ import annotations
 
 import json
+import math
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -575,16 +576,15 @@ async def vector_arm(
     return [r[0] for r in rows]
 
 
-async def text_arm(
-    conn: aiosqlite.Connection, user_id: str, match: str, limit: int, *, at_time: int | None,
-    known_at: int | None, include_expired: bool,
-) -> list[int]:
-    """BM25 over FTS5, scoped to the user INSIDE the MATCH (the user's scope token ANDed with the
-    query terms, so FTS5 ranks only this user's rows), then joined to the fact rows for the status
-    and time predicates, all before the LIMIT. CROSS JOIN pins FTS as the outer loop: the other
-    order re-runs the MATCH once per fact of the user."""
-    where = ["knowledge_fts MATCH ?", "k.user_id = ?"]
-    args: list[Any] = [f'scope : "{fts_scope(user_id)}" AND ({match})', user_id]
+BM25_K1 = 1.2  # FTS5's own bm25() parameters, so the scores mean what they meant before
+BM25_B = 0.75
+_IDF_FLOOR = 1e-6  # FTS5's floor for a term in half or more of the documents
+
+
+def _belief_filter(at_time: int | None, known_at: int | None, include_expired: bool) -> tuple[str, list[Any]]:
+    """The status and time predicates of the text arm, as one SQL condition on `k`."""
+    where: list[str] = []
+    args: list[Any] = []
     if known_at is not None:
         where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
         args += [known_at, known_at]
@@ -593,53 +593,140 @@ async def text_arm(
     if at_time is not None:
         where.append("(k.valid_at IS NULL OR k.valid_at <= ?) AND (k.invalid_at IS NULL OR k.invalid_at > ?)")
         args += [at_time, at_time]
-    rows = await (await conn.execute(
-        "SELECT k.id FROM knowledge_fts CROSS JOIN knowledge k ON k.id = knowledge_fts.rowid"
-        f" WHERE {' AND '.join(where)} ORDER BY bm25(knowledge_fts, 1.0, 0.0), k.id LIMIT ?",
-        (*args, limit),
-    )).fetchall()
-    return [r[0] for r in rows]
+    return (" AND ".join(where) or "1"), args
 
 
-COMMON_TERM_MIN_FACTS = 1000
-# term -> (facts holding it, facts in the index when counted), per connection. Counting a term in
-# every fact walks its whole doclist (3-5 ms for 120,000 facts), so a count is reused until the
-# index grew or shrank by more than 1%: the drop decision (>= half of all facts) barely moves.
-_TERM_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, tuple[int, int]]] = (
+def _first_varint(blob: bytes) -> int:
+    """The first varint of an FTS5 docsize record: the token count of column 0 (the statement)."""
+    value = 0
+    for byte in blob[:9]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return value
+
+
+# user -> (facts, highest id, total statement tokens), per connection: the user's document count
+# and average length for BM25. Summing the token counts of 22,000 facts costs ~15 ms, so a large
+# user's sum is reused until their fact count moved by more than 1% (the average barely moves);
+# a small user's is recomputed whenever their facts changed at all.
+_USER_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, tuple[int, int, int]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-async def informative_terms(conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
-    """Drop the query terms found in at least half of all facts, and in at least
-    COMMON_TERM_MIN_FACTS of them. Such a term gets FTS5's floor IDF (1e-6): it cannot reorder the
-    facts that match a real term, yet FTS5 would still score every fact of the user that holds it.
-    Statements all phrased "User lives in...", queried with "where does the user live", made the
-    text arm rank all 22,000 facts of a large user (40 ms); without "user" it ranks the few
-    hundred that mention the place. The absolute floor keeps small stores exact: there, matching a
-    half-common word is still a signal worth a text rank, and scoring it costs nothing. A term the
-    vocabulary does not list verbatim (tokenizer folding differs) is kept."""
-    if not terms:
-        return terms
-    row = await (await conn.execute("SELECT count(*) FROM knowledge_fts_docsize")).fetchone()
-    total = int(row[0])  # type: ignore[index]
-    if total < 2 * COMMON_TERM_MIN_FACTS:
-        return terms
-    cache = _TERM_DOCS.setdefault(conn, {})
-    stale = [t for t in terms if t not in cache or abs(cache[t][1] - total) * 100 > total]
-    if stale:
-        await conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.knowledge_fts_terms"
-            " USING fts5vocab(main, 'knowledge_fts', 'row')"
-        )
-        found = await (await conn.execute(
-            f"SELECT term, doc FROM temp.knowledge_fts_terms WHERE term IN ({','.join('?' * len(stale))})", stale
+async def user_text_stats(conn: aiosqlite.Connection, user_id: str) -> tuple[int, float]:
+    """(facts of the user in the text index, their average statement length in tokens).
+
+    Every fact of the user is in the index, whatever its status, as FTS5 counted its own
+    statistics over every row; only this user's rows count here."""
+    row = await (await conn.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
+    )).fetchone()
+    n, top = int(row[0]), int(row[1])  # type: ignore[index]
+    if n == 0:
+        return 0, 1.0
+    cache = _USER_DOCS.setdefault(conn, {})
+    hit = cache.get(user_id)
+    fresh = hit is not None and (
+        (hit[0], hit[1]) == (n, top)
+        or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(hit[0] - n) * 100 <= n)
+    )
+    if not fresh:
+        sizes = await (await conn.execute(
+            "SELECT d.sz FROM knowledge k JOIN knowledge_fts_docsize d ON d.id = k.id WHERE k.user_id = ?",
+            (user_id,),
         )).fetchall()
-        docs = {str(r[0]): int(r[1]) for r in found}
         if len(cache) > 10_000:
             cache.clear()
-        cache.update({t: (docs.get(t, 0), total) for t in stale})
-    return [t for t in terms if 2 * cache[t][0] < total]
+        cache[user_id] = hit = (n, top, sum(_first_varint(bytes(r[0])) for r in sizes))
+    assert hit is not None
+    return n, max(hit[2] / hit[0], 1.0)
+
+
+async def text_arm(
+    conn: aiosqlite.Connection, user_id: str, terms: list[str], limit: int, *, at_time: int | None,
+    known_at: int | None, include_expired: bool,
+) -> list[int]:
+    """BM25 over this user's facts only, with this user's statistics.
+
+    FTS5's own bm25() counts document frequencies and the average length over the whole table,
+    every user's rows included: 300 facts of another user holding a word lowered that word's IDF
+    for everyone, reordering this user's results and telling an agent what other users' facts
+    contain. So the scores are computed here, per user: for each term, FTS5 finds the user's rows
+    holding it (the user's scope token ANDed with the term INSIDE the MATCH, so no other user's
+    row is even visited); their number is the user's document frequency; `highlight` marks each
+    occurrence, giving the term frequency exactly as the tokenizer counts it; the docsize record
+    gives the length. The formula and parameters are FTS5's (k1 = 1.2, b = 0.75, IDF floored at
+    1e-6). Document frequencies are over all the user's facts (as FTS5's were over all rows); the
+    status and time predicates then choose which of those rows may be ranked, before the LIMIT."""
+    n, avgdl = await user_text_stats(conn, user_id)
+    if not terms or n == 0:
+        return []
+    condition, args = _belief_filter(at_time, known_at, include_expired)
+    scope = fts_scope(user_id)
+    scores: dict[int, float] = {}
+    for term in terms:
+        phrase = '"' + term.replace('"', '""') + '"'
+        rows = await (await conn.execute(
+            "SELECT knowledge_fts.rowid, highlight(knowledge_fts, 0, char(1), char(2)), d.sz,"
+            f" CASE WHEN {condition} THEN 1 ELSE 0 END"
+            " FROM knowledge_fts CROSS JOIN knowledge k ON k.id = knowledge_fts.rowid"
+            " JOIN knowledge_fts_docsize d ON d.id = knowledge_fts.rowid"
+            " WHERE knowledge_fts MATCH ? AND k.user_id = ?",
+            (*args, f'scope : "{scope}" AND {phrase}', user_id),
+        )).fetchall()
+        if not rows:
+            continue
+        df = len(rows)
+        idf = math.log((n - df + 0.5) / (df + 0.5))
+        idf = idf if idf > 0 else _IDF_FLOOR
+        for kid, marked, size, allowed in rows:
+            if not allowed:
+                continue
+            tf = max(1, str(marked).count("\x01"))
+            norm = 1 - BM25_B + BM25_B * _first_varint(bytes(size)) / avgdl
+            scores[kid] = scores.get(kid, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [kid for kid, _ in ranked[:limit]]
+
+
+COMMON_TERM_MIN_FACTS = 1000
+# (user, term) -> (the user's facts holding it, the user's facts when counted), per connection.
+# Counting a term over a large user's facts walks two doclists (a few ms), so a count is reused
+# until the user's fact count moved by more than 1%: the drop decision (>= half) barely moves.
+_TERM_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[tuple[str, str], tuple[int, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def informative_terms(conn: aiosqlite.Connection, user_id: str, terms: list[str]) -> list[str]:
+    """Drop the query terms found in at least half of THIS user's facts, when the user has at
+    least 2 * COMMON_TERM_MIN_FACTS of them. Such a term gets the floor IDF (1e-6): it cannot
+    reorder the facts that match a real term, yet every fact of the user holding it would be
+    scored. Statements all phrased "User lives in...", queried with "where does the user live",
+    made the text arm rank all 22,000 facts of a large user; without "user" it ranks the few
+    hundred that mention the place. Counted per user, like the BM25 statistics themselves: another
+    user's facts must not decide which of this user's terms count. The floor keeps small users
+    exact: there, matching a half-common word is still a signal worth a text rank."""
+    if not terms:
+        return terms
+    n, _ = await user_text_stats(conn, user_id)
+    if n < 2 * COMMON_TERM_MIN_FACTS:
+        return terms
+    cache = _TERM_DOCS.setdefault(conn, {})
+    scope = fts_scope(user_id)
+    for term in terms:
+        hit = cache.get((user_id, term))
+        if hit is None or abs(hit[1] - n) * 100 > n:
+            phrase = '"' + term.replace('"', '""') + '"'
+            row = await (await conn.execute(
+                "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?", (f'scope : "{scope}" AND {phrase}',)
+            )).fetchone()
+            if len(cache) > 10_000:
+                cache.clear()
+            cache[(user_id, term)] = (int(row[0]), n)  # type: ignore[index]
+    return [t for t in terms if 2 * cache[(user_id, t)][0] < n]
 
 
 def fts_scope(user_id: str) -> str:

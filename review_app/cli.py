@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+from review_app.widgets.literal import visible
 
 T = TypeVar("T")
 
@@ -34,16 +35,48 @@ DEFAULT_DB = "memdesk.db"
 DEFAULT_DEMO_DB = "memdesk-demo.db"
 
 
+def echo(text: str = "", err: bool = False) -> None:
+    """The one way this command line prints: every text goes through `visible` (the workstation's
+    own convention, ESC shown as ␛), because facts, reasons, user ids and file names are written by
+    users and models, and a raw `\\x1b]2;...\\x07` would retitle the terminal or clear the screen."""
+    click.echo(visible(text), err=err)
+
+
 class BadInput(click.ClickException):
     """Exit 2: what the caller gave is wrong, and nothing was changed."""
 
     exit_code = 2
+
+    def format_message(self) -> str:
+        return visible(self.message)
 
 
 class Failure(click.ClickException):
     """Exit 1: the input was fine but the work could not be done."""
 
     exit_code = 1
+
+    def format_message(self) -> str:
+        return visible(self.message)
+
+
+class _EscapingGroup(click.Group):
+    """Click's own errors quote what was typed ("Invalid value for '--top-k': ..."); their text is
+    made visible before click prints it, like every other output of this command line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        return _escaping(lambda: super(_EscapingGroup, self).make_context(*args, **kwargs))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return _escaping(lambda: super(_EscapingGroup, self).invoke(ctx))
+
+
+def _escaping(call: Any) -> Any:
+    try:
+        return call()
+    except click.ClickException as exc:
+        exc.message = visible(exc.message)
+        raise
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -127,8 +160,14 @@ class Progress:
             self._bar = None
 
 
+_C1 = {code: f"\\u{code:04x}" for code in (0x7F, *range(0x80, 0xA0))}
+
+
 def _json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    """JSON with non-ASCII kept readable. json.dumps escapes C0 controls but not DEL and the C1
+    range (0x9b is CSI on some terminals), so those are written as \\u escapes too: the same
+    JSON value, nothing a terminal acts on."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_C1)
 
 
 def _parse_date(value: str | None, what: str) -> Any:
@@ -148,28 +187,28 @@ def _print_mapping(data: dict[str, Any], indent: int = 0) -> None:
     width = max((len(str(k)) for k in data), default=0)
     for key, value in data.items():
         if isinstance(value, dict):
-            click.echo(f"{pad}{key}:")
+            echo(f"{pad}{key}:")
             if value:
                 _print_mapping(value, indent + 1)
             else:
-                click.echo(f"{pad}  (none)")
+                echo(f"{pad}  (none)")
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            click.echo(f"{pad}{key}:")
+            echo(f"{pad}{key}:")
             for item in value:
-                click.echo(f"{pad}  -")
+                echo(f"{pad}  -")
                 _print_mapping(item, indent + 2)
         else:
             if isinstance(value, list):
                 shown = ", ".join(map(str, value)) if value else "(none)"
             else:
                 shown = "-" if value is None else value
-            click.echo(f"{pad}{str(key).ljust(width)}  {shown}")
+            echo(f"{pad}{str(key).ljust(width)}  {shown}")
 
 
 # -- the command group -----------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_EscapingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memdesk", prog_name="memdesk")
 def main() -> None:
     """memdesk: a memory engine for AI agents whose writes pass through a human.
@@ -227,7 +266,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             _remove_db(path)
         else:
             existing_db(db)
-            click.echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
+            echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
     if not path.exists():
         # Built under a temporary name and renamed when complete: an interrupted build must not
         # leave a half-built database that the next `memdesk demo` would silently reuse.
@@ -244,7 +283,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             partial.replace(path)
         finally:
             _remove_db(partial)
-        click.echo(
+        echo(
             f"Built {db}: {summary['users']} users, {summary['exchanges']} exchanges; "
             f"{summary['approved']} candidates approved by the seeded demo-curator, "
             f"{summary['pending']} candidates waiting for review "
@@ -301,9 +340,9 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
     except UserInputError as exc:
         raise BadInput(str(exc)) from None
     for line in plan.skipped:
-        click.echo(f"skipped {line}", err=True)
+        echo(f"skipped {line}", err=True)
     for line in plan.notes:
-        click.echo(f"note: {line}", err=True)
+        echo(f"note: {line}", err=True)
     if not plan.exchanges:
         why = f"all {len(plan.skipped)} bad lines were skipped" if plan.skipped else "the file holds no exchanges"
         raise BadInput(f"{file}: nothing to ingest ({why})")
@@ -316,7 +355,7 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
 
     count = _run(go())
     users = plan.users
-    click.echo(
+    echo(
         f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {db} "
         f"({plan.format}{f', {len(plan.skipped)} skipped' if plan.skipped else ''})."
     )
@@ -387,13 +426,13 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
     report = _run(go())
     data = asdict(report)
     if as_json:
-        click.echo(_json(data))
+        echo(_json(data))
     else:
         width = max(len(label) for _, label in REPORT_FIELDS)
         for name, label in REPORT_FIELDS:
-            click.echo(f"{label.ljust(width)}  {data.get(name, 0)}")
+            echo(f"{label.ljust(width)}  {data.get(name, 0)}")
     for error in report.errors:
-        click.echo(f"error: {error}", err=True)
+        echo(f"error: {error}", err=True)
     if report.failed:
         raise Failure(f"{report.failed} episode(s) failed; they stay retryable (run process again)")
 
@@ -436,11 +475,11 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 
     result = _run(go())
     if not as_json:
-        click.echo(result.to_prompt())
+        echo(result.to_prompt())
         return
     from engine.models import to_jsonable
 
-    click.echo(_json({
+    echo(_json({
         "query": result.query, "user_id": result.user_id, "at_time": to_jsonable(result.at_time),
         "known_at": to_jsonable(result.known_at), "include_expired": result.include_expired,
         "items": [
@@ -466,7 +505,7 @@ def stats(db: str, user: str | None, as_json: bool) -> None:
 
     data = _run(go())
     if as_json:
-        click.echo(_json(data))
+        echo(_json(data))
     else:
         _print_mapping(data)
 
@@ -491,9 +530,9 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
     text = _json(_run(go()))
     if output:
         Path(output).write_text(text + "\n", encoding="utf-8")
-        click.echo(f"Wrote {output}.", err=True)
+        echo(f"Wrote {output}.", err=True)
     else:
-        click.echo(text)
+        echo(text)
 
 
 @main.command()
@@ -519,7 +558,7 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
             return await erase_user(mem, user, actor)
 
     report = _run(go())
-    click.echo(
+    echo(
         f"Erased user {user!r}: {report.messages} messages, {report.episodes} episodes, "
         f"{report.extraction_runs} extraction runs, {report.candidates} candidates, {report.knowledge} facts, "
         f"{report.tombstones} tombstones; {report.audit_redacted} audit rows redacted (audit row {report.audit_id})."
