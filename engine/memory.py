@@ -76,7 +76,7 @@ class Memory:
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise NotFoundError(f"directory {parent} does not exist")
-        self._db = await Database.open(self.path)
+        self._db = await Database.open(self.path, max_version=SCHEMA_VERSION)
         try:
             await self._migrate()
         except BaseException:

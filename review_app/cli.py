@@ -118,8 +118,17 @@ def _memdesk_version(path: Path) -> int:
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.DatabaseError:
-        raise BadInput(f"{path} is not a SQLite database") from None
+    except sqlite3.DatabaseError as exc:
+        from engine.db import read_only_reason
+
+        # A WAL database on a read-only file system cannot even be read (SQLite must create its
+        # shared-memory index beside it): that is where the file is, not what it is.
+        reason = read_only_reason(path)
+        if reason is not None:
+            raise Failure(reason) from None
+        if "not a database" in str(exc):
+            raise BadInput(f"{path} is not a SQLite database") from None
+        raise BadInput(f"{path} cannot be opened as a SQLite database ({exc})") from None
 
 
 def existing_db(db: str) -> str:
@@ -236,7 +245,9 @@ def _open_workstation(db: str, reviewer: str, keymap: str | None) -> None:
 
 def _remove_db(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+        part = Path(f"{path}{suffix}")
+        if part.exists():
+            part.unlink()
 
 
 @main.command()
@@ -353,7 +364,13 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
         async with Memory(db) as mem:
             return await write(mem, plan)
 
-    count = _run(go())
+    created = not path.exists()
+    try:
+        count = _run(go())
+    except click.ClickException:
+        if created:  # the write failed: leave no empty database behind for the next command to trust
+            _remove_db(path)
+        raise
     users = plan.users
     echo(
         f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {db} "
@@ -494,13 +511,20 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 @click.option("--user", help="Only this user's figures.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(db: str, user: str | None, as_json: bool) -> None:
-    """Extraction rate, discards by gate, review outcomes and queue size."""
+    """Extraction rate, discards by gate, review outcomes and queue size.
+
+    With --user, a user the store holds nothing of is exit 2, as for `search` and `export`."""
+    if user is not None and not user.strip():
+        raise BadInput("--user is empty; leave it out for the figures of every user")
     existing_db(db)
 
     async def go() -> dict[str, Any]:
         from engine import Memory
+        from engine.errors import NotFoundError
 
         async with Memory(db) as mem:
+            if user is not None and user not in await mem.users():
+                raise NotFoundError(f"no data for user {user!r} in {db} (`memdesk stats {db}` counts what it holds)")
             return await mem.stats(user)
 
     data = _run(go())
