@@ -8,9 +8,13 @@ file only.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
+import re
+import unicodedata
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -596,52 +600,88 @@ def _belief_filter(at_time: int | None, known_at: int | None, include_expired: b
     return (" AND ".join(where) or "1"), args
 
 
-def _first_varint(blob: bytes) -> int:
-    """The first varint of an FTS5 docsize record: the token count of column 0 (the statement)."""
-    value = 0
-    for byte in blob[:9]:
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            break
-    return value
+_FTS_TOKEN = re.compile(r"[^\W_]+")
 
 
-# user -> (facts, highest id, total statement tokens), per connection: the user's document count
-# and average length for BM25. Summing the token counts of 22,000 facts costs ~15 ms, so a large
-# user's sum is reused until their fact count moved by more than 1% (the average barely moves);
-# a small user's is recomputed whenever their facts changed at all.
-_USER_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, tuple[int, int, int]]] = (
-    weakref.WeakKeyDictionary()
-)
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
-async def user_text_stats(conn: aiosqlite.Connection, user_id: str) -> tuple[int, float]:
-    """(facts of the user in the text index, their average statement length in tokens).
+def fts_tokens(text: str) -> list[str]:
+    """The tokens FTS5's `unicode61 remove_diacritics 2` tokenizer sees: runs of letters and
+    digits (not `_`), casefolded, diacritics removed. Used to find the query's terms in a
+    statement for the per-user BM25; FTS5 itself still decides which rows match."""
+    folded = text.casefold()
+    return _FTS_TOKEN.findall(folded if folded.isascii() else _fold(folded))
 
-    Every fact of the user is in the index, whatever its status, as FTS5 counted its own
-    statistics over every row; only this user's rows count here."""
-    row = await (await conn.execute(
-        "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
-    )).fetchone()
-    n, top = int(row[0]), int(row[1])  # type: ignore[index]
-    if n == 0:
-        return 0, 1.0
-    cache = _USER_DOCS.setdefault(conn, {})
-    hit = cache.get(user_id)
-    fresh = hit is not None and (
-        (hit[0], hit[1]) == (n, top)
-        or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(hit[0] - n) * 100 <= n)
-    )
-    if not fresh:
-        sizes = await (await conn.execute(
-            "SELECT d.sz FROM knowledge k JOIN knowledge_fts_docsize d ON d.id = k.id WHERE k.user_id = ?",
-            (user_id,),
-        )).fetchall()
+
+# A statement's length for BM25, in words (runs of non-spaces), counted in SQL: the same measure
+# for a row's length and the user's average, without tokenizing every statement in Python.
+_WORDS = "length(trim(k.statement)) - length(replace(trim(k.statement), ' ', '')) + 1"
+
+
+COMMON_TERM_MIN_FACTS = 1000
+
+
+class _UserStats:
+    """One user's BM25 statistics as of one store generation: their fact count, the total of their
+    statements' lengths in tokens, and the document frequency of each term asked about so far."""
+
+    __slots__ = ("docs", "generation", "terms", "tokens", "top")
+
+    def __init__(self, generation: tuple[int, int], docs: int, top: int, tokens: int) -> None:
+        # tokens: the total length of the user's statements, in words (`_WORDS`)
+        self.generation, self.docs, self.top, self.tokens = generation, docs, top, tokens
+        self.terms: dict[str, int] = {}
+
+    @property
+    def avgdl(self) -> float:
+        return max(self.tokens / self.docs, 1.0) if self.docs else 1.0
+
+
+# user -> statistics, per connection. The store generation (PRAGMA data_version, which moves when
+# ANOTHER connection commits, and this connection's own total_changes) says whether anything was
+# written since they were counted; while nothing was, they are reused as they are (a query pays
+# nothing for them). After a write the fact count is taken again and term frequencies are
+# recounted as asked (~1 ms each); the words of a large user's facts (a few ms for 22,000) are
+# counted again only once their number moved by more than 1% (the average barely moves), a small
+# user's whenever their facts changed at all.
+_USER_STATS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, _UserStats]] = weakref.WeakKeyDictionary()
+
+
+async def user_text_stats(conn: aiosqlite.Connection, user_id: str, terms: Sequence[str] = ()) -> _UserStats:
+    """This user's statistics for the text arm, with the document frequency of each of `terms`
+    (FTS tokens): only this user's facts are counted, all of them whatever their status, as FTS5
+    counted its own statistics over every row."""
+    row = await (await conn.execute("PRAGMA data_version")).fetchone()
+    generation = (int(row[0]), conn.total_changes)  # type: ignore[index]
+    cache = _USER_STATS.setdefault(conn, {})
+    stats = cache.get(user_id)
+    if stats is None or stats.generation != generation:
+        row = await (await conn.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
+        )).fetchone()
+        n, top = int(row[0]), int(row[1])  # type: ignore[index]
+        if stats is not None and (
+            (stats.docs, stats.top) == (n, top) or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
+        ):
+            tokens = stats.tokens * n // max(stats.docs, 1)
+        else:
+            row = await (await conn.execute(
+                f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
+            )).fetchone()
+            tokens = int(row[0])  # type: ignore[index]
         if len(cache) > 10_000:
             cache.clear()
-        cache[user_id] = hit = (n, top, sum(_first_varint(bytes(r[0])) for r in sizes))
-    assert hit is not None
-    return n, max(hit[2] / hit[0], 1.0)
+        cache[user_id] = stats = _UserStats(generation, n, top, tokens)
+    scope = fts_scope(user_id)
+    for term in terms:
+        if term not in stats.terms:
+            row = await (await conn.execute(
+                "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?", (f'scope : "{scope}" AND "{term}"',)
+            )).fetchone()
+            stats.terms[term] = int(row[0])  # type: ignore[index]
+    return stats
 
 
 async def text_arm(
@@ -653,51 +693,47 @@ async def text_arm(
     FTS5's own bm25() counts document frequencies and the average length over the whole table,
     every user's rows included: 300 facts of another user holding a word lowered that word's IDF
     for everyone, reordering this user's results and telling an agent what other users' facts
-    contain. So the scores are computed here, per user: for each term, FTS5 finds the user's rows
-    holding it (the user's scope token ANDed with the term INSIDE the MATCH, so no other user's
-    row is even visited); their number is the user's document frequency; `highlight` marks each
-    occurrence, giving the term frequency exactly as the tokenizer counts it; the docsize record
-    gives the length. The formula and parameters are FTS5's (k1 = 1.2, b = 0.75, IDF floored at
-    1e-6). Document frequencies are over all the user's facts (as FTS5's were over all rows); the
-    status and time predicates then choose which of those rows may be ranked, before the LIMIT."""
-    n, avgdl = await user_text_stats(conn, user_id)
-    if not terms or n == 0:
+    contain. So the scores are computed here, per user (`user_text_stats`: the user's fact count,
+    average length and each term's document frequency, each counted by FTS5 with the user's scope
+    token INSIDE the MATCH, so no other user's row is even visited). One FTS5 query then finds the
+    user's rows holding any of the terms that pass the status and time predicates, all before the
+    LIMIT; the query's terms are found in each row's statement as FTS5's tokenizer would find them
+    (the term frequencies), and its length is counted in words. The formula and parameters are
+    FTS5's (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
+    wanted = list(dict.fromkeys(token for term in terms for token in fts_tokens(term)))
+    if not wanted:
         return []
+    stats = await user_text_stats(conn, user_id, wanted)
+    n, avgdl = stats.docs, stats.avgdl
+    wanted = [t for t in wanted if stats.terms[t]]
+    if not wanted:
+        return []
+    idf = [max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted]
     condition, args = _belief_filter(at_time, known_at, include_expired)
-    scope = fts_scope(user_id)
-    scores: dict[int, float] = {}
-    for term in terms:
-        phrase = '"' + term.replace('"', '""') + '"'
-        rows = await (await conn.execute(
-            "SELECT knowledge_fts.rowid, highlight(knowledge_fts, 0, char(1), char(2)), d.sz,"
-            f" CASE WHEN {condition} THEN 1 ELSE 0 END"
-            " FROM knowledge_fts CROSS JOIN knowledge k ON k.id = knowledge_fts.rowid"
-            " JOIN knowledge_fts_docsize d ON d.id = knowledge_fts.rowid"
-            " WHERE knowledge_fts MATCH ? AND k.user_id = ?",
-            (*args, f'scope : "{scope}" AND {phrase}', user_id),
-        )).fetchall()
-        if not rows:
-            continue
-        df = len(rows)
-        idf = math.log((n - df + 0.5) / (df + 0.5))
-        idf = idf if idf > 0 else _IDF_FLOOR
-        for kid, marked, size, allowed in rows:
-            if not allowed:
-                continue
-            tf = max(1, str(marked).count("\x01"))
-            norm = 1 - BM25_B + BM25_B * _first_varint(bytes(size)) / avgdl
-            scores[kid] = scores.get(kid, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * norm)
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [kid for kid, _ in ranked[:limit]]
-
-
-COMMON_TERM_MIN_FACTS = 1000
-# (user, term) -> (the user's facts holding it, the user's facts when counted), per connection.
-# Counting a term over a large user's facts walks two doclists (a few ms), so a count is reused
-# until the user's fact count moved by more than 1%: the drop decision (>= half) barely moves.
-_TERM_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[tuple[str, str], tuple[int, int]]] = (
-    weakref.WeakKeyDictionary()
-)
+    match = " OR ".join(f'"{t}"' for t in wanted)
+    rows = await (await conn.execute(
+        f"SELECT k.id, k.statement, {_WORDS} FROM knowledge_fts CROSS JOIN knowledge k"
+        f" ON k.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? AND k.user_id = ? AND {condition}",
+        (f'scope : "{fts_scope(user_id)}" AND ({match})', user_id, *args),
+    )).fetchall()
+    weight = dict(zip(wanted, idf, strict=True))
+    # The terms as FTS5 found them: whole words of the casefolded, diacritic-free statement. (An
+    # underscore joins words for `\b` but not for FTS5; a row matched only across one scores 0.)
+    find = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b").findall
+    # Statements repeat their shapes: a score depends only on (length, the terms found), so it is
+    # computed once per shape, not once per row.
+    memo: dict[tuple[Any, ...], float] = {}
+    scored: list[tuple[float, int]] = []
+    for kid, statement, words in rows:
+        folded = statement.casefold()
+        shape = (words, *find(folded if folded.isascii() else _fold(folded)))
+        score = memo.get(shape)
+        if score is None:
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
+            counts = Counter(shape[1:])
+            score = memo[shape] = sum(weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items())
+        scored.append((-score, kid))
+    return [kid for _, kid in heapq.nsmallest(limit, scored)]
 
 
 async def informative_terms(conn: aiosqlite.Connection, user_id: str, terms: list[str]) -> list[str]:
@@ -709,24 +745,11 @@ async def informative_terms(conn: aiosqlite.Connection, user_id: str, terms: lis
     hundred that mention the place. Counted per user, like the BM25 statistics themselves: another
     user's facts must not decide which of this user's terms count. The floor keeps small users
     exact: there, matching a half-common word is still a signal worth a text rank."""
-    if not terms:
+    tokens = {t: fts_tokens(t) for t in terms}
+    stats = await user_text_stats(conn, user_id, [x for parts in tokens.values() for x in parts])
+    if stats.docs < 2 * COMMON_TERM_MIN_FACTS:
         return terms
-    n, _ = await user_text_stats(conn, user_id)
-    if n < 2 * COMMON_TERM_MIN_FACTS:
-        return terms
-    cache = _TERM_DOCS.setdefault(conn, {})
-    scope = fts_scope(user_id)
-    for term in terms:
-        hit = cache.get((user_id, term))
-        if hit is None or abs(hit[1] - n) * 100 > n:
-            phrase = '"' + term.replace('"', '""') + '"'
-            row = await (await conn.execute(
-                "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?", (f'scope : "{scope}" AND {phrase}',)
-            )).fetchone()
-            if len(cache) > 10_000:
-                cache.clear()
-            cache[(user_id, term)] = (int(row[0]), n)  # type: ignore[index]
-    return [t for t in terms if 2 * cache[(user_id, t)][0] < n]
+    return [t for t in terms if all(2 * stats.terms[x] < stats.docs for x in tokens[t])]
 
 
 def fts_scope(user_id: str) -> str:
