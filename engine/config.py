@@ -24,6 +24,11 @@ class MemoryConfig:
     unsupported_penalty: float = 0.25  # subtracted from the confidence of an item with unsupported evidence
     # Review
     claim_ttl_seconds: float = 300.0
+    # Team (engine/team.py): the share of approvals re-queued blind to a second reviewer (a pure
+    # function of the candidate id, so the same approvals are sampled on every run and machine),
+    # and the gap between two decisions of one reviewer beyond which they count as a break.
+    second_review_rate: float = 0.1
+    decision_break_seconds: float = 600.0
     # Limits on hostile or accidental input, checked at every door (library, ingest, MCP, TUI edit).
     # A text over its limit is refused with a UserInputError naming the limit; nothing is changed.
     max_statement_chars: int = 1_000  # a fact, an edit, a correction, an agent proposal

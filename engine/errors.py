@@ -11,6 +11,8 @@
     ├── ConflictError             the state moved under the caller; nothing was changed
     │   ├── AlreadyDecidedError       the candidate is no longer pending (carries who decided it)
     │   ├── ClaimedError              another reviewer holds an unexpired lease on the candidate
+    │   │   ├── AssignedError             the candidate's user is assigned to another reviewer
+    │   │   └── SecondOpinionError        the reviewer flagged it for a second opinion: another must decide
     │   ├── StaleSupersessionError    the fact a candidate would supersede is no longer active
     │   └── UndoRefusedError          a later change depends on the decision
     └── ModelError                an LLM or embedding endpoint failed or answered out of contract
@@ -73,6 +75,34 @@ class ClaimedError(ConflictError):
         self.candidate_id = candidate_id
         self.claimed_by = claimed_by
         super().__init__(f"candidate {candidate_id} is being reviewed by {claimed_by}")
+
+
+class AssignedError(ClaimedError):
+    """The candidate's user was taken by another reviewer ("my queue", engine/team.py)."""
+
+    def __init__(self, candidate_id: int, user_id: str, assigned_to: str) -> None:
+        ConflictError.__init__(
+            self, f"candidate {candidate_id} belongs to user {user_id}, whose items {assigned_to} has taken"
+        )
+        self.candidate_id = candidate_id
+        self.claimed_by = assigned_to
+        self.user_id = user_id
+
+
+class SecondOpinionError(ClaimedError):
+    """The reviewer flagged this candidate for a second opinion, so another reviewer must decide it.
+
+    A ClaimedError because that is what it means to every caller: someone else must take it (the
+    queue moves on, bulk approval skips it)."""
+
+    def __init__(self, candidate_id: int, flagged_by: str) -> None:
+        ConflictError.__init__(
+            self, f"candidate {candidate_id} awaits a second opinion: {flagged_by} flagged it, so another "
+            "reviewer must decide it"
+        )
+        self.candidate_id = candidate_id
+        self.claimed_by = "another reviewer (you asked for a second opinion)"
+        self.flagged_by = flagged_by
 
 
 class StaleSupersessionError(ConflictError):

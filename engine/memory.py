@@ -33,6 +33,7 @@ from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .team import TeamService
 from .timeutil import Clock, check_interval, from_us, system_clock, to_us
 
 _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
@@ -65,6 +66,7 @@ class Memory:
         self._extractor = extractor
         self._db: Database | None = None
         self.review = ReviewService(self)
+        self.team = TeamService(self)
         self._pipeline: Any = None
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -125,7 +127,7 @@ class Memory:
             async with self.db.transaction() as tx:
                 # re-read inside the write lock: another process may have migrated meanwhile
                 version = (await (await tx.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
-                for target in range(version + 1, SCHEMA_VERSION + 1):
+                for target in sorted(v for v in MIGRATIONS if version < v <= SCHEMA_VERSION):
                     for statement in MIGRATIONS[target](self.embedder.dimensions):
                         await tx.execute(statement)
                     await tx.execute(f"PRAGMA user_version = {target}")

@@ -142,6 +142,10 @@ class Candidate:
     created_by: str | None = None
     # A chain: this candidate would replace another candidate that is itself still pending.
     supersedes_candidate_id: int | None = None
+    # Team state (engine/team.py), read with the row: the reviewer who flagged it for a second
+    # opinion (they may not decide it) and the reviewer its user is assigned to ("my queue").
+    flagged_by: str | None = None
+    assigned_to: str | None = None
 
 
 @dataclass(slots=True)

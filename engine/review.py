@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from . import store
+from . import store, team
 from .errors import (
     AlreadyDecidedError,
     ClaimedError,
@@ -49,12 +49,14 @@ class ReviewService:
         self, user_id: str | None = None, limit: int = 50, offset: int = 0, *, kind: str | None = None,
         min_confidence: float | None = None, max_confidence: float | None = None,
         unsupported: bool | None = None, search: str | None = None, newest_first: bool = False,
+        assigned_to: str | None = None,
     ) -> list[Candidate]:
         """One page of the queue, oldest first by default. Pages, never the whole table."""
         async with self._m.db.reading() as conn:
             return await store.pending(
                 conn, user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
                 unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
+                assigned_to=assigned_to,
             )
 
     async def count(self, user_id: str | None = None, **filters: Any) -> int:
@@ -99,6 +101,7 @@ class ReviewService:
             and cand.claimed_until > now
         ):
             raise ClaimedError(cand.id, cand.claimed_by)
+        team.check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
 
     # -- decisions --------------------------------------------------------------------------------
 

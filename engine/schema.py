@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 9
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -264,4 +264,50 @@ def _v4(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4}
+def _v9(dimensions: int) -> list[str]:
+    """The team tables: second-opinion flags, second reviews and assignments (engine/team.py).
+
+    Why tables of their own and not columns on `candidates`: a candidate can be flagged, withdrawn
+    and flagged again, and an approval can be second-reviewed once per fact it created (undo and
+    re-approval make a new fact); each of those is a record with its own reviewer, time and note.
+    At most one live flag per candidate (partial unique index) and one assignee per user."""
+    del dimensions
+    return [
+        "CREATE TABLE flags ("
+        " id INTEGER PRIMARY KEY,"
+        " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
+        " user_id TEXT NOT NULL,"
+        " flagged_by TEXT NOT NULL,"
+        " note TEXT,"
+        " lean TEXT CHECK (lean IN ('approve', 'reject')),"
+        " flagged_at INTEGER NOT NULL,"
+        " withdrawn_at INTEGER,"
+        " withdrawn_by TEXT)",
+        "CREATE UNIQUE INDEX flags_live ON flags(candidate_id) WHERE withdrawn_at IS NULL",
+        "CREATE INDEX flags_user ON flags(user_id)",
+        "CREATE TABLE second_reviews ("
+        " id INTEGER PRIMARY KEY,"
+        " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
+        " knowledge_id INTEGER NOT NULL REFERENCES knowledge(id),"
+        " user_id TEXT NOT NULL,"
+        " first_reviewer TEXT NOT NULL,"
+        " first_decision TEXT NOT NULL,"
+        " reviewer TEXT NOT NULL,"
+        " verdict TEXT NOT NULL CHECK (verdict IN ('agree', 'overturn', 'disagree')),"
+        " reason TEXT,"
+        " note TEXT,"
+        " decided_at INTEGER NOT NULL,"
+        " UNIQUE (candidate_id, knowledge_id),"
+        " CHECK (reviewer != first_reviewer))",
+        "CREATE INDEX second_reviews_user ON second_reviews(user_id)",
+        "CREATE TABLE assignments ("
+        " id INTEGER PRIMARY KEY,"
+        " user_id TEXT NOT NULL UNIQUE,"
+        " reviewer TEXT NOT NULL,"
+        " assigned_at INTEGER NOT NULL,"
+        " assigned_by TEXT NOT NULL)",
+        "CREATE INDEX assignments_reviewer ON assignments(reviewer)",
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 9: _v9}

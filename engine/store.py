@@ -34,7 +34,10 @@ CANDIDATE_COLS = (
     "c.id, c.user_id, c.statement, c.kind, c.status, c.confidence, c.created_at, c.evidence, "
     "c.supersedes_id, c.valid_at, c.invalid_at, c.episode_id, c.run_id, c.unsupported, c.claimed_by, "
     "c.claimed_until, c.decided_by, c.decided_at, c.decision, c.reason, c.knowledge_id, r.extractor, "
-    "c.created_by, c.supersedes_candidate_id"
+    "c.created_by, c.supersedes_candidate_id, "
+    # team state (engine/team.py): who flagged it for a second opinion, who was assigned its user
+    "(SELECT f.flagged_by FROM flags f WHERE f.candidate_id = c.id AND f.withdrawn_at IS NULL), "
+    "(SELECT a.reviewer FROM assignments a WHERE a.user_id = c.user_id)"
 )
 CANDIDATE_FROM = "candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
 TOMBSTONE_COLS = (
@@ -63,7 +66,7 @@ def candidate_from_row(r: Sequence[Any]) -> Candidate:
         invalid_at=from_us(r[10]), episode_id=r[11], run_id=r[12], unsupported=bool(r[13]),
         claimed_by=r[14], claimed_until=from_us(r[15]), decided_by=r[16], decided_at=from_us(r[17]),
         decision=r[18], reason=r[19], knowledge_id=r[20], extractor=r[21], created_by=r[22],
-        supersedes_candidate_id=r[23],
+        supersedes_candidate_id=r[23], flagged_by=r[24], assigned_to=r[25],
     )
 
 
@@ -408,9 +411,15 @@ async def release_candidate(conn: aiosqlite.Connection, candidate_id: int, revie
 
 def _queue_filters(
     user_id: str | None, kind: str | None, min_confidence: float | None, max_confidence: float | None,
-    unsupported: bool | None, search: str | None,
+    unsupported: bool | None, search: str | None, assigned_to: str | None = None,
+    status_clause: str = "c.status = 'pending'",
 ) -> tuple[str, list[Any]]:
-    where, args = ["c.status = 'pending'"], []  # type: ignore[var-annotated]
+    """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
+    candidates of the very same filter; `assigned_to` is the "my queue" filter."""
+    where, args = [status_clause], []  # type: ignore[var-annotated]
+    if assigned_to is not None:
+        where.append("c.user_id IN (SELECT a.user_id FROM assignments a WHERE a.reviewer = ?)")
+        args.append(assigned_to)
     if user_id is not None:
         where.append("c.user_id = ?")
         args.append(user_id)
@@ -437,8 +446,9 @@ async def pending(
     conn: aiosqlite.Connection, *, user_id: str | None = None, kind: str | None = None,
     min_confidence: float | None = None, max_confidence: float | None = None, unsupported: bool | None = None,
     search: str | None = None, limit: int = 50, offset: int = 0, newest_first: bool = False,
+    assigned_to: str | None = None,
 ) -> list[Candidate]:
-    where, args = _queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search)
+    where, args = _queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to)
     order = "DESC" if newest_first else "ASC"
     rows = await (await conn.execute(
         f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE {where}"
@@ -451,7 +461,7 @@ async def pending(
 async def pending_count(conn: aiosqlite.Connection, **filters: Any) -> int:
     where, args = _queue_filters(
         filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"),
-        filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"),
+        filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"),
     )
     row = await (await conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
     return int(row[0])  # type: ignore[index]
@@ -930,7 +940,8 @@ async def pending_keys(conn: aiosqlite.Connection, user_id: str) -> list[str]:
 
 # Every table that holds rows of one user, children before parents (erasure deletes in this order
 # with foreign keys deferred, so the knowledge <-> candidate cycle needs no unlinking first).
-USER_TABLES = ("tombstones", "candidates", "knowledge", "extraction_runs", "messages", "episodes")
+USER_TABLES = ("flags", "second_reviews", "assignments", "tombstones", "candidates", "knowledge", "extraction_runs",
+               "messages", "episodes")
 
 
 async def user_row_counts(conn: aiosqlite.Connection, user_id: str) -> dict[str, int]:

@@ -316,6 +316,143 @@ def review(db: str | None, reviewer: str, keymap: str | None) -> None:
     _open_workstation(existing_db(chosen), reviewer, keymap)
 
 
+# -- the browser: serve / reviewer -----------------------------------------------------------------
+
+DEFAULT_CREDENTIALS = "memdesk-reviewers.toml"
+
+
+def _credentials_option(command: Any) -> Any:
+    return click.option(
+        "--config", "config", envvar="MEMDESK_REVIEWERS", default=DEFAULT_CREDENTIALS, show_default=True,
+        type=click.Path(dir_okay=False), help="The reviewer credentials file ($MEMDESK_REVIEWERS).",
+    )(command)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@_credentials_option
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. Anything but loopback belongs behind a TLS reverse proxy.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port to listen on (0: any free port; the URL printed says which).")
+@click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file for every workstation.")
+@click.option("--session-hours", type=click.FloatRange(min=0.01, max=24 * 30), default=12.0, show_default=True,
+              help="How long a login lasts.")
+def serve(db: str, config: str, host: str, port: int, keymap: str | None, session_hours: float) -> None:
+    """Serve the review workstation on DB to browsers, one login per reviewer.
+
+    Reviewers log in with the name and password kept (hashed) in the credentials file; the name
+    they log in with is the name every decision is recorded under. Each browser tab runs its own
+    workstation. Plain HTTP: for anything but this machine, put a TLS reverse proxy in front
+    (README, "memdesk serve"). Add reviewers with `memdesk reviewer add NAME`.
+    """
+    import logging
+
+    from review_app.auth import CredentialFile, CredentialsError
+    from review_app.serve import WorkstationServer
+
+    existing_db(db)
+    try:
+        credentials = CredentialFile(config)
+    except CredentialsError as exc:
+        raise BadInput(str(exc)) from None
+    if not credentials.current():
+        raise BadInput(f"{config} names no reviewer: add one with `memdesk reviewer add NAME --config {config}`")
+    if keymap:
+        from review_app.keymap import load_keymap
+
+        try:
+            load_keymap(keymap)  # a bad keymap is reported here, not by every workstation that opens
+        except UserInputError as exc:
+            raise BadInput(str(exc)) from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
+    server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
+
+    def ready(url: str) -> None:
+        click.echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(server.serve(host, port, ready))
+    except OSError as exc:
+        raise Failure(str(exc.strerror or exc)) from None
+
+
+@main.group()
+def reviewer() -> None:
+    """Manage the reviewer logins of `memdesk serve` (a credentials file of salted scrypt hashes)."""
+
+
+def _load_credentials_or_empty(config: str) -> dict[str, str]:
+    from review_app.auth import CredentialsError, load_credentials
+
+    if not Path(config).exists():
+        return {}
+    try:
+        return load_credentials(config)
+    except CredentialsError as exc:
+        raise BadInput(str(exc)) from None
+
+
+@reviewer.command("add")
+@click.argument("name")
+@_credentials_option
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin (scripts).")
+@click.option("--replace", is_flag=True, help="Change the password of an existing reviewer (ends their sessions).")
+def reviewer_add(name: str, config: str, password_stdin: bool, replace: bool) -> None:
+    """Add reviewer NAME to the credentials file (created with mode 0600 when missing).
+
+    The password is asked twice without echo, or read from stdin with --password-stdin; it is
+    never a command-line argument (argv is visible to every user of the machine).
+    """
+    from review_app.auth import check_name, check_password, hash_password, write_credentials
+
+    try:
+        check_name(name)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    entries = _load_credentials_or_empty(config)
+    existed = name in entries
+    if existed and not replace:
+        raise BadInput(f"reviewer {name!r} already exists in {config}; --replace changes the password")
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt(f"Password for {name}", hide_input=True, confirmation_prompt=True, err=True)
+    try:
+        check_password(password)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+    entries[name] = hash_password(password)
+    write_credentials(config, entries)
+    click.echo(f"{'Changed the password of' if existed else 'Added'} reviewer {name} in {config}.")
+
+
+@reviewer.command("remove")
+@click.argument("name")
+@_credentials_option
+def reviewer_remove(name: str, config: str) -> None:
+    """Remove reviewer NAME; a running `memdesk serve` ends their sessions within seconds."""
+    from review_app.auth import write_credentials
+
+    entries = _load_credentials_or_empty(config)
+    if name not in entries:
+        raise BadInput(f"no reviewer {name!r} in {config}")
+    del entries[name]
+    write_credentials(config, entries)
+    click.echo(f"Removed reviewer {name} from {config}.")
+
+
+@reviewer.command("list")
+@_credentials_option
+def reviewer_list(config: str) -> None:
+    """The reviewer names in the credentials file (never the hashes)."""
+    for name in sorted(_load_credentials_or_empty(config)):
+        click.echo(name)
+
+
 # -- ingest / process ------------------------------------------------------------------------------
 
 

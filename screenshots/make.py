@@ -52,6 +52,8 @@ def shots(knowledge_row: int) -> tuple[Shot, ...]:
         Shot("tombstones", ("3",), "memdesk review · tombstones"),
         Shot("stats", ("4",), "memdesk review · stats"),
         Shot("help", ("question_mark",), "memdesk review · help"),
+        Shot("second_review", ("v",), "memdesk review · second review"),
+        Shot("reviewers", ("4", "w"), "memdesk review · reviewers"),
     )
 
 

@@ -34,8 +34,10 @@ from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
 from ..modals import ConfirmModal, EditModal, EditResult, ReasonModal, ReasonResult
 from ..widgets.candidate_detail import CandidateDetail
 from ..widgets.literal import literal
+from ..widgets.progress import ProgressHeader
 from ..widgets.queue_filter import FilterModal, QueueFilter
 from .base import WorkstationScreen
+from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
 if TYPE_CHECKING:
     pass
@@ -78,7 +80,7 @@ class PendingTable(DataTable[Text]):
             self.post_message(MoreRowsWanted(self.row_count))
 
 
-class QueueScreen(WorkstationScreen):
+class QueueScreen(QueueTeamActions, WorkstationScreen):
     CSS_PATH = "queue.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="queue.approve"),
@@ -94,6 +96,7 @@ class QueueScreen(WorkstationScreen):
         Binding("f", "filters", "Filters", id="queue.filters"),
         Binding("b", "bulk", "Bulk approve", id="queue.bulk"),
         Binding("escape", "leave_search", "Back to the list", show=False, id="queue.leave_search"),
+        *TEAM_BINDINGS,
     ]
 
     def __init__(self) -> None:
@@ -115,6 +118,7 @@ class QueueScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="queue-header")
+        yield ProgressHeader(id="queue-progress")
         with Horizontal(id="queue-body"):
             with Vertical(id="queue-left"):
                 yield Input(placeholder="search statements and users", id="queue-search")
@@ -158,9 +162,10 @@ class QueueScreen(WorkstationScreen):
         head.append(f"  ·  decided this session: {self.decided}  ·  reviewer: ")
         head.append_text(literal(app.reviewer, "bold"))
         self.query_one("#queue-header", Static).update(head)
+        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs())
 
     def _row(self, cand: Candidate, now: datetime) -> list[Text]:
-        kind = cand.kind + (" ⚠" if cand.unsupported else "")
+        kind = cand.kind + (" ⚠" if cand.unsupported else "") + (" ⚑" if cand.flagged_by else "")
         return [
             literal(cand.user_id), Text(kind), Text(f"{cand.confidence:.2f}"), Text(age_text(cand.created_at, now)),
             literal(cand.statement.replace("\n", " ")),
@@ -255,6 +260,7 @@ class QueueScreen(WorkstationScreen):
             ctx = await app.memory.review.context(candidate_id)
             self.current_id, self.current = candidate_id, ctx
             self.query_one(CandidateDetail).show(ctx)
+            self.show_flag(ctx.candidate)
 
     async def _drop_current(self) -> None:
         if self.current_id is not None:

@@ -29,6 +29,7 @@ from ..widgets.stats_render import (
     reasons_table,
 )
 from .base import WorkstationScreen
+from .reviewers import ReviewersScreen
 
 if TYPE_CHECKING:
     pass
@@ -46,6 +47,7 @@ class StatsScreen(WorkstationScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "refresh", "Refresh", id="stats.refresh"),
         Binding("u", "pick_user", "User", id="stats.user"),
+        Binding("w", "reviewers", "Reviewers", id="stats.reviewers"),
     ]
 
     def __init__(self) -> None:
@@ -99,6 +101,9 @@ class StatsScreen(WorkstationScreen):
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         self._gen += 1
         self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load")
+
+    def action_reviewers(self) -> None:
+        self.app.push_screen(ReviewersScreen())
 
     def action_pick_user(self) -> None:
         self.query_one("#stats-user", Select).focus()

@@ -29,13 +29,14 @@ class QueueFilter:
     max_confidence: float | None = None
     unsupported_only: bool = False
     search: str = ""
+    assigned_to: str | None = None  # "my queue": only the users this reviewer took (engine/team.py)
 
     def kwargs(self) -> dict[str, Any]:
         """The filter as keyword arguments of ReviewService.pending / count."""
         return {
             "user_id": self.user_id, "kind": self.kind, "min_confidence": self.min_confidence,
             "max_confidence": self.max_confidence, "unsupported": True if self.unsupported_only else None,
-            "search": self.search or None,
+            "search": self.search or None, "assigned_to": self.assigned_to,
         }
 
     @property
@@ -44,6 +45,8 @@ class QueueFilter:
 
     def describe(self) -> str:
         parts = []
+        if self.assigned_to:
+            parts.append("my queue")
         if self.user_id:
             parts.append(f"user {self.user_id}")
         if self.kind:
@@ -130,6 +133,7 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             user_id=user if isinstance(user, str) else None, kind=kind if isinstance(kind, str) else None,
             min_confidence=low, max_confidence=high,
             unsupported_only=self.query_one("#filter-unsupported", Checkbox).value, search=self.current.search,
+            assigned_to=self.current.assigned_to,
         )
 
     def action_apply(self) -> None:

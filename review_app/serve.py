@@ -1,0 +1,556 @@
+"""`memdesk serve`: the review workstation in a browser, one login per reviewer.
+
+Built from textual-serve's building blocks (its page assets: textual.js with xterm.js, and the
+web-driver protocol its `AppService` speaks) rather than its `Server`, because that server has no
+notion of who is at the other end: it serves the page, its static files and the websocket that
+starts the app to anyone, and runs one fixed command through a shell. Here:
+
+- Every route but the login form needs a session. A session is a random token in an HttpOnly,
+  SameSite=Strict cookie, held in this process's memory (a restart logs everyone out), and it is
+  valid only while the reviewer's entry in the credentials file is unchanged: removing a reviewer or
+  changing their password ends their sessions and closes their open workstations.
+- The app subprocess (one per websocket, `WorkstationProcess`) is started with
+  `--reviewer NAME` where NAME is the session's reviewer. Nothing the page sends (query string,
+  websocket messages) can name a reviewer: the websocket handler reads only terminal sizes and
+  keystrokes from it.
+- POSTs and the websocket must come from this server's own origin (the Origin header matches the
+  Host header): SameSite alone would let another port of the same host (same *site*) drive it.
+- Failed logins are throttled per name (a short wait after several failures, never a lockout that a
+  stranger could impose for long), and unknown names cost the same scrypt as known ones.
+
+Plain HTTP only: TLS belongs to a reverse proxy in front of it (README, "memdesk serve"), which is
+why it binds to 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import textual_serve
+from aiohttp import WSMsgType, web
+
+from .auth import NAME_PATTERN, CredentialFile, hash_password, verify_password
+
+log = logging.getLogger("memdesk.serve")
+
+COOKIE = "memdesk_session"
+SESSION_SECONDS = 12 * 3600
+MAX_APPS_PER_REVIEWER = 4
+"""Each open tab is one workstation process (~100 MB); a reviewer rarely needs more than two."""
+THROTTLE_FAILURES, THROTTLE_SECONDS = 5, 30.0
+"""After this many consecutive failed logins for a name, its next attempts wait this long."""
+SWEEP_SECONDS = 10.0
+"""How often open workstations are checked against their session (expiry, removed reviewer)."""
+MIN_COLS, MAX_COLS, MIN_ROWS, MAX_ROWS = 20, 500, 8, 200
+STATIC_DIR = Path(textual_serve.__file__).parent / "static"
+"""textual-serve's page assets: textual.js (xterm.js and the websocket protocol), its CSS and fonts."""
+
+
+@dataclass
+class Session:
+    token: str
+    reviewer: str
+    credential: str
+    """The reviewer's hash at login: a different hash now means the password changed."""
+    expires: float
+
+
+SESSION = web.RequestKey("session", Session)
+"""Where the guard leaves the request's session for the handlers."""
+
+
+class LoginThrottle:
+    """Consecutive failures per submitted name; bounded, so a flood of made-up names cannot grow it."""
+
+    def __init__(self, clock: Callable[[], float], limit: int = 10_000) -> None:
+        self.clock = clock
+        self.limit = limit
+        self._failures: dict[str, tuple[int, float]] = {}
+
+    @staticmethod
+    def _key(name: str) -> str:
+        return name[:64].lower()  # longer names never log in; they must not grow the table either
+
+    def wait_left(self, name: str) -> float:
+        count, last = self._failures.get(self._key(name), (0, 0.0))
+        if count < THROTTLE_FAILURES:
+            return 0.0
+        return max(0.0, last + THROTTLE_SECONDS - self.clock())
+
+    def failed(self, name: str) -> None:
+        key = self._key(name)
+        count, _ = self._failures.pop(key, (0, 0.0))
+        if len(self._failures) >= self.limit:
+            self._failures.pop(next(iter(self._failures)))  # the oldest entry
+        self._failures[key] = (count + 1, self.clock())
+
+    def succeeded(self, name: str) -> None:
+        self._failures.pop(self._key(name), None)
+
+
+def _clamp(value: Any, low: int, high: int, default: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return default
+    return min(max(number, low), high)
+
+
+def _same_origin(request: web.Request) -> bool:
+    """A browser always sends Origin on POST and on a websocket; it must name this server as the
+    browser reached it (the Host header, which a reverse proxy must pass through). A client without
+    Origin is not a browser, so no other site can be acting through it."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc.lower() == request.host.lower()
+
+
+def _redirect(location: str) -> web.Response:
+    """A 303 that can carry a cookie (after a POST, the browser follows it with a GET)."""
+    return web.Response(status=303, headers={"Location": location})
+
+
+def _origin_refused(request: web.Request) -> web.HTTPForbidden:
+    return web.HTTPForbidden(
+        text=f"refused: Origin {request.headers.get('Origin')!r} is not this server ({request.host!r}). "
+             "Behind a reverse proxy, pass the Host header through."
+    )
+
+
+_LOGIN_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>memdesk: log in</title><link rel="icon" href="data:,">
+<style>
+body {{ background: #0c181f; color: #e8eef2; font: 16px system-ui, sans-serif; display: flex;
+       align-items: center; justify-content: center; height: 100vh; margin: 0; }}
+form {{ background: #12232d; padding: 2em 2.5em; border-radius: 6px; min-width: 18em; }}
+h1 {{ font-size: 1.3em; margin: 0 0 1em; }}
+label {{ display: block; margin: .8em 0 .3em; }}
+input {{ width: 100%; box-sizing: border-box; padding: .5em; font-size: 1em; border: 1px solid #3a5566;
+        background: #0c181f; color: #e8eef2; border-radius: 3px; }}
+button {{ margin-top: 1.4em; width: 100%; padding: .6em; font-size: 1em; background: #2f6f9f; color: white;
+         border: none; border-radius: 3px; cursor: pointer; }}
+.error {{ color: #ff9a8a; margin: 0 0 .5em; }}
+</style></head>
+<body><form method="post" action="/login">
+<h1>memdesk review</h1>{error}
+<label for="name">Reviewer</label><input id="name" name="name" autocomplete="username" required autofocus
+ value="{name}">
+<label for="password">Password</label><input id="password" name="password" type="password"
+ autocomplete="current-password" required>
+<button type="submit" id="login">Log in</button>
+</form></body></html>
+"""
+
+_WORKSTATION_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>memdesk: {reviewer}</title><link rel="icon" href="data:,">
+<link rel="stylesheet" href="/static/css/xterm.css">
+<link rel="stylesheet" href="/memdesk.css">
+<script src="/static/js/textual.js"></script>
+<script src="/memdesk.js"></script>
+</head><body>
+<header id="bar"><span>memdesk · {db} · reviewing as <b id="reviewer">{reviewer}</b></span>
+<form method="post" action="/logout"><button type="submit" id="logout">Log out</button></form></header>
+<div id="terminal" class="textual-terminal" data-font-size="16"></div>
+<div id="ended">The workstation has closed. <a href="/">Open it again</a></div>
+</body></html>
+"""
+
+_CSS = """@font-face { font-family: 'Roboto Mono'; src: url('/static/fonts/RobotoMono-VariableFont_wght.ttf'); }
+body { margin: 0; background: #0c181f; color: #e8eef2; font: 14px system-ui, sans-serif; overflow: hidden; }
+#bar { height: 28px; display: flex; align-items: center; justify-content: space-between; padding: 0 10px;
+       background: #12232d; }
+#bar form { margin: 0; }
+#bar button { background: #2f6f9f; color: white; border: none; border-radius: 3px; padding: 3px 10px;
+              cursor: pointer; }
+#terminal.textual-terminal { width: 100vw; height: calc(100vh - 28px); }
+#ended { display: none; position: absolute; top: 40%; width: 100%; text-align: center; font-size: 18px; }
+#ended a { color: #8fd0ff; }
+body.-closed #ended { display: block; }
+body.-closed #terminal { opacity: .25; }
+"""
+
+_JS = """// memdesk: point textual.js at this server's websocket, as the browser reached it (http -> ws,
+// https -> wss behind a TLS proxy), and start only once the terminal font is loaded, so that the
+// terminal is measured with the glyphs it will draw.
+(function () {
+  const start = window.onload;
+  window.onload = async function (event) {
+    const terminal = document.getElementById("terminal");
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    terminal.dataset.sessionWebsocketUrl = scheme + window.location.host + "/ws";
+    try { await document.fonts.load("16px 'Roboto Mono'"); } catch (e) { /* draw with the fallback */ }
+    start(event);
+  };
+})();
+"""
+
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "font-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",  # a framed terminal could be fed keystrokes by a clickjacking page
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # no-referrer would make Chromium send `Origin: null` on POSTs
+    "Cache-Control": "no-store",
+}
+
+
+class WorkstationProcess:
+    """One workstation subprocess speaking Textual's web-driver protocol, as textual-serve's
+    `AppService` does, written out here because the server needs what that class does not give:
+    an argv (no shell between the session and the process), an environment without
+    $MEMDESK_REVIEWER, and a stop that waits for the process and kills it if it hangs.
+
+    Protocol: the app prints `__GANGLION__` once, then frames of 1 type byte + 4 length bytes +
+    payload: `D` terminal output, `M` JSON meta (`exit` when it is done), `P` file deliveries (the
+    workstation makes none; dropped). The server writes the same frames to its stdin: `D`
+    keystrokes, `M` resize/focus/blur/quit.
+    """
+
+    PRELUDE_LINES = 20
+
+    def __init__(self, argv: list[str], send: Callable[[bytes], Awaitable[None]],
+                 closed: Callable[[], Awaitable[Any]]) -> None:
+        self.argv = argv
+        self._send = send
+        self._closed = closed
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self, width: int, height: int) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "MEMDESK_REVIEWER"}
+        env.update(TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver", TEXTUAL_FPS="60",
+                   TEXTUAL_COLOR_SYSTEM="truecolor", TERM_PROGRAM="textual", COLUMNS=str(width), ROWS=str(height))
+        self._process = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _write(self, kind: bytes, payload: bytes) -> None:
+        if self._process is None or self._process.stdin is None or self._process.returncode is not None:
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            self._process.stdin.write(kind + len(payload).to_bytes(4, "big") + payload)
+            await self._process.stdin.drain()
+
+    async def keys(self, text: str) -> None:
+        await self._write(b"D", text.encode("utf-8"))
+
+    async def meta(self, **data: Any) -> None:
+        await self._write(b"M", json.dumps(data).encode("utf-8"))
+
+    async def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        stdout = self._process.stdout
+        try:
+            for _ in range(self.PRELUDE_LINES):
+                line = await stdout.readline()
+                if not line or line == b"__GANGLION__\n":
+                    break
+            else:
+                log.error("the workstation did not start (no web-driver prelude)")
+                return
+            while line:
+                header = await stdout.readexactly(5)
+                payload = await stdout.readexactly(int.from_bytes(header[1:], "big"))
+                if header[:1] == b"D":
+                    await self._send(payload)
+                elif header[:1] == b"M" and json.loads(payload).get("type") == "exit":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, RuntimeError, ValueError):
+            pass  # the app ended, the browser went away, or a frame was malformed: either way, done
+        finally:
+            await self._closed()
+
+    async def stop(self, timeout: float = 15.0) -> None:
+        """Ask the app to quit (it releases its lease on the way out); kill it if it does not."""
+        process = self._process
+        if process is None:
+            return
+        await self.meta(type="quit")
+        try:
+            await asyncio.wait_for(process.wait(), timeout)
+        except TimeoutError:
+            log.warning("workstation %s did not quit within %.0f s; killed", process.pid, timeout)
+            process.kill()
+            await process.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+
+class WorkstationServer:
+    """The aiohttp application behind `memdesk serve` (see the module docstring)."""
+
+    def __init__(
+        self,
+        db_path: str,
+        credentials: CredentialFile,
+        *,
+        keymap: str | None = None,
+        session_seconds: float = SESSION_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.db_path = str(Path(db_path).resolve())
+        self.credentials = credentials
+        self.keymap = str(Path(keymap).resolve()) if keymap else None
+        self.session_seconds = session_seconds
+        self.clock = clock
+        self.throttle = LoginThrottle(clock)
+        self._sessions: dict[str, Session] = {}
+        self._sockets: dict[web.WebSocketResponse, Session] = {}
+        self._apps: set[WorkstationProcess] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        # Checked when a name is unknown, so that a wrong name costs what a wrong password costs.
+        self._decoy = hash_password(secrets.token_urlsafe(16))
+
+    # -- the app subprocess --------------------------------------------------------------------
+
+    def app_command(self, reviewer: str) -> list[str]:
+        """The argv of one workstation; the reviewer is the session's (checked against
+        NAME_PATTERN at login, and an argv element, never shell text)."""
+        argv = [sys.executable, "-m", "review_app.cli", "review", self.db_path, "--reviewer", reviewer]
+        if self.keymap:
+            argv += ["--keymap", self.keymap]
+        return argv
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def session_of(self, request: web.Request) -> Session | None:
+        token = request.cookies.get(COOKIE)
+        session = self._sessions.get(token) if token else None
+        if session is None:
+            return None
+        if not self._still_valid(session):
+            self._sessions.pop(session.token, None)
+            return None
+        return session
+
+    def _still_valid(self, session: Session) -> bool:
+        return (session.expires > self.clock()
+                and self.credentials.current().get(session.reviewer) == session.credential)
+
+    def _new_session(self, reviewer: str, credential: str) -> Session:
+        now = self.clock()
+        for token in [t for t, s in self._sessions.items() if s.expires <= now]:
+            del self._sessions[token]
+        session = Session(secrets.token_urlsafe(32), reviewer, credential, now + self.session_seconds)
+        self._sessions[session.token] = session
+        return session
+
+    async def _close_sockets(self, predicate: Callable[[Session], bool]) -> None:
+        for ws, session in list(self._sockets.items()):
+            if predicate(session):
+                await ws.close(message=b"session ended")
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            await self._close_sockets(lambda s: not self._still_valid(s))
+
+    # -- the application -----------------------------------------------------------------------
+
+    def make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._guard], client_max_size=16 * 1024)
+        app.add_routes([
+            web.get("/login", self._login_form),
+            web.post("/login", self._login),
+            web.post("/logout", self._logout),
+            web.get("/", self._page),
+            web.get("/ws", self._websocket),
+            web.get("/memdesk.js", self._asset(_JS, "text/javascript")),
+            web.get("/memdesk.css", self._asset(_CSS, "text/css")),
+            web.static("/static", STATIC_DIR, show_index=False, follow_symlinks=False),
+        ])
+        app.on_response_prepare.append(self._headers)
+        app.on_startup.append(self._start_sweeper)
+        app.on_shutdown.append(self._shutdown)
+        return app
+
+    @web.middleware
+    async def _guard(self, request: web.Request,
+                     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        """Every route but the login form needs a valid session; the page redirects to the form,
+        everything else (websocket, static files, unknown paths) answers 401."""
+        if request.path != "/login":
+            session = self.session_of(request)
+            if session is None:
+                if request.method == "GET" and request.path == "/":
+                    raise web.HTTPSeeOther("/login")
+                raise web.HTTPUnauthorized(text="log in first: /login")
+            request[SESSION] = session
+        return await handler(request)
+
+    async def _headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        for name, value in _SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+
+    async def _start_sweeper(self, app: web.Application) -> None:
+        self._sweeper = asyncio.create_task(self._sweep())
+
+    async def _shutdown(self, app: web.Application) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        await self._close_sockets(lambda s: True)
+        # Each workstation quits (releasing its lease) before the server goes: none is orphaned.
+        await asyncio.gather(*(app.stop() for app in list(self._apps)))
+
+    @staticmethod
+    def _asset(text: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(text=text, content_type=content_type)
+
+        return handler
+
+    def _login_page(self, error: str = "", name: str = "", status: int = 200) -> web.Response:
+        body = _LOGIN_PAGE.format(  # says nothing about the database: the visitor is anonymous
+            error=f'<p class="error" id="error">{html.escape(error)}</p>' if error else "",
+            name=html.escape(name, quote=True),
+        )
+        return web.Response(text=body, content_type="text/html", status=status)
+
+    async def _login_form(self, request: web.Request) -> web.StreamResponse:
+        if self.session_of(request) is not None:
+            raise web.HTTPSeeOther("/")
+        return self._login_page()
+
+    async def _login(self, request: web.Request) -> web.StreamResponse:
+        if not _same_origin(request):
+            raise _origin_refused(request)
+        form = await request.post()
+        name, password = form.get("name"), form.get("password")
+        if not isinstance(name, str) or not isinstance(password, str):
+            return self._login_page("Enter your reviewer name and password.", status=400)
+        name = name.strip()
+        wait = self.throttle.wait_left(name)
+        if wait > 0:
+            log.warning("login for %r refused: throttled after repeated failures", name)
+            return self._login_page(f"Too many failed attempts; try again in {int(wait) + 1} s.", name, status=429)
+        stored = self.credentials.current().get(name) if NAME_PATTERN.fullmatch(name) else None
+        # scrypt takes ~50 ms of CPU: off the event loop, so open workstations keep drawing.
+        ok = await asyncio.to_thread(verify_password, password, stored or self._decoy)
+        if not (ok and stored):
+            self.throttle.failed(name)
+            log.warning("failed login for %r from %s", name, request.remote)
+            return self._login_page("Wrong reviewer name or password.", name, status=401)
+        self.throttle.succeeded(name)
+        session = self._new_session(name, stored)
+        log.info("%s logged in from %s", name, request.remote)
+        response = _redirect("/")
+        secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+        response.set_cookie(COOKIE, session.token, httponly=True, samesite="Strict", secure=secure, path="/",
+                            max_age=int(self.session_seconds))
+        return response
+
+    async def _logout(self, request: web.Request) -> web.StreamResponse:
+        if not _same_origin(request):
+            raise _origin_refused(request)
+        session = request[SESSION]
+        self._sessions.pop(session.token, None)
+        await self._close_sockets(lambda s: s.token == session.token)
+        log.info("%s logged out", session.reviewer)
+        response = _redirect("/login")
+        response.del_cookie(COOKIE, path="/")
+        return response
+
+    async def _page(self, request: web.Request) -> web.StreamResponse:
+        session = request[SESSION]
+        body = _WORKSTATION_PAGE.format(reviewer=html.escape(session.reviewer),
+                                        db=html.escape(Path(self.db_path).name))
+        return web.Response(text=body, content_type="text/html")
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        """One workstation process per websocket, for the session's reviewer. Only the terminal
+        size is read from the query string."""
+        session = request[SESSION]
+        if not _same_origin(request):
+            raise _origin_refused(request)
+        if sum(s.reviewer == session.reviewer for s in self._sockets.values()) >= MAX_APPS_PER_REVIEWER:
+            raise web.HTTPTooManyRequests(text=f"at most {MAX_APPS_PER_REVIEWER} open workstations per reviewer")
+        ws = web.WebSocketResponse(heartbeat=15, max_msg_size=64 * 1024)
+        self._sockets[ws] = session
+        app: WorkstationProcess | None = None
+        try:
+            await ws.prepare(request)
+            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close)
+            self._apps.add(app)
+            await app.start(_clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80),
+                            _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24))
+            log.info("workstation started for %s", session.reviewer)
+            await self._relay(ws, app)
+        finally:
+            self._sockets.pop(ws, None)
+            if app is not None:
+                await app.stop()
+                self._apps.discard(app)
+                log.info("workstation closed for %s", session.reviewer)
+        return ws
+
+    @staticmethod
+    async def _relay(ws: web.WebSocketResponse, app: WorkstationProcess) -> None:
+        """Browser -> app: keystrokes, sizes, focus. Anything else, or anything malformed, is dropped."""
+        async for message in ws:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+            except ValueError:
+                continue
+            if not isinstance(envelope, list) or not envelope:
+                continue
+            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            if kind == "stdin" and isinstance(data, str):
+                await app.keys(data)
+            elif kind == "resize" and isinstance(data, dict):
+                await app.meta(type="resize", width=_clamp(data.get("width"), MIN_COLS, MAX_COLS, 80),
+                               height=_clamp(data.get("height"), MIN_ROWS, MAX_ROWS, 24))
+            elif kind == "ping":
+                await ws.send_json(["pong", str(data)[:32]])
+            elif kind in ("blur", "focus"):
+                await app.meta(type=kind)
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def serve(self, host: str, port: int, ready: Callable[[str], None]) -> None:
+        """Listen on host:port (0: any free port) until SIGINT/SIGTERM; `ready` gets the URL."""
+        runner = web.AppRunner(self.make_app(), handle_signals=False, access_log=None)
+        await runner.setup()
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            sock.close()
+            await runner.cleanup()
+            raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        await web.SockSite(runner, sock).start()
+        bound_host, bound_port = sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        ready(f"http://{shown}:{bound_port}/")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await runner.cleanup()

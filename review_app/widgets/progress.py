@@ -1,0 +1,104 @@
+"""The queue's progress line: how far the team is through the current filter, and at what pace.
+
+One line, most important first, cut at the terminal's width (at 80 columns the done/left counts
+and the estimate survive; the second-opinion counts follow when there is room). The numbers are
+`Memory.team.progress` (see engine/team.py for what "done" and "time per decision" mean): they
+come from the database, so they survive a restart and include the other reviewers' work.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.text import Text
+from textual.widget import Widget
+
+if TYPE_CHECKING:
+    from engine.team import Progress
+
+    from ..app import ReviewApp
+
+BAR_WIDTH = 10
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as a reviewer reads it: 45s, 21m, 3h05."""
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}h{rest // 60:02d}"
+
+
+def progress_text(p: Progress, compact: bool = False) -> Text:
+    """The line for one Progress (pure: the snapshot and unit tests call it directly). `compact`
+    is the 80-column form: the same figures, fewer words."""
+    out = Text()
+    out.append(" Progress ", style="bold reverse")
+    out.append(" " if compact else " today ", style="dim")
+    if p.total == 0:
+        out.append("nothing in this filter today", style="dim")
+    else:
+        width = BAR_WIDTH // 2 if compact else BAR_WIDTH
+        filled = round(width * p.done / p.total)
+        out.append("█" * filled, style="green")
+        out.append("░" * (width - filled), style="dim")
+        out.append(f" {p.done}/{p.total}" + ("" if compact else " done"), style="bold")
+        out.append(f" · {p.remaining} left")
+    if p.seconds_per_decision is not None:
+        eta = duration_text(p.eta_seconds or 0.0)
+        if compact:
+            out.append(f" · ≈{eta} ({p.per_hour:.0f}/h)" if p.remaining else f" · {p.per_hour:.0f}/h", style="bold")
+        else:
+            if p.remaining:
+                out.append(f" · ≈{eta} to go", style="bold")
+            out.append(f" at your {p.per_hour:.0f}/h ({duration_text(p.seconds_per_decision)} each)")
+    else:
+        out.append(" · pace: —" if compact else " · your pace: not measured yet", style="dim")
+    plural = "s" if p.second_opinions != 1 else ""
+    if p.second_opinions:
+        out.append(f" · ⚑{p.second_opinions} to give" if compact else
+                   f" · ⚑ {p.second_opinions} second opinion{plural} to give", style="yellow")
+    if p.second_reviews:
+        out.append(f" · ◎{p.second_reviews} 2nd review (v)" if compact else
+                   f" · ◎ {p.second_reviews} to second-review (v)", style="cyan")
+    if p.flagged_by_me:
+        out.append(f" · ⚑{p.flagged_by_me} yours out" if compact else
+                   f" · ⚑ {p.flagged_by_me} of yours with others", style="dim")
+    return out
+
+
+class ProgressHeader(Widget):
+    """Shows the progress of the filter it was last given; `refresh_for` re-reads it."""
+
+    DEFAULT_CSS = """
+    ProgressHeader {
+        height: 1;
+        background: $panel;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.progress: Progress | None = None
+
+    def refresh_for(self, filters: dict[str, Any]) -> None:
+        """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments)."""
+        self.run_worker(self._load(dict(filters)), exclusive=True, group="progress", name="Reading the progress")
+
+    async def _load(self, filters: dict[str, Any]) -> None:
+        app = cast("ReviewApp", self.app)
+        self.progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
+        self.refresh()
+
+    def render(self) -> Text:
+        if self.progress is None:
+            return Text(" Progress …", style="dim")
+        width = max(1, self.size.width)
+        line = progress_text(self.progress)
+        if line.cell_len > width:
+            line = progress_text(self.progress, compact=True)
+        line.truncate(width, overflow="ellipsis")
+        return line
+

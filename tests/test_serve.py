@@ -1,0 +1,486 @@
+"""`memdesk serve`: the workstation in a browser, behind a login per reviewer.
+
+Three layers:
+- the credentials file and `memdesk reviewer` (hashes, salts, refusals);
+- HTTP, in process (aiohttp's test server): every route refuses anonymous, wrong-password,
+  forged-cookie, expired, cross-origin and removed-reviewer requests, each paired with the request
+  that is accepted; one websocket drives a real workstation subprocess and the database shows the
+  session's reviewer, not the one the query string names;
+- a real headless Chromium (Debian's `chromium`, driven by playwright) against the real
+  `memdesk serve` command: log in through the form, approve one candidate and reject another with
+  the keyboard, check the database, save screenshots/browser.png. Skipped, with the reason printed,
+  only where no Chromium executable exists (.ci/run installs it).
+
+The terminal is drawn on a canvas, so "wait for text" reads the websocket's byte stream (what the
+app sent to xterm.js) with escape sequences stripped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse, DummyCookieJar, WSMsgType, WSServerHandshakeError
+from aiohttp.test_utils import TestClient, TestServer
+from click.testing import CliRunner
+
+from review_app.auth import CredentialFile, hash_password, load_credentials, verify_password, write_credentials
+from review_app.cli import main
+from review_app.serve import COOKIE, THROTTLE_FAILURES, THROTTLE_SECONDS, WorkstationServer
+from tests.tui_seed import SeededDb
+
+ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct horse battery"
+REVIEWER = "ana-web"
+WAIT = 120.0
+"""The most any one step waits (a loaded machine can take tens of seconds to start a workstation);
+each wait ends as soon as its condition holds."""
+
+
+def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(sql, args).fetchone()
+
+
+def poll(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+async def apoll(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+_ESCAPES = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|.)", re.S)
+
+
+def terminal_text(stream: bytes) -> str:
+    """What the app wrote to the terminal, without escape sequences: a run of text drawn in one
+    style stays contiguous, which is what a wait for a phrase needs."""
+    return _ESCAPES.sub(b"", stream).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def creds(tmp_path: Path) -> Path:
+    path = tmp_path / "reviewers.toml"
+    write_credentials(path, {REVIEWER: hash_password(PASSWORD), "ben": hash_password("ben's own password")})
+    return path
+
+
+# -- the credentials file and `memdesk reviewer` ----------------------------------------------------
+
+
+def test_hashes_are_salted_and_only_the_right_password_verifies() -> None:
+    first, second = hash_password(PASSWORD), hash_password(PASSWORD)
+    assert first != second  # a fresh salt each time
+    assert first.startswith("scrypt$16384$8$1$") and PASSWORD not in first
+    assert verify_password(PASSWORD, first) and verify_password(PASSWORD, second)
+    assert not verify_password(PASSWORD + " ", first)
+    assert not verify_password("", first)
+
+
+def test_a_malformed_credentials_file_is_refused_naming_the_entry(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[reviewers."ana"]\nhash = "plaintext-password"\n')
+    with pytest.raises(Exception, match=r"reviewers\.ana\] hash"):
+        load_credentials(path)
+    path.write_text('[reviewers."ana"]\nhash = "' + hash_password(PASSWORD) + '"\n')  # positive control
+    assert set(load_credentials(path)) == {"ana"}
+
+
+def test_reviewer_add_list_replace_remove(tmp_path: Path) -> None:
+    config = str(tmp_path / "reviewers.toml")
+    runner = CliRunner()
+    add = ["reviewer", "add", "ana", "--config", config, "--password-stdin"]
+    added = runner.invoke(main, add, input=PASSWORD + "\n")
+    assert added.exit_code == 0, added.output
+    assert oct(os.stat(config).st_mode & 0o777) == "0o600"
+    text = Path(config).read_text()
+    assert PASSWORD not in text and '[reviewers."ana"]' in text
+    first = load_credentials(config)["ana"]
+    assert verify_password(PASSWORD, first)
+
+    again = runner.invoke(main, add, input="another one\n")
+    assert again.exit_code == 2 and "already exists" in again.output
+    assert load_credentials(config)["ana"] == first  # refused: unchanged
+    replaced = runner.invoke(main, [*add, "--replace"], input="another one\n")
+    assert replaced.exit_code == 0 and verify_password("another one", load_credentials(config)["ana"])
+
+    short = runner.invoke(main, ["reviewer", "add", "bo", "--config", config, "--password-stdin"], input="short\n")
+    assert short.exit_code == 2 and "too short" in short.output
+    for bad in ("-rf", "ana lopez", 'ana"', "ana/../x", ""):
+        refused = runner.invoke(main, ["reviewer", "add", "--config", config, "--password-stdin", "--", bad],
+                                input=PASSWORD + "\n")
+        assert refused.exit_code == 2 and "not allowed" in refused.output, (bad, refused.output)
+    assert set(load_credentials(config)) == {"ana"}
+
+    assert runner.invoke(main, ["reviewer", "add", "ben.o@x", "--config", config, "--password-stdin"],
+                         input=PASSWORD + "\n").exit_code == 0
+    listed = runner.invoke(main, ["reviewer", "list", "--config", config])
+    assert listed.output.split() == ["ana", "ben.o@x"] and "scrypt" not in listed.output
+    assert runner.invoke(main, ["reviewer", "remove", "ana", "--config", config]).exit_code == 0
+    assert runner.invoke(main, ["reviewer", "remove", "ana", "--config", config]).exit_code == 2
+    assert set(load_credentials(config)) == {"ben.o@x"}
+
+
+def test_serve_refuses_to_start_without_reviewers_or_database(tui_db: SeededDb, tmp_path: Path, creds: Path) -> None:
+    path, _ = tui_db
+    runner = CliRunner()
+    missing = runner.invoke(main, ["serve", path, "--config", str(tmp_path / "none.toml")])
+    assert missing.exit_code == 2 and "memdesk reviewer add" in missing.output
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    nobody = runner.invoke(main, ["serve", path, "--config", str(empty)])
+    assert nobody.exit_code == 2 and "names no reviewer" in nobody.output
+    no_db = runner.invoke(main, ["serve", str(tmp_path / "typo.db"), "--config", str(creds)])
+    assert no_db.exit_code == 2 and "no such database" in no_db.output
+
+
+# -- HTTP, in process ------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@contextlib.asynccontextmanager
+async def running(db: str, creds: Path, **options: Any) -> AsyncIterator[tuple[WorkstationServer, TestClient]]:
+    server = WorkstationServer(db, CredentialFile(creds), **options)
+    # No cookie jar: every test says exactly which cookie it sends.
+    async with TestClient(TestServer(server.make_app(), host="127.0.0.1"), cookie_jar=DummyCookieJar()) as client:
+        yield server, client
+
+
+def origin(client: TestClient) -> str:
+    return f"http://{client.host}:{client.port}"
+
+
+async def login(client: TestClient, name: str, password: str, *, from_origin: str | None = None) -> ClientResponse:
+    return await client.post("/login", data={"name": name, "password": password}, allow_redirects=False,
+                             headers={"Origin": from_origin or origin(client)})
+
+
+async def session_cookie(client: TestClient, name: str = REVIEWER, password: str = PASSWORD) -> dict[str, str]:
+    response = await login(client, name, password)
+    assert response.status == 303, await response.text()
+    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
+
+
+PROTECTED = ["/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/memdesk.js", "/memdesk.css"]
+
+
+async def test_anonymous_requests_are_refused_on_every_route(tui_db: SeededDb, creds: Path) -> None:
+    async with running(tui_db[0], creds) as (_, client):
+        for path in [*PROTECTED, "/static/", "/no-such-page", "/download/key"]:
+            response = await client.get(path, allow_redirects=False)
+            if path == "/":
+                assert (response.status, response.headers["Location"]) == (303, "/login")
+            else:
+                assert response.status == 401, path
+        with pytest.raises(WSServerHandshakeError) as refused:
+            await client.ws_connect("/ws", headers={"Origin": origin(client)})
+        assert refused.value.status == 401
+        assert (await client.post("/logout", allow_redirects=False)).status == 401
+        form = await client.get("/login")  # the one open route: the form, and nothing that starts the app
+        body = await form.text()
+        assert form.status == 200 and 'name="password"' in body and "textual.js" not in body
+        assert Path(tui_db[0]).name not in body  # nor anything about the database
+
+        cookie = await session_cookie(client)  # positive control: the same routes with a session
+        for path in PROTECTED:
+            response = await client.get(path, headers=cookie, allow_redirects=False)
+            assert response.status == (400 if path == "/ws" else 200), path  # /ws: not an upgrade request
+        page = await (await client.get("/", headers=cookie)).text()
+        assert 'id="terminal"' in page and f'<b id="reviewer">{REVIEWER}</b>' in page
+
+
+async def test_a_wrong_password_or_unknown_name_gets_no_session(tui_db: SeededDb, creds: Path) -> None:
+    async with running(tui_db[0], creds) as (_, client):
+        for name, password in [(REVIEWER, "wrong password"), (REVIEWER, ""), ("mallory", PASSWORD),
+                               ("ben", PASSWORD), (REVIEWER.upper(), PASSWORD), ("x" * 500, PASSWORD)]:
+            response = await login(client, name, password)
+            assert response.status == 401, (name, password)
+            assert COOKIE not in response.cookies
+            assert "Wrong reviewer name or password." in await response.text()
+        response = await login(client, REVIEWER, PASSWORD)  # positive control
+        assert (response.status, response.headers["Location"]) == (303, "/")
+        cookie = response.cookies[COOKIE]
+        assert len(cookie.value) >= 40
+        assert cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == "/"
+
+
+async def test_a_forged_or_stale_cookie_is_refused(tui_db: SeededDb, creds: Path) -> None:
+    async with running(tui_db[0], creds) as (_, client):
+        good = await session_cookie(client)
+        token = good["Cookie"].split("=", 1)[1]
+        for forged in ["", "x", token[:-1], token[:-1] + ("A" if token[-1] != "A" else "B"), REVIEWER,
+                       "ana-web; memdesk_session=x"]:
+            headers = {"Cookie": f"{COOKIE}={forged}"}
+            assert (await client.get("/", headers=headers, allow_redirects=False)).status == 303
+            assert (await client.get("/memdesk.js", headers=headers)).status == 401
+        assert (await client.get("/", headers=good, allow_redirects=False)).status == 200  # positive control
+
+        logout = await client.post("/logout", headers={**good, "Origin": origin(client)}, allow_redirects=False)
+        assert (logout.status, logout.headers["Location"]) == (303, "/login")
+        assert logout.cookies[COOKIE].value == ""  # the browser is told to drop it ...
+        assert (await client.get("/", headers=good, allow_redirects=False)).status == 303  # ... and it is dead anyway
+
+
+async def test_cross_origin_logins_and_websockets_are_refused(tui_db: SeededDb, creds: Path) -> None:
+    async with running(tui_db[0], creds) as (_, client):
+        for other in ["http://127.0.0.1:1", "http://evil.example", "null"]:
+            response = await login(client, REVIEWER, PASSWORD, from_origin=other)
+            assert response.status == 403 and COOKIE not in response.cookies
+        cookie = await session_cookie(client)
+        with pytest.raises(WSServerHandshakeError) as refused:
+            await client.ws_connect("/ws", headers={**cookie, "Origin": "http://127.0.0.1:1"})
+        assert refused.value.status == 403
+        assert (await client.post("/logout", headers={**cookie, "Origin": "http://evil.example"},
+                                  allow_redirects=False)).status == 403
+        assert (await client.get("/", headers=cookie, allow_redirects=False)).status == 200  # still logged in
+
+
+async def test_repeated_failures_throttle_a_name_for_a_short_while(tui_db: SeededDb, creds: Path) -> None:
+    clock = Clock()
+    async with running(tui_db[0], creds, clock=clock) as (_, client):
+        for _ in range(THROTTLE_FAILURES - 1):
+            assert (await login(client, REVIEWER, "guess")).status == 401
+        assert (await login(client, REVIEWER, PASSWORD)).status == 303  # below the limit; success resets it
+        for _ in range(THROTTLE_FAILURES):
+            assert (await login(client, REVIEWER, "guess")).status == 401
+        throttled = await login(client, REVIEWER, PASSWORD)
+        assert throttled.status == 429 and COOKIE not in throttled.cookies
+        assert (await login(client, "ben", "ben's own password")).status == 303  # other names are not affected
+        clock.now += THROTTLE_SECONDS + 1
+        assert (await login(client, REVIEWER, PASSWORD)).status == 303
+
+
+async def test_sessions_end_on_expiry_removal_or_password_change(tui_db: SeededDb, creds: Path) -> None:
+    clock = Clock()
+    async with running(tui_db[0], creds, clock=clock, session_seconds=3600) as (_, client):
+        cookie = await session_cookie(client)
+        clock.now += 3599
+        assert (await client.get("/", headers=cookie, allow_redirects=False)).status == 200
+        clock.now += 2
+        assert (await client.get("/", headers=cookie, allow_redirects=False)).status == 303
+
+        ana, ben = await session_cookie(client), await session_cookie(client, "ben", "ben's own password")
+        entries = load_credentials(creds)
+        entries[REVIEWER] = hash_password("a brand new password")  # a password change ...
+        write_credentials(creds, entries)
+        assert (await client.get("/", headers=ana, allow_redirects=False)).status == 303  # ... ends ana's session
+        assert (await client.get("/", headers=ben, allow_redirects=False)).status == 200  # not ben's
+        del entries["ben"]
+        write_credentials(creds, entries)
+        assert (await client.get("/", headers=ben, allow_redirects=False)).status == 303
+        assert (await login(client, "ben", "ben's own password")).status == 401
+        assert (await login(client, REVIEWER, "a brand new password")).status == 303
+
+
+async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_says(
+    tui_db: SeededDb, creds: Path
+) -> None:
+    """A real workstation subprocess behind the websocket: a keystroke decides, and the database
+    names the session's reviewer, not the one in the query string. Logging out closes it."""
+    path, ids = tui_db
+    async with running(path, creds) as (server, client):
+        cookie = await session_cookie(client)
+        ws = await client.ws_connect("/ws?width=120&height=36&reviewer=mallory&name=mallory",
+                                     headers={**cookie, "Origin": origin(client)})
+        stream = bytearray()
+
+        async def read_until(needle: str) -> None:
+            async def go() -> None:
+                while needle not in terminal_text(bytes(stream)):
+                    message = await ws.receive()
+                    if message.type == WSMsgType.BINARY:
+                        stream.extend(message.data)
+                    elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
+                        raise AssertionError(f"the workstation closed before showing {needle!r}")
+            await asyncio.wait_for(go(), WAIT)
+
+        await read_until("Ana keeps bees")
+        await apoll(lambda: row(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == (REVIEWER,),
+                    "the lease on the first candidate")
+        await ws.send_str(json.dumps(["stdin", "a"]))
+        await apoll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"])
+                    == ("approved", REVIEWER), "the approval")
+        assert row(path, "SELECT count(*) FROM audit_log WHERE actor = 'mallory'") == (0,)
+        assert server.app_command(REVIEWER)[-2:] == ["--reviewer", REVIEWER]
+
+        # logging out closes the open workstation; it quits and releases its lease
+        response = await client.post("/logout", headers={**cookie, "Origin": origin(client)}, allow_redirects=False)
+        assert response.status == 303
+
+        async def closed() -> None:
+            while (await ws.receive()).type not in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
+                pass
+        await asyncio.wait_for(closed(), WAIT)
+        await apoll(lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
+                    "the workstation to release its lease")
+
+
+# -- a real browser --------------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("MEMDESK_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+                      shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class TerminalStream:
+    """The bytes the page's websocket received, as playwright reports them."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def on_websocket(self, ws: Any) -> None:
+        ws.on("framereceived", lambda payload: self.chunks.append(
+            payload if isinstance(payload, bytes) else payload.encode("utf-8")))
+
+    def mark(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    def wait_for(self, page: Any, needle: str, since: int = 0) -> None:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            if needle in terminal_text(b"".join(self.chunks)[since:]):
+                return
+            page.wait_for_timeout(100)  # lets playwright deliver the next frames
+        raise AssertionError(f"the browser terminal never showed {needle!r}")
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError("memdesk serve printed no URL") from None
+
+
+def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
+    tui_db: SeededDb, creds: Path, tmp_path: Path
+) -> None:
+    chromium = _chromium()
+    if chromium is None:
+        reason = "no Chromium executable (/usr/bin/chromium; `apt-get install chromium`, as .ci/run does)"
+        print(f"SKIPPED: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    path, _ = tui_db
+    last_audit = row(path, "SELECT max(id) FROM audit_log")[0]  # type: ignore[index]
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
+        env={**os.environ, "MEMDESK_REVIEWER": "mallory"},  # must not matter: the login names the reviewer
+    )
+    try:
+        line = _first_line(server, WAIT)
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)  # the default bind is loopback
+        assert match, line
+        url = match.group(0)
+        stream = TerminalStream()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"], timeout=WAIT * 1000)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 820})
+                page.set_default_timeout(WAIT * 1000)
+                page.on("websocket", stream.on_websocket)
+                page.goto(url)
+                assert page.url == url + "login"  # anonymous: sent to the form
+
+                page.fill("#name", REVIEWER)
+                page.fill("#password", "not the password")
+                page.click("#login")
+                assert "Wrong reviewer name or password." in page.inner_text("#error")
+                assert not stream.chunks  # no workstation was started
+
+                page.fill("#name", REVIEWER)
+                page.fill("#password", PASSWORD)
+                page.click("#login")
+                page.wait_for_url(url)
+                assert page.inner_text("#reviewer") == REVIEWER
+                stream.wait_for(page, "pending")
+                first = poll(lambda: row(path, "SELECT id, statement FROM candidates WHERE claimed_by = ? "
+                                               "AND status = 'pending'", REVIEWER), "the first lease")
+                stream.wait_for(page, first[1])
+                page.focus("#terminal .xterm-helper-textarea")
+
+                page.keyboard.press("a")
+                poll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", first[0])
+                     == ("approved", REVIEWER), "the approval")
+                second = poll(lambda: row(path, "SELECT id, statement FROM candidates WHERE claimed_by = ? "
+                                                "AND status = 'pending' AND id != ?", REVIEWER, first[0]),
+                              "the next lease")
+                mark = stream.mark()
+                page.keyboard.press("r")
+                stream.wait_for(page, "Write a tombstone", since=mark)
+                mark = stream.mark()
+                page.keyboard.type("typed in the browser")
+                stream.wait_for(page, "typed in the browser", since=mark)
+                page.screenshot(path=str(ROOT / "screenshots" / "browser.png"))
+                page.keyboard.press("Enter")
+                poll(lambda: row(path, "SELECT status, decided_by, reason FROM candidates WHERE id = ?", second[0])
+                     == ("rejected", REVIEWER, "typed in the browser"), "the rejection")
+
+                actors = {a for (a,) in sqlite3.connect(path).execute(
+                    "SELECT DISTINCT actor FROM audit_log WHERE id > ?", (last_audit,))}
+                assert actors == {REVIEWER}
+
+                page.keyboard.press("q")  # the workstation quits: the page says so and offers to reopen it
+                page.wait_for_selector("#ended", state="visible")
+                page.click("#logout")
+                page.wait_for_url(url + "login")
+                page.goto(url)
+                assert page.url == url + "login"  # the session is gone
+            finally:
+                browser.close()
+        poll(lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
+             "the closed workstation to release its lease")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
+    assert server.returncode == 0
