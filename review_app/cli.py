@@ -367,11 +367,11 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
             raise BadInput(str(exc)) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
+        echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
     server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
 
     def ready(url: str) -> None:
-        click.echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
+        echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
         sys.stdout.flush()
 
     try:
@@ -427,7 +427,7 @@ def reviewer_add(name: str, config: str, password_stdin: bool, replace: bool) ->
         raise BadInput(str(exc)) from None
     entries[name] = hash_password(password)
     write_credentials(config, entries)
-    click.echo(f"{'Changed the password of' if existed else 'Added'} reviewer {name} in {config}.")
+    echo(f"{'Changed the password of' if existed else 'Added'} reviewer {name} in {config}.")
 
 
 @reviewer.command("remove")
@@ -442,7 +442,7 @@ def reviewer_remove(name: str, config: str) -> None:
         raise BadInput(f"no reviewer {name!r} in {config}")
     del entries[name]
     write_credentials(config, entries)
-    click.echo(f"Removed reviewer {name} from {config}.")
+    echo(f"Removed reviewer {name} from {config}.")
 
 
 @reviewer.command("list")
@@ -450,7 +450,7 @@ def reviewer_remove(name: str, config: str) -> None:
 def reviewer_list(config: str) -> None:
     """The reviewer names in the credentials file (never the hashes)."""
     for name in sorted(_load_credentials_or_empty(config)):
-        click.echo(name)
+        echo(name)
 
 
 # -- ingest / process ------------------------------------------------------------------------------

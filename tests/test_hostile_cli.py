@@ -20,6 +20,7 @@ import pytest
 from test_cli import memdesk
 
 from engine import Memory
+from engine.schema import SCHEMA_VERSION
 
 HOSTILE = "\x1b]2;PWNED\x07\x1b[2J"
 SHOWN = "␛]2;PWNED␇␛[2J"  # the workstation's convention (review_app/widgets/literal.visible)
@@ -184,7 +185,7 @@ def test_a_newer_schema_is_refused_before_anything_writes_to_it(tmp_path: Path) 
     assert db.read_bytes() == before  # not switched to WAL: the header bytes 18-19 still say rollback journal
     assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("PRAGMA user_version = 4")  # control: the current version opens
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # control: the current version opens
     assert memdesk("stats", db).returncode == 0
 
 
