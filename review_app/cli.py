@@ -148,7 +148,7 @@ class Progress:
     because the total is known only then."""
 
     def __init__(self, label: str) -> None:
-        self.label = label
+        self.label = visible(label)  # it names the input file, which a user named
         self._bar: Any = None
         self._done = 0
 

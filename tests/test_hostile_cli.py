@@ -89,7 +89,11 @@ def test_a_hostile_user_id_is_escaped_in_output_and_errors(hostile_db: Path, tmp
     assert f"in{SHOWN}.jsonl" in missing.stderr
     bad_flag = memdesk("search", hostile_db, "--user", "ana", "--top-k", HOSTILE, "x")
     assert bad_flag.returncode == 2
-    for done in (found, exported, missing, bad_flag):
+    named = tmp_path / f"good{HOSTILE}.jsonl"  # its name is in the progress label and the summary
+    named.write_text(json.dumps(GOOD_LINE) + "\n", encoding="utf-8")
+    ingested = memdesk("ingest", tmp_path / f"db{HOSTILE}.db", named)
+    assert ingested.returncode == 0 and f"db{SHOWN}.db" in ingested.stdout, ingested.stderr
+    for done in (found, exported, missing, bad_flag, ingested):
         assert_no_terminal_controls(done.stdout, done.stderr)
 
 
