@@ -44,15 +44,15 @@ def check_representable(value: datetime, what: str = "date") -> datetime:
     """Refuse a date outside EARLIEST..LATEST with a UserInputError naming the range; return it in UTC.
 
     Converting to UTC can itself overflow (9999-12-31T23:00-05:00 is in year 10000 in UTC); that is
-    the same refusal, not an OverflowError escaping as a traceback."""
-    from .errors import UserInputError
-
+    the same refusal, not an OverflowError escaping as a traceback. The error is an
+    InvalidIntervalError (a UserInputError), so the extraction pipeline drops an item with such a
+    date and counts it under its `invalid` gate, as it does an inverted interval."""
     try:
         utc = ensure_utc(value, what)
     except OverflowError:
         utc = None
     if utc is None or not EARLIEST <= utc <= LATEST:
-        raise UserInputError(
+        raise InvalidIntervalError(
             f"{what} {value.isoformat()} is outside the supported range {EARLIEST.year}-{LATEST.year}"
         )
     return utc

@@ -198,3 +198,26 @@ async def test_a_transaction_sqlite_already_rolled_back_keeps_the_original_error
         assert [r[0] for r in rows] == [3]
     finally:
         await db.close()
+
+
+class _DatedExtractor:
+    """Proposes two facts from any episode: one dated inside the range, one in year 2300 (what a
+    model resolving "in three hundred years" against a real message date could produce)."""
+
+    name = "dated"
+
+    async def extract(self, episode, existing):  # type: ignore[no-untyped-def]
+        from engine.models import Extraction, GapItem
+
+        return Extraction(prediction="", items=[
+            GapItem("Ana will live in Rome", valid_at=datetime(2300, 1, 1, tzinfo=UTC), evidence="Rome"),
+            GapItem("Ana lives in Porto", valid_at=datetime(2024, 1, 1, tzinfo=UTC), evidence="Porto"),
+        ])
+
+
+async def test_an_extracted_date_outside_the_range_is_dropped_and_counted(tmp_path: Path) -> None:
+    async with Memory(tmp_path / "x.db", extractor=_DatedExtractor(), clock=Clock()) as mem:
+        await mem.add_exchange("ana", "I live in Porto and one day Rome", None, datetime(2024, 1, 1, tzinfo=UTC))
+        report = await mem.process("ana")
+        assert (report.invalid, report.queued, report.failed) == (1, 1, 0)
+        assert [c.statement for c in await mem.review.pending("ana")] == ["Ana lives in Porto"]
