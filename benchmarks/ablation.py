@@ -34,6 +34,7 @@ from typing import Any
 
 from engine import Memory, MemoryConfig, ProcessReport
 from engine.data import load_exchanges, load_expected
+from engine.review import replaces
 from engine.text import best_match, value_key
 
 MATCH_THRESHOLD = 90.0
@@ -114,7 +115,10 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
                 tally.updates_missed += 1
             if old_statement is not None:
                 tally.updates_wrong += 1
-            await mem.review.approve(cand.id, reviewer="curator")
+            if replaces(cand):  # a wrong or missing target: the curator keeps both, explicitly
+                await mem.review.keep_both(cand.id, reviewer="curator")
+            else:
+                await mem.review.approve(cand.id, reviewer="curator")
         tally.approved += 1
         tally.matched.add((user_id, index))
         if label.get("valid_at"):

@@ -114,10 +114,13 @@ def matching_count(db: Path, user: str, at_us: int | None, known_us: int | None)
     if known_us is not None:
         sql += " AND created_at <= ? AND (expired_at IS NULL OR expired_at > ?)"
         args += [known_us, known_us]
+    elif at_us is not None:  # the valid-time rule: still believed true for its period
+        sql += " AND (status = 'active' OR (status = 'superseded' AND end_reason IN ('superseded', 'contradicted')))"
     else:
         sql += " AND status = 'active'"
     if at_us is not None:
-        sql += " AND (valid_at IS NULL OR valid_at <= ?) AND (invalid_at IS NULL OR invalid_at > ?)"
+        end = "CASE WHEN valid_closed = 1 THEN prior_invalid_at ELSE invalid_at END" if known_us else "invalid_at"
+        sql += f" AND (valid_at IS NULL OR valid_at <= ?) AND ({end} IS NULL OR {end} > ?)"
         args += [at_us, at_us]
     conn = sqlite3.connect(db)
     try:

@@ -7,13 +7,18 @@
     │   ├── InvalidIntervalError      invalid_at is not strictly after valid_at, or a naive datetime
     │   ├── NotFoundError             unknown id, or an id that belongs to another user
     │   ├── InvalidStatementError     an empty statement or reason
-    │   └── InvalidIngestError        a malformed input file (line number and reason in the message)
+    │   ├── InvalidIngestError        a malformed input file (line number and reason in the message)
+    │   ├── DecisionRequiredError     approve of a candidate that would replace something: choose
+    │   │                             confirm_supersession or keep_both (carries the candidate id)
+    │   ├── DuplicateFactError        another active fact of the user already holds this value
+    │   └── TombstonedError           a reviewer already rejected this value for this user
     ├── ConflictError             the state moved under the caller; nothing was changed
     │   ├── AlreadyDecidedError       the candidate is no longer pending (carries who decided it)
     │   ├── ClaimedError              another reviewer holds an unexpired lease on the candidate
     │   │   ├── AssignedError             the candidate's user is assigned to another reviewer
     │   │   └── SecondOpinionError        the reviewer flagged it for a second opinion: another must decide
     │   ├── StaleSupersessionError    the fact a candidate would supersede is no longer active
+    │   ├── ChainOrderError           the candidate it would replace is still pending: decide that first
     │   └── UndoRefusedError          a later change depends on the decision
     └── ModelError                an LLM or embedding endpoint failed or answered out of contract
         └── MalformedModelOutputError the answer was not valid JSON or did not fit the schema
@@ -55,6 +60,30 @@ class InvalidStatementError(UserInputError):
 
 class InvalidIngestError(UserInputError):
     pass
+
+
+class DecisionRequiredError(UserInputError):
+    """A plain approve of a candidate that would replace a fact or a pending candidate. Approving
+    it as-is used to keep both facts active silently; the caller must say which it means."""
+
+    def __init__(self, candidate_id: int, target: str) -> None:
+        self.candidate_id = candidate_id
+        super().__init__(
+            f"candidate {candidate_id} would replace {target}: decide with confirm_supersession (end the old one)"
+            " or keep_both (keep both active)"
+        )
+
+
+class DuplicateFactError(UserInputError):
+    def __init__(self, knowledge_id: int, statement: str) -> None:
+        self.knowledge_id = knowledge_id
+        super().__init__(f"fact {knowledge_id} of this user already says {statement!r}")
+
+
+class TombstonedError(UserInputError):
+    def __init__(self, tombstone_id: int) -> None:
+        self.tombstone_id = tombstone_id
+        super().__init__(f"a reviewer already rejected this value for this user (tombstone {tombstone_id})")
 
 
 class ConflictError(MemdeskError):
@@ -111,6 +140,19 @@ class StaleSupersessionError(ConflictError):
 
 class UndoRefusedError(ConflictError):
     pass
+
+
+class ChainOrderError(ConflictError):
+    """The candidate would replace another candidate that is still pending: that one must be
+    decided first (approving it re-points this one at the new fact; rejecting it makes this `new`)."""
+
+    def __init__(self, candidate_id: int, pending_id: int) -> None:
+        self.candidate_id = candidate_id
+        self.pending_id = pending_id
+        super().__init__(
+            f"candidate {candidate_id} would replace candidate {pending_id}, which is still pending:"
+            f" decide candidate {pending_id} first"
+        )
 
 
 class ModelError(MemdeskError):

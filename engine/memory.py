@@ -23,13 +23,16 @@ from .db import Database
 from .embedders import Embedder, HashingEmbedder
 from .errors import (
     ConfigurationError,
+    DuplicateFactError,
     EmbeddingDimensionError,
     InvalidStatementError,
     NotFoundError,
     StaleSupersessionError,
+    TombstonedError,
+    UserInputError,
 )
 from .limits import check_exchange, check_query, check_reason, check_statement, check_unicode
-from .models import AuditEvent, Knowledge, RetrievalResult, Tombstone
+from .models import AuditEvent, Knowledge, ProposalOutcome, RetrievalResult, Tombstone
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -195,7 +198,9 @@ class Memory:
         invalid_at: datetime | None = None, *, confidence: float = 1.0, reason: str | None = None,
     ) -> Knowledge:
         """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
-        text = _statement(statement, self.config)
+        text = check_statement(_statement(statement), self.config)
+        if reason is not None:
+            check_reason(reason, self.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
@@ -221,7 +226,8 @@ class Memory:
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
-            (_statement(f.statement, self.config), *check_interval(f.valid_at, f.invalid_at), f.confidence)
+            (check_statement(_statement(f.statement), self.config), *check_interval(f.valid_at, f.invalid_at),
+             f.confidence)
             for f in items
         ]
         out: list[Knowledge] = []
@@ -254,9 +260,11 @@ class Memory:
         self, user_id: str, knowledge_id: int, statement: str, actor: str, reason: str,
         valid_at: Any = KEEP, invalid_at: Any = KEEP,
     ) -> Knowledge:
-        """A new version that supersedes the old one (end_reason `corrected`); the old row stays."""
-        text = _statement(statement, self.config)
-        why = _reason(reason, "a correction", self.config)
+        """A new version that supersedes the old one (end_reason `corrected`); the old row stays.
+        Refused with DuplicateFactError when another ACTIVE fact of the user already holds the new
+        statement's value (same value key): the correction would leave two identical facts."""
+        text = check_statement(_statement(statement), self.config)
+        why = check_reason(_reason(reason, "a correction"), self.config)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
@@ -265,6 +273,9 @@ class Memory:
                 raise StaleSupersessionError(
                     f"fact {knowledge_id} is {old.status}; only an active fact can be corrected"
                 )
+            same = await store.active_with_key(conn, user_id, text, excluding=old.id)
+            if same is not None:
+                raise DuplicateFactError(same.id, same.statement)
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
@@ -287,7 +298,7 @@ class Memory:
     ) -> Knowledge:
         """End belief in a fact because it was wrong or must go; tombstone its value by default so
         extraction does not bring it back."""
-        why = _reason(reason, "a retraction", self.config)
+        why = check_reason(_reason(reason, "a retraction"), self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
             fact = await store.get_knowledge(conn, user_id, knowledge_id)
@@ -298,19 +309,20 @@ class Memory:
 
     async def _retract_in(
         self, conn: aiosqlite.Connection, fact: Knowledge, actor: str, reason: str, tombstone: bool, now_us: int,
-        candidate_id: int | None = None,
+        candidate_id: int | None = None, note: str | None = None,
     ) -> None:
         await store.end_knowledge(conn, fact.id, status="retracted", expired_at=now_us, end_reason=reason)
         await store.audit(conn, at=now_us, actor=actor, action="retract", user_id=fact.user_id, entity="knowledge",
                           entity_id=fact.id, before=fact, after=await store.get_knowledge(conn, fact.user_id, fact.id),
-                          reason=reason)
+                          reason=reason, note=note)
         if tombstone:
             tid = await store.insert_tombstone(
                 conn, user_id=fact.user_id, statement=fact.statement, reason=reason, created_by=actor,
                 created_at=now_us, knowledge_id=fact.id, candidate_id=candidate_id,
             )
             await store.audit(conn, at=now_us, actor=actor, action="create", user_id=fact.user_id, entity="tombstone",
-                              entity_id=tid, after=await store.get_tombstone(conn, fact.user_id, tid), reason=reason)
+                              entity_id=tid, after=await store.get_tombstone(conn, fact.user_id, tid), reason=reason,
+                              note=note)
 
     async def knowledge(
         self, user_id: str, include_expired: bool = False, *, at_time: datetime | None = None,
@@ -345,7 +357,7 @@ class Memory:
             return await store.list_tombstones(conn, user_id, include_lifted)
 
     async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
-        why = _reason(reason, "lifting a tombstone", self.config)
+        why = check_reason(_reason(reason, "lifting a tombstone"), self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
             stone = await store.get_tombstone(conn, user_id, tombstone_id)
@@ -365,56 +377,140 @@ class Memory:
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
         the same value, or None."""
-        from .text import best_match, value_key
-
         async with self.db.reading() as conn:
-            live = await store.live_keys(conn, user_id)
-        found = best_match(value_key(statement), (k for k, _, _ in live), self.config.duplicate_threshold)
-        if found is None:
-            return None
-        entity, eid = next((e, i) for k, e, i in live if k == found[0])
-        return entity, eid
+            return await store.duplicate_of(conn, user_id, statement, self.config.duplicate_threshold)
 
     async def users(self) -> list[str]:
         async with self.db.reading() as conn:
             return await store.users(conn)
 
     async def queue_candidate(
-        self, user_id: str, statement: str, *, kind: str = "new", confidence: float = 1.0, evidence: str = "",
+        self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",
         supersedes_id: int | None = None, valid_at: datetime | None = None, invalid_at: datetime | None = None,
         actor: str = "system", reason: str | None = None, created_at: datetime | None = None,
+        supersedes_candidate_id: int | None = None,
     ) -> int:
         """Put a candidate in the pending queue directly (tests, agent proposals, retraction
-        requests). Extraction uses the pipeline, which adds the gates."""
-        text = _statement(statement, self.config)
+        requests). Extraction uses the pipeline, which adds the gates; agents use `propose`."""
+        text = check_statement(_statement(statement), self.config)
+        if reason is not None:
+            check_reason(reason, self.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.now())  # type: ignore[assignment]
         async with self.db.transaction() as conn:
             if supersedes_id is not None:
                 await store.get_knowledge(conn, user_id, supersedes_id)  # refuses another user's id
+            if supersedes_candidate_id is not None:
+                await store.get_candidate(conn, supersedes_candidate_id, user_id)  # same rule for a chain
             cid = await store.insert_candidate(
                 conn, user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
                 evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
-                reason=reason,
+                reason=reason, supersedes_candidate_id=supersedes_candidate_id,
             )
             await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
                               entity_id=cid, after=await store.get_candidate(conn, cid), reason=reason)
             return cid
 
+    # -- requests from agents (the MCP server's two writes) ---------------------------------------
 
-def _statement(text: str, config: MemoryConfig) -> str:
-    """A non-empty statement within `max_statement_chars`, valid Unicode."""
+    async def _agent_room(self, conn: aiosqlite.Connection, user_id: str) -> None:
+        waiting = await store.pending_agent_requests(conn, user_id)
+        if waiting >= self.config.max_pending_proposals_per_user:
+            raise UserInputError(
+                f"refused: {waiting} requests of this user already await review, the limit is"
+                f" {self.config.max_pending_proposals_per_user} (MemoryConfig.max_pending_proposals_per_user);"
+                " try again once reviewers have decided some"
+            )
+
+    async def propose(self, user_id: str, statement: str, actor: str) -> ProposalOutcome:
+        """An agent's proposal, queued as kind `proposed` with `created_by=actor` and no confidence
+        (nobody measured one), in ONE transaction with the pipeline's own gates: a live tombstone
+        of this user refuses it (TombstonedError); the same value as an active fact or a pending
+        candidate of this user queues nothing and says which (duplicate_of). Refused over the
+        statement size limit or past `max_pending_proposals_per_user` pending agent requests."""
+        text = check_statement(_statement(statement), self.config)
+        uid = _user(user_id)
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            stone = await store.matching_tombstone(conn, uid, text, self.config.tombstone_threshold)
+            if stone is not None:
+                raise TombstonedError(stone.id)
+            duplicate = await store.duplicate_of(conn, uid, text, self.config.duplicate_threshold)
+            if duplicate is not None:
+                return ProposalOutcome(duplicate_of=duplicate)
+            await self._agent_room(conn, uid)
+            cid = await store.insert_candidate(
+                conn, user_id=uid, statement=text, kind="proposed", confidence=None, created_at=now_us,
+                created_by=actor,
+            )
+            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await store.get_candidate(conn, cid))
+            return ProposalOutcome(candidate_id=cid)
+
+    async def request_forget(self, user_id: str, knowledge_id: int, actor: str, reason: str) -> ProposalOutcome:
+        """An agent's request to retract an ACTIVE fact of this user, queued as kind `retraction`
+        (a reviewer decides), in ONE transaction. A pending request for the same fact is found by
+        one indexed query and reported (duplicate_of=('candidate', id)) instead of queued twice.
+        Another user's id reads as not found; an ended fact is a StaleSupersessionError."""
+        why = check_reason(_reason(reason, "a request to forget"), self.config)
+        uid = _user(user_id)
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            fact = await store.get_knowledge(conn, uid, knowledge_id)
+            if fact.status != "active":
+                raise StaleSupersessionError(f"memory {knowledge_id} is already {fact.status}")
+            waiting = await store.pending_retraction(conn, uid, knowledge_id)
+            if waiting is not None:
+                return ProposalOutcome(duplicate_of=("candidate", waiting))
+            await self._agent_room(conn, uid)
+            cid = await store.insert_candidate(
+                conn, user_id=uid, statement=fact.statement, kind="retraction", confidence=None, created_at=now_us,
+                supersedes_id=fact.id, created_by=actor, reason=why,
+            )
+            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await store.get_candidate(conn, cid), reason=why)
+            return ProposalOutcome(candidate_id=cid)
+
+    async def supersede(
+        self, user_id: str, old_id: int, new_id: int, actor: str, reason: str, *, note: str | None = None
+    ) -> Knowledge:
+        """Mark active fact `old_id` superseded by active fact `new_id` of the same user (the
+        Knowledge screen's "superseded by another"): belief in the old one ends (end_reason
+        `superseded`, superseded_by) and its valid time is closed at the new fact's start by the
+        same rule as a confirmed supersession. Audited as `supersede`; returns the old fact."""
+        why = check_reason(_reason(reason, "a supersession"), self.config)
+        if note is not None:
+            check_reason(note, self.config, "the note")
+        if old_id == new_id:
+            raise UserInputError("a fact cannot supersede itself")
+        now_us: int = to_us(self.now())  # type: ignore[assignment]
+        async with self.db.transaction() as conn:
+            old = await store.get_knowledge(conn, user_id, old_id)
+            new = await store.get_knowledge(conn, user_id, new_id)
+            for fact in (old, new):
+                if fact.status != "active":
+                    raise StaleSupersessionError(f"fact {fact.id} is {fact.status}; both facts must be active")
+            await store.supersede_fact(conn, old, new.id, to_us(new.valid_at), expired_at=now_us,
+                                       end_reason="superseded")
+            ended = await store.get_knowledge(conn, user_id, old.id)
+            await store.audit(conn, at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
+                              entity_id=old.id, before=old, after=ended, reason=why, note=note)
+            return ended
+
+
+def _statement(text: str) -> str:
+    """A non-empty statement of valid Unicode (its size is checked by the caller, against config)."""
     cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
         raise InvalidStatementError("the statement is empty" if cleaned is not None else "the statement is not text")
-    return check_unicode(check_statement(cleaned, config), "the statement")
+    return check_unicode(cleaned, "the statement")
 
 
-def _reason(text: str, what: str, config: MemoryConfig) -> str:
+def _reason(text: str, what: str) -> str:
     cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
         raise InvalidStatementError(f"{what} needs a reason")
-    return check_unicode(check_reason(cleaned, config), "the reason")
+    return check_unicode(cleaned, "the reason")
 
 
 def _user(user_id: str) -> str:

@@ -8,7 +8,7 @@ held it. Open ends are None.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -100,7 +100,8 @@ class Knowledge:
     status: KnowledgeStatus
     created_at: datetime
     created_by: str
-    confidence: float = 1.0
+    # None: no measured confidence (a fact approved from an agent's proposal).
+    confidence: float | None = 1.0
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     expired_at: datetime | None = None
@@ -108,11 +109,27 @@ class Knowledge:
     superseded_by: int | None = None
     candidate_id: int | None = None
     episode_id: int | None = None
+    # True when a confirmed supersession closed the valid time (invalid_at = the successor's start);
+    # prior_invalid_at is the end it had before, which is what was believed until then.
+    valid_closed: bool = False
+    prior_invalid_at: datetime | None = None
 
     def interval_text(self) -> str:
         start = self.valid_at.date().isoformat() if self.valid_at else "always"
         end = self.invalid_at.date().isoformat() if self.invalid_at else "now"
         return f"{start} → {end}"
+
+    def as_known_at(self, when: datetime) -> Knowledge:
+        """The fact as the store held it at `when`: a fact believed then reads `active`, with the
+        valid interval it had before a later supersession closed it. (A fact not yet created at
+        `when` is returned unchanged; callers filter on belief time first.)"""
+        if self.expired_at is None or self.expired_at <= when:
+            return self
+        return replace(
+            self, status="active", expired_at=None, end_reason=None, superseded_by=None,
+            invalid_at=self.prior_invalid_at if self.valid_closed else self.invalid_at,
+            valid_closed=False, prior_invalid_at=None,
+        )
 
 
 @dataclass(slots=True)
@@ -122,7 +139,8 @@ class Candidate:
     statement: str
     kind: CandidateKind
     status: CandidateStatus
-    confidence: float
+    # None: not measured. Agent proposals carry none (a made-up 1.0 sorted them first).
+    confidence: float | None
     created_at: datetime
     evidence: str = ""
     supersedes_id: int | None = None
@@ -176,6 +194,25 @@ class AuditEvent:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     reason: str | None
+    note: str | None = None  # the reviewer's note on a decision (None when none was given)
+
+
+@dataclass(slots=True)
+class BulkResult:
+    """What `ReviewService.bulk_approve` did with exactly the ids it was given: the facts it
+    created, and each id it left pending (or found decided) with the reason, in input order."""
+
+    approved: list[Knowledge] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProposalOutcome:
+    """What `Memory.propose` / `Memory.request_forget` did: queued a request (candidate_id), or
+    found the same thing already there (duplicate_of: ('knowledge' | 'candidate', id))."""
+
+    candidate_id: int | None = None
+    duplicate_of: tuple[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -203,6 +240,10 @@ class RetrievalResult:
         head = "Facts about the user (valid from → until"
         if self.at_time is not None:
             head += f"; as of {self.at_time.date().isoformat()}"
+        if self.known_at is not None:
+            head += f"; as the store believed on {self.known_at.isoformat()}, statuses as of then"
+        elif self.at_time is not None:
+            head += ", as the store believes now"
         lines = [head + "):"]
         for item in self.items:
             k = item.knowledge

@@ -2,8 +2,9 @@
 
 Both arms receive the user and the time predicates and apply them inside their own query, before
 their LIMIT (memv filtered after fusion, so an as-of query over a long history came back short).
-Each arm asks for more than top_k so that fusion has something to reorder; the vector arm alone
-already yields min(top_k, matching facts), so the fused list is never short.
+The belief rule for at_time and known_at is written out once, on `store.text_arm`. Each arm asks
+for more than top_k so that fusion has something to reorder; the vector arm alone already yields
+min(top_k, matching facts), so the fused list is never short.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ async def retrieve(
         facts = await store.knowledge_by_ids(conn, [kid for kid, _ in fused])
     vec_rank = {kid: i for i, kid in enumerate(vec_ids, start=1)}
     text_rank = {kid: i for i, kid in enumerate(text_ids, start=1)}
+    # known_at: each fact as the store held it then (its status and interval as of known_at, not today's)
     items = [
-        RetrievedItem(knowledge=facts[kid], score=score, vector_rank=vec_rank.get(kid), text_rank=text_rank.get(kid))
+        RetrievedItem(
+            knowledge=facts[kid] if known_at is None else facts[kid].as_known_at(known_at), score=score,
+            vector_rank=vec_rank.get(kid), text_rank=text_rank.get(kid),
+        )
         for kid, score in fused
     ]
     return RetrievalResult(

@@ -4,6 +4,18 @@ Every decision is one BEGIN IMMEDIATE transaction that re-reads the candidate, r
 is still pending (and not leased to another reviewer), applies the change, and writes its audit rows
 before COMMIT. The candidate's own audit row is written last, so `undo` can ask "did anything touch
 these rows after the decision?" by audit id alone.
+
+The decision rules (the README's "Decision rules" states them for reviewers):
+  - A candidate that would replace something (kind update/contradiction, or naming a fact in
+    supersedes_id or a pending candidate in supersedes_candidate_id) is never approved plainly:
+    `approve` raises DecisionRequiredError. `confirm_supersession` ends the old fact and closes its
+    valid time; `keep_both` keeps it active. Both take an edited statement and interval.
+  - Chains: approving a candidate re-points the pending candidates that would replace it at the
+    new fact; rejecting it makes them `new`. Confirming a candidate whose target is still pending
+    is refused (ChainOrderError names the candidate to decide first).
+  - `bulk_approve` decides exactly the ids it is given; replacements and retraction requests are
+    always skipped, with the reason.
+  - Every decision takes an optional note, stored on each audit row it writes.
 """
 
 from __future__ import annotations
@@ -12,16 +24,23 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+import aiosqlite
+from rapidfuzz import fuzz
+
 from . import store, team
 from .errors import (
     AlreadyDecidedError,
+    ChainOrderError,
     ClaimedError,
+    DecisionRequiredError,
     InvalidStatementError,
+    NotFoundError,
     StaleSupersessionError,
     UndoRefusedError,
     UserInputError,
 )
-from .models import Candidate, CandidateContext, Knowledge, Tombstone
+from .limits import check_reason, check_statement
+from .models import BulkResult, Candidate, CandidateContext, Knowledge, Tombstone
 from .timeutil import check_interval, to_us
 
 if TYPE_CHECKING:
@@ -37,6 +56,23 @@ KEEP: Final[Any] = _Keep()
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
 
 SUPERSEDING_KINDS = ("update", "contradiction")
+CHAIN_ACTIONS = ("chain_repoint", "chain_unlink")
+
+
+def replaces(cand: Candidate) -> bool:
+    """Whether deciding the candidate also decides the fate of something else: a fact it would
+    supersede or a pending candidate it would replace. A retraction request is its own kind."""
+    return cand.kind != "retraction" and (
+        cand.kind in SUPERSEDING_KINDS or cand.supersedes_id is not None or cand.supersedes_candidate_id is not None
+    )
+
+
+def _target_text(cand: Candidate) -> str:
+    if cand.supersedes_id is not None:
+        return f"fact {cand.supersedes_id}"
+    if cand.supersedes_candidate_id is not None:
+        return f"candidate {cand.supersedes_candidate_id}"
+    return "an earlier value (it is an update)"
 
 
 class ReviewService:
@@ -107,58 +143,137 @@ class ReviewService:
 
     async def approve(
         self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
-        invalid_at: Any = KEEP, *, reason: str | None = None, user_id: str | None = None,
+        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
     ) -> Knowledge:
-        """Approve as a new active fact (optionally edited). For an update this is "keep both": the
-        old fact stays active. A retraction request, approved, retracts its target."""
+        """Approve as a new active fact (optionally edited). A candidate that would replace
+        something is refused with DecisionRequiredError, before anything changes: the reviewer
+        must choose `confirm_supersession` or `keep_both`. A retraction request, approved,
+        retracts its target."""
         cand = await self.get(candidate_id, user_id)
+        self._check_open(cand, reviewer, self._m.now())  # decided or leased first: that is the news
         if cand.kind == "retraction":
-            return await self._approve_retraction(cand, reviewer, reason)
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, supersede=False)
+            return await self._approve_retraction(cand, reviewer, reason, note)
+        if replaces(cand):
+            raise DecisionRequiredError(cand.id, _target_text(cand))
+        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve")
 
-    async def keep_both(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Knowledge:
+    async def keep_both(
+        self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
+        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
+    ) -> Knowledge:
+        """Approve a replacement as a new fact and keep what it would replace (an explicit choice,
+        audited as `keep_both`). With no start given, a change starts at the time of the message
+        that states it (see `confirm_supersession`)."""
         cand = await self.get(candidate_id, user_id)
+        self._check_open(cand, reviewer, self._m.now())
         if cand.kind == "retraction":
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
-        return await self._accept(cand, reviewer, None, KEEP, KEEP, None, supersede=False, decision="keep_both")
+        if not replaces(cand):
+            raise UserInputError(f"candidate {candidate_id} replaces nothing: approve it instead")
+        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both")
 
     async def confirm_supersession(
         self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
-        invalid_at: Any = KEEP, *, reason: str | None = None, user_id: str | None = None,
+        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
     ) -> Knowledge:
-        """Approve and end belief in the fact the candidate replaces, in one transaction."""
+        """Approve (optionally edited) and end belief in the fact the candidate replaces, in one
+        transaction. The old fact's valid time is closed at the new fact's start
+        (old.invalid_at = new.valid_at) when that start is later than the old fact's start and
+        earlier than its end; otherwise (no start, or a start at or before the old one's) the old
+        interval is left as it was, since closing it there would make it empty or lengthen it.
+        With no start given, a change starts at the time of the message that states it: the user
+        message of the candidate's episode that holds its evidence (else the episode's last user
+        message), or the candidate's creation time when it came from no conversation.
+        A candidate chained to a candidate still pending is refused (ChainOrderError)."""
         cand = await self.get(candidate_id, user_id)
-        if cand.kind not in SUPERSEDING_KINDS or cand.supersedes_id is None:
+        self._check_open(cand, reviewer, self._m.now())
+        if cand.kind == "retraction" or not replaces(cand) or (
+            cand.supersedes_id is None and cand.supersedes_candidate_id is None
+        ):
             raise UserInputError(
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to supersede; approve it instead"
             )
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, supersede=True)
+        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="confirm")
+
+    async def _target(self, conn: aiosqlite.Connection, cand: Candidate) -> Knowledge:
+        """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
+        candidate became (normally re-pointed already; this covers a chain made meanwhile)."""
+        kid = cand.supersedes_id
+        if kid is None and cand.supersedes_candidate_id is not None:
+            earlier = await store.get_candidate(conn, cand.supersedes_candidate_id, cand.user_id)
+            if earlier.status == "pending":
+                raise ChainOrderError(cand.id, earlier.id)
+            if earlier.status != "approved" or earlier.knowledge_id is None:
+                raise StaleSupersessionError(
+                    f"candidate {earlier.id}, which candidate {cand.id} would replace, was {earlier.status};"
+                    f" approve candidate {cand.id} as a new fact instead"
+                )
+            kid = earlier.knowledge_id
+        old = await store.get_knowledge(conn, cand.user_id, kid)  # type: ignore[arg-type]
+        if old.status != "active":
+            raise StaleSupersessionError(
+                f"fact {old.id} is already {old.status}; approve candidate {cand.id} as a new fact instead"
+            )
+        return old
+
+    async def _stated_at(self, conn: aiosqlite.Connection, cand: Candidate) -> datetime:
+        """When the change was said: the user message of the candidate's episode holding its
+        evidence quote, else that episode's last user message, else the candidate's creation."""
+        if cand.episode_id is not None:
+            episode = await store.episode_with_messages(conn, cand.episode_id)
+            said = [m for m in (episode.messages if episode else []) if m.role == "user"]
+            quote = cand.evidence.strip().casefold()
+            if quote:
+                for m in said:
+                    text = m.content.casefold()
+                    if quote in text or fuzz.partial_ratio(quote, text) >= self._m.config.evidence_threshold:
+                        return m.at
+            if said:
+                return said[-1].at
+        return cand.created_at
+
+    def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
+        if reason is not None:
+            check_reason(reason, self._m.config)
+        if note is not None:
+            check_reason(note, self._m.config, "the note")
+            note = note.strip() or None
+        return reason, note
 
     async def _accept(
         self, cand: Candidate, reviewer: str, statement: str | None, valid_at: Any, invalid_at: Any,
-        reason: str | None, *, supersede: bool, decision: str | None = None,
+        reason: str | None, note: str | None, *, mode: str,
     ) -> Knowledge:
+        """approve / keep_both / confirm: one transaction that creates the fact, decides the
+        candidate, re-points its chain and, for `confirm`, ends and closes the old fact."""
+        reason, note = self._check_note(reason, note)
         text = (statement if statement is not None else cand.statement).strip()
         if not text:
             raise InvalidStatementError("the statement is empty")
-        start_dt = cand.valid_at if valid_at is KEEP else valid_at
-        end_dt = cand.invalid_at if invalid_at is KEEP else invalid_at
-        start, end = check_interval(start_dt, end_dt)
-        edited = text != cand.statement or start_dt != cand.valid_at or end_dt != cand.invalid_at
-        decision = decision or ("confirm_supersession" if supersede else ("edit_approve" if edited else "approve"))
+        if statement is not None:
+            check_statement(text, self._m.config)
         [embedding] = await self._m.embedder.embed([text])
         now = self._m.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
         async with self._m.db.transaction() as conn:
             current = await store.get_candidate(conn, cand.id)
             self._check_open(current, reviewer, now)
-            old: Knowledge | None = None
-            if supersede:
-                old = await store.get_knowledge(conn, current.user_id, current.supersedes_id)  # type: ignore[arg-type]
-                if old.status != "active":
-                    raise StaleSupersessionError(
-                        f"fact {old.id} is already {old.status}; approve candidate {cand.id} as a new fact instead"
-                    )
+            if mode == "approve" and replaces(current):
+                raise DecisionRequiredError(current.id, _target_text(current))  # retargeted meanwhile
+            old = await self._target(conn, current) if mode == "confirm" else None
+            start_dt = current.valid_at if valid_at is KEEP else valid_at
+            end_dt = current.invalid_at if invalid_at is KEEP else invalid_at
+            if valid_at is KEEP and start_dt is None and replaces(current):
+                stated = await self._stated_at(conn, current)
+                if end_dt is None or stated < end_dt:
+                    start_dt = stated
+            start, end = check_interval(start_dt, end_dt)
+            edited = text != current.statement or (valid_at is not KEEP and valid_at != current.valid_at) or (
+                invalid_at is not KEEP and invalid_at != current.invalid_at
+            )
+            decision = {"confirm": "confirm_supersession", "keep_both": "keep_both"}.get(
+                mode, "edit_approve" if edited else "approve"
+            )
             kid = await store.insert_knowledge(
                 conn, user_id=current.user_id, statement=text, embedding=embedding, created_at=now_us,
                 created_by=reviewer, confidence=current.confidence, valid_at=start, invalid_at=end,
@@ -166,32 +281,58 @@ class ReviewService:
             )
             if not await store.mark_decided(
                 conn, current.id, status="approved", decision=decision, decided_by=reviewer, decided_at=now_us,
-                reason=reason, knowledge_id=kid, statement=text, valid_at=start, invalid_at=end, edited=edited,
+                reason=reason, knowledge_id=kid, statement=text, valid_at=start, invalid_at=end,
+                edited=edited or start != to_us(current.valid_at),
             ):
                 raise AlreadyDecidedError(current.id, "decided", None)
             created = await store.get_knowledge(conn, current.user_id, kid)
             await store.audit(
                 conn, at=now_us, actor=reviewer, action="create", user_id=current.user_id, entity="knowledge",
-                entity_id=kid, after=created, reason=reason,
+                entity_id=kid, after=created, reason=reason, note=note,
             )
             if old is not None:
                 end_reason = "contradicted" if current.kind == "contradiction" else "superseded"
-                await store.end_knowledge(
-                    conn, old.id, status="superseded", expired_at=now_us, end_reason=end_reason, superseded_by=kid
-                )
+                await store.supersede_fact(conn, old, kid, start, expired_at=now_us, end_reason=end_reason)
                 await store.audit(
                     conn, at=now_us, actor=reviewer, action="supersede", user_id=current.user_id,
                     entity="knowledge", entity_id=old.id, before=old,
                     after=await store.get_knowledge(conn, current.user_id, old.id), reason=reason or end_reason,
+                    note=note,
                 )
+            await self._cut_chain(conn, current, kid, reviewer, now_us, note)
             await store.audit(
                 conn, at=now_us, actor=reviewer, action=decision, user_id=current.user_id, entity="candidate",
                 entity_id=current.id, before=current, after=await store.get_candidate(conn, current.id),
-                reason=reason,
+                reason=reason, note=note,
             )
             return created
 
-    async def _approve_retraction(self, cand: Candidate, reviewer: str, reason: str | None) -> Knowledge:
+    async def _cut_chain(
+        self, conn: aiosqlite.Connection, decided: Candidate, knowledge_id: int | None, reviewer: str, now_us: int,
+        note: str | None,
+    ) -> None:
+        """The pending candidates that would replace `decided`: approved (knowledge_id given), they
+        now replace the fact it became; rejected (None), they become `new`. Audited one by one
+        (before this decision's own candidate row, which stays the transaction's last)."""
+        for later in await store.chained_to(conn, decided.id):
+            if knowledge_id is not None:
+                await store.set_candidate_target(conn, later.id, kind=later.kind, supersedes_id=knowledge_id,
+                                                 supersedes_candidate_id=None)
+                action, why = "chain_repoint", f"candidate {decided.id} was approved as fact {knowledge_id}"
+            else:
+                await store.set_candidate_target(conn, later.id, kind="new", supersedes_id=None,
+                                                 supersedes_candidate_id=None)
+                action, why = "chain_unlink", f"candidate {decided.id} was rejected"
+            await store.audit(
+                conn, at=now_us, actor=reviewer, action=action, user_id=later.user_id, entity="candidate",
+                entity_id=later.id, before=later, after=await store.get_candidate(conn, later.id), reason=why,
+                note=note,
+            )
+
+    async def _approve_retraction(
+        self, cand: Candidate, reviewer: str, reason: str | None, note: str | None
+    ) -> Knowledge:
+        reason, note = self._check_note(reason, note)
         now = self._m.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
         async with self._m.db.transaction() as conn:
@@ -201,7 +342,7 @@ class ReviewService:
             if target.status != "active":
                 raise StaleSupersessionError(f"fact {target.id} is already {target.status}")
             why = reason or current.reason or "retraction requested"
-            await self._m._retract_in(conn, target, reviewer, why, True, now_us, candidate_id=current.id)
+            await self._m._retract_in(conn, target, reviewer, why, True, now_us, candidate_id=current.id, note=note)
             await store.mark_decided(
                 conn, current.id, status="approved", decision="approve_retraction", decided_by=reviewer,
                 decided_at=now_us, reason=why, knowledge_id=target.id,
@@ -209,17 +350,21 @@ class ReviewService:
             await store.audit(
                 conn, at=now_us, actor=reviewer, action="approve_retraction", user_id=current.user_id,
                 entity="candidate", entity_id=current.id, before=current,
-                after=await store.get_candidate(conn, current.id), reason=why,
+                after=await store.get_candidate(conn, current.id), reason=why, note=note,
             )
             return await store.get_knowledge(conn, current.user_id, target.id)
 
     async def reject(
-        self, candidate_id: int, reviewer: str, reason: str, *, tombstone: bool = True, user_id: str | None = None,
+        self, candidate_id: int, reviewer: str, reason: str, *, tombstone: bool = True, note: str | None = None,
+        user_id: str | None = None,
     ) -> Tombstone | None:
         """Reject and, by default, tombstone the value for this user so extraction never queues it
-        again. A rejected retraction request writes no tombstone: the fact simply stays."""
+        again. A rejected retraction request writes no tombstone: the fact simply stays. Pending
+        candidates that would have replaced this one become `new` (audited)."""
         if not reason or not reason.strip():
             raise InvalidStatementError("a rejection needs a reason")
+        why = reason.strip()
+        _, note = self._check_note(why, note)
         now = self._m.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
         async with self._m.db.transaction() as conn:
@@ -228,40 +373,105 @@ class ReviewService:
             stone: Tombstone | None = None
             if tombstone and current.kind != "retraction":
                 tid = await store.insert_tombstone(
-                    conn, user_id=current.user_id, statement=current.statement, reason=reason.strip(),
+                    conn, user_id=current.user_id, statement=current.statement, reason=why,
                     created_by=reviewer, created_at=now_us, candidate_id=current.id,
                 )
                 stone = await store.get_tombstone(conn, current.user_id, tid)
                 await store.audit(
                     conn, at=now_us, actor=reviewer, action="create", user_id=current.user_id,
-                    entity="tombstone", entity_id=tid, after=stone, reason=reason.strip(),
+                    entity="tombstone", entity_id=tid, after=stone, reason=why, note=note,
                 )
             await store.mark_decided(
                 conn, current.id, status="rejected", decision="reject", decided_by=reviewer, decided_at=now_us,
-                reason=reason.strip(),
+                reason=why,
             )
+            await self._cut_chain(conn, current, None, reviewer, now_us, note)
             await store.audit(
                 conn, at=now_us, actor=reviewer, action="reject", user_id=current.user_id, entity="candidate",
                 entity_id=current.id, before=current, after=await store.get_candidate(conn, current.id),
-                reason=reason.strip(),
+                reason=why, note=note,
             )
             return stone
 
-    async def bulk_approve(self, candidate_ids: list[int], reviewer: str) -> list[Knowledge]:
-        """Approve each id in turn (each its own transaction); ids decided meanwhile are skipped."""
-        out: list[Knowledge] = []
+    async def bulk_approve(self, candidate_ids: list[int], reviewer: str, *, note: str | None = None) -> BulkResult:
+        """Approve exactly these ids, in order, each in its own transaction; never a filter
+        re-queried, so an item that arrived after the reviewer confirmed is never decided. Always
+        skipped, with the reason: a candidate that would replace something (it needs the
+        supersede/keep-both choice), a retraction request, an id listed twice, unknown, already
+        decided or leased to another reviewer."""
+        self._check_note(None, note)
+        result = BulkResult()
+        seen: set[int] = set()
         for cid in candidate_ids:
-            try:
-                out.append(await self.approve(cid, reviewer))
-            except (AlreadyDecidedError, ClaimedError, StaleSupersessionError):
+            if cid in seen:
+                result.skipped.append((cid, "listed twice"))
                 continue
-        return out
+            seen.add(cid)
+            try:
+                cand = await self.get(cid)
+            except NotFoundError:
+                result.skipped.append((cid, "not found"))
+                continue
+            if cand.kind == "retraction":
+                result.skipped.append((cid, f"a request to retract fact {cand.supersedes_id}: decide it on its own"))
+                continue
+            if replaces(cand):
+                result.skipped.append((cid, f"would replace {_target_text(cand)}: supersede or keep both, on its own"))
+                continue
+            try:
+                result.approved.append(await self.approve(cid, reviewer, note=note))
+            except (AlreadyDecidedError, ClaimedError, DecisionRequiredError) as exc:
+                result.skipped.append((cid, str(exc)))
+        return result
+
+    async def retarget(
+        self, candidate_id: int, reviewer: str, supersedes_id: int | None, *, note: str | None = None,
+        user_id: str | None = None,
+    ) -> Candidate:
+        """Make a pending candidate an update of an ACTIVE fact of the same user (supersedes_id), or
+        undo that (None: the candidate becomes `new` and replaces nothing). A `new` or `proposed`
+        candidate becomes kind `update`; an update or contradiction keeps its kind. Another user's
+        fact reads as not found. Audited as `retarget`; the candidate stays pending."""
+        _, note = self._check_note(None, note)
+        now = self._m.now()
+        now_us: int = to_us(now)  # type: ignore[assignment]
+        async with self._m.db.transaction() as conn:
+            current = await store.get_candidate(conn, candidate_id, user_id)
+            self._check_open(current, reviewer, now)
+            if current.kind == "retraction":
+                raise UserInputError("a retraction request names the fact it retracts; it cannot be retargeted")
+            if supersedes_id is not None:
+                target = await store.get_knowledge(conn, current.user_id, supersedes_id)
+                if target.status != "active":
+                    raise StaleSupersessionError(
+                        f"fact {supersedes_id} is {target.status}; only an active fact can be replaced"
+                    )
+                kind = current.kind if current.kind in SUPERSEDING_KINDS else "update"
+                await store.set_candidate_target(conn, current.id, kind=kind, supersedes_id=supersedes_id,
+                                                 supersedes_candidate_id=None)
+                why = f"now replaces fact {supersedes_id}"
+            else:
+                if not replaces(current):
+                    raise UserInputError(f"candidate {candidate_id} replaces nothing: there is no link to remove")
+                await store.set_candidate_target(conn, current.id, kind="new", supersedes_id=None,
+                                                 supersedes_candidate_id=None)
+                why = "now replaces nothing"
+            after = await store.get_candidate(conn, current.id)
+            await store.audit(conn, at=now_us, actor=reviewer, action="retarget", user_id=current.user_id,
+                              entity="candidate", entity_id=current.id, before=current, after=after, reason=why,
+                              note=note)
+            return after
 
     # -- undo -------------------------------------------------------------------------------------
 
-    async def undo(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Candidate:
-        """The exact inverse of the candidate's decision, itself audited. Refused when anything the
-        decision wrote was changed afterwards (a later correction, supersession, lift...)."""
+    async def undo(
+        self, candidate_id: int, reviewer: str, *, note: str | None = None, user_id: str | None = None
+    ) -> Candidate:
+        """The exact inverse of the candidate's decision, itself audited: the fact it created is
+        deleted, the fact it superseded comes back (valid time reopened), the chain links it
+        re-pointed or cut are restored. Refused when anything the decision wrote was changed
+        afterwards (a later correction, supersession, lift, a re-pointed candidate decided...)."""
+        _, note = self._check_note(None, note)
         now_us: int = to_us(self._m.now())  # type: ignore[assignment]
         async with self._m.db.transaction() as conn:
             cand = await store.get_candidate(conn, candidate_id, user_id)
@@ -295,13 +505,33 @@ class ReviewService:
                     )
 
             uid = cand.user_id
+            # the chain links this decision re-pointed or cut: its own transaction's rows, between
+            # the candidate's previous audit row and its decision row
+            prev = await (await conn.execute(
+                "SELECT coalesce(max(id), 0) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND id < ?",
+                (candidate_id, decision_row),
+            )).fetchone()
+            chain_rows = await (await conn.execute(
+                "SELECT entity_id, before FROM audit_log WHERE entity = 'candidate' AND action IN (?, ?)"
+                " AND id > ? AND id < ? AND json_extract(before, '$.supersedes_candidate_id') = ? ORDER BY id",
+                (*CHAIN_ACTIONS, int(prev[0]), decision_row, candidate_id),  # type: ignore[index]
+            )).fetchall()
+            for later_id, later_json in chain_rows:
+                await untouched("candidate", int(later_id))
+                was = store.candidate_from_row_json(later_json)
+                now_row = await store.get_candidate(conn, int(later_id))
+                await store.set_candidate_target(conn, was.id, kind=was.kind, supersedes_id=was.supersedes_id,
+                                                 supersedes_candidate_id=was.supersedes_candidate_id)
+                await store.audit(conn, at=now_us, actor=reviewer, action="undo_chain", user_id=uid,
+                                  entity="candidate", entity_id=was.id, before=now_row,
+                                  after=await store.get_candidate(conn, was.id), note=note)
             if cand.decision == "reject":
                 stone = await store.tombstone_for(conn, candidate_id=candidate_id)
                 if stone is not None:
                     await untouched("tombstone", stone.id)
                     await store.delete_tombstone(conn, stone.id)
                     await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                      entity="tombstone", entity_id=stone.id, before=stone)
+                                      entity="tombstone", entity_id=stone.id, before=stone, note=note)
             elif cand.decision == "approve_retraction":
                 target = await store.get_knowledge(conn, uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", target.id)
@@ -310,27 +540,37 @@ class ReviewService:
                     await untouched("tombstone", stone.id)
                     await store.delete_tombstone(conn, stone.id)
                     await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                      entity="tombstone", entity_id=stone.id, before=stone)
+                                      entity="tombstone", entity_id=stone.id, before=stone, note=note)
                 await store.reactivate_knowledge(conn, target.id)
                 await store.audit(conn, at=now_us, actor=reviewer, action="undo_retract", user_id=uid,
                                   entity="knowledge", entity_id=target.id, before=target,
-                                  after=await store.get_knowledge(conn, uid, target.id))
+                                  after=await store.get_knowledge(conn, uid, target.id), note=note)
             else:
                 created = await store.get_knowledge(conn, uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", created.id)
                 await unreferenced(created.id)
-                if cand.decision == "confirm_supersession" and cand.supersedes_id is not None:
-                    old = await store.get_knowledge(conn, uid, cand.supersedes_id)
+                replaced = await store.replaced_by(conn, created.id)
+                mine = [
+                    k for k in replaced if cand.decision == "confirm_supersession" and k.expired_at == cand.decided_at
+                ]
+                if len(replaced) > len(mine):
+                    later = next(k for k in replaced if k not in mine)
+                    raise UndoRefusedError(
+                        f"cannot undo the decision on candidate {candidate_id}: fact {later.id} was marked"
+                        f" superseded by fact {created.id} afterwards"
+                    )
+                for old in mine:
                     await untouched("knowledge", old.id)
                     await store.reactivate_knowledge(conn, old.id)
                     await store.audit(conn, at=now_us, actor=reviewer, action="undo_supersede", user_id=uid,
                                       entity="knowledge", entity_id=old.id, before=old,
-                                      after=await store.get_knowledge(conn, uid, old.id))
+                                      after=await store.get_knowledge(conn, uid, old.id), note=note)
                 await store.delete_knowledge(conn, created.id)
                 await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                  entity="knowledge", entity_id=created.id, before=created)
+                                  entity="knowledge", entity_id=created.id, before=created, note=note)
             await store.restore_candidate(conn, before)
             restored = await store.get_candidate(conn, candidate_id)
             await store.audit(conn, at=now_us, actor=reviewer, action="undo", user_id=uid, entity="candidate",
-                              entity_id=candidate_id, before=cand, after=restored, reason=f"undo {cand.decision}")
+                              entity_id=candidate_id, before=cand, after=restored, reason=f"undo {cand.decision}",
+                              note=note)
             return restored

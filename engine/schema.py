@@ -264,6 +264,255 @@ def _v4(dimensions: int) -> list[str]:
     ]
 
 
+# -- v5: ids from AUTOINCREMENT, nullable confidence, decision notes, valid time closed on supersession
+
+_V5_TABLES = """
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    content TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    episode_id INTEGER REFERENCES episodes(id)
+);
+CREATE INDEX messages_unprocessed ON messages(user_id, episode_id, at, id);
+
+CREATE TABLE episodes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    narrative TEXT NOT NULL,
+    start_at INTEGER,
+    end_at INTEGER,
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'processed', 'failed')),
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    claimed_by TEXT,
+    claimed_until INTEGER,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX episodes_user_status ON episodes(user_id, status);
+
+CREATE TABLE extraction_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    episode_id INTEGER NOT NULL REFERENCES episodes(id),
+    user_id TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    model TEXT,
+    mode TEXT NOT NULL CHECK (mode IN ('predict', 'extract_all', 'cold_start')),
+    prediction TEXT NOT NULL DEFAULT '',
+    existing_ids TEXT NOT NULL DEFAULT '[]',
+    covered TEXT NOT NULL DEFAULT '[]',
+    claims INTEGER NOT NULL DEFAULT 0,
+    predicted INTEGER NOT NULL DEFAULT 0,
+    below_confidence INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    tombstoned INTEGER NOT NULL DEFAULT 0,
+    duplicates INTEGER NOT NULL DEFAULT 0,
+    supersedes_dropped INTEGER NOT NULL DEFAULT 0,
+    unsupported INTEGER NOT NULL DEFAULT 0,
+    queued INTEGER NOT NULL DEFAULT 0,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    duration_ms REAL,
+    error TEXT
+);
+CREATE INDEX runs_episode ON extraction_runs(episode_id);
+
+CREATE TABLE candidates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    episode_id INTEGER REFERENCES episodes(id),
+    run_id INTEGER REFERENCES extraction_runs(id),
+    statement TEXT NOT NULL,
+    key TEXT NOT NULL,
+    evidence TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL CHECK (kind IN ('new', 'update', 'contradiction', 'proposed', 'retraction')),
+    supersedes_id INTEGER REFERENCES knowledge(id),
+    confidence REAL,
+    valid_at INTEGER,
+    invalid_at INTEGER,
+    unsupported INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+    created_at INTEGER NOT NULL,
+    created_by TEXT,
+    claimed_by TEXT,
+    claimed_until INTEGER,
+    decided_by TEXT,
+    decided_at INTEGER,
+    decision TEXT,
+    reason TEXT,
+    knowledge_id INTEGER REFERENCES knowledge(id),
+    supersedes_candidate_id INTEGER REFERENCES candidates(id),
+    CHECK (invalid_at IS NULL OR valid_at IS NULL OR invalid_at > valid_at)
+);
+CREATE INDEX candidates_queue ON candidates(status, created_at, id);
+CREATE INDEX candidates_user ON candidates(user_id, status, key);
+CREATE INDEX candidates_chain ON candidates(supersedes_candidate_id);
+CREATE INDEX candidates_supersedes ON candidates(supersedes_id, kind, status);
+
+CREATE TABLE knowledge (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    key TEXT NOT NULL,
+    candidate_id INTEGER REFERENCES candidates(id),
+    episode_id INTEGER REFERENCES episodes(id),
+    confidence REAL,
+    valid_at INTEGER,
+    invalid_at INTEGER,
+    created_at INTEGER NOT NULL,
+    expired_at INTEGER,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded', 'retracted')),
+    end_reason TEXT,
+    superseded_by INTEGER REFERENCES knowledge(id),
+    created_by TEXT NOT NULL,
+    valid_closed INTEGER NOT NULL DEFAULT 0,
+    prior_invalid_at INTEGER,
+    CHECK (invalid_at IS NULL OR valid_at IS NULL OR invalid_at > valid_at),
+    CHECK ((status = 'active') = (expired_at IS NULL)),
+    CHECK (valid_closed = 1 OR prior_invalid_at IS NULL)
+);
+CREATE INDEX knowledge_user_status ON knowledge(user_id, status, key);
+
+CREATE TABLE tombstones (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    candidate_id INTEGER REFERENCES candidates(id),
+    knowledge_id INTEGER REFERENCES knowledge(id),
+    lifted_at INTEGER,
+    lifted_by TEXT,
+    lift_reason TEXT
+);
+CREATE INDEX tombstones_user_key ON tombstones(user_id, lifted_at, key);
+
+CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    entity TEXT NOT NULL,
+    entity_id INTEGER,
+    before TEXT,
+    after TEXT,
+    reason TEXT,
+    redacted_at INTEGER,
+    note TEXT
+);
+CREATE INDEX audit_entity ON audit_log(entity, entity_id, id);
+CREATE INDEX audit_user ON audit_log(user_id, id);
+
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only: DELETE refused'); END;
+
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (
+    OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL
+    AND NEW.id = OLD.id AND NEW.at = OLD.at AND NEW.actor = OLD.actor AND NEW.action = OLD.action
+    AND NEW.user_id = OLD.user_id AND NEW.entity = OLD.entity AND NEW.entity_id IS OLD.entity_id
+    AND NEW.before IS NULL AND NEW.after IS NULL AND NEW.reason IS NULL AND NEW.note IS NULL
+)
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only: UPDATE refused'); END;
+"""
+
+# (table, the columns v4 had, the audit entity whose ids must never come back)
+_V5_COPY: tuple[tuple[str, str, str | None], ...] = (
+    ("messages", "id, user_id, role, content, at, episode_id", "message"),
+    ("episodes", "id, user_id, title, narrative, start_at, end_at, status, error, attempts, claimed_by,"
+     " claimed_until, created_at", "episode"),
+    ("extraction_runs", "id, episode_id, user_id, extractor, model, mode, prediction, existing_ids, covered, claims,"
+     " predicted, below_confidence, invalid, tombstoned, duplicates, supersedes_dropped, unsupported, queued,"
+     " started_at, finished_at, duration_ms, error", "extraction_run"),
+    ("candidates", "id, user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id, confidence,"
+     " valid_at, invalid_at, unsupported, status, created_at, created_by, claimed_by, claimed_until, decided_by,"
+     " decided_at, decision, reason, knowledge_id, supersedes_candidate_id", "candidate"),
+    ("knowledge", "id, user_id, statement, key, candidate_id, episode_id, confidence, valid_at, invalid_at,"
+     " created_at, expired_at, status, end_reason, superseded_by, created_by", "knowledge"),
+    ("tombstones", "id, user_id, key, statement, reason, created_by, created_at, candidate_id, knowledge_id,"
+     " lifted_at, lifted_by, lift_reason", "tombstone"),
+    ("audit_log", "id, at, actor, action, user_id, entity, entity_id, before, after, reason, redacted_at", None),
+)
+
+VEC_COLUMNS_V5 = VEC_COLUMNS + ", still_true, believed_to"
+
+
+def _v5(dimensions: int) -> list[str]:
+    """Every table is rebuilt with AUTOINCREMENT ids; candidate and fact confidence become nullable;
+    the audit log gains a `note` column; facts record the valid-time end a supersession replaced;
+    the vector table gains two metadata columns for valid-time reads.
+
+    Why AUTOINCREMENT: undo and erasure delete rows, and a plain INTEGER PRIMARY KEY hands the
+    largest deleted id to the next insert, which then shows up under the deleted row's audit
+    history (an erased message's `capture` row named the next message written). AUTOINCREMENT keeps
+    the high-water mark in sqlite_sequence; each sequence starts past every id the table or its
+    audit trail ever named, so ids deleted before this migration do not come back either.
+
+    Why nullable confidence: an agent's proposal has no model confidence, and the 1.0 it was given
+    made a confidence filter pick proposals first. NULL says "not measured".
+
+    Why `valid_closed` / `prior_invalid_at`: confirming a supersession closes the old fact's valid
+    time (invalid_at = the new fact's start). A `known_at` read of a moment before that decision
+    must see the interval as it was then, so the end it replaced is kept beside it.
+
+    Why the vector columns: a valid-time read (`at_time` without `known_at`) reads active facts
+    plus facts ended because the world changed (superseded, contradicted), never those ended as
+    wrong (corrected, retracted). `still_true` (1/0) lets sqlite-vec apply that inside the KNN, and
+    `believed_to` (the end as it was while the fact was believed) serves `known_at` reads.
+
+    The rebuild copies each table aside, drops the originals and re-creates them; foreign keys are
+    deferred to COMMIT, where every reference resolves again."""
+    out = ["PRAGMA defer_foreign_keys = ON"]
+    for table, cols, _ in _V5_COPY:
+        out.append(f"CREATE TABLE _v5_{table} AS SELECT {cols} FROM {table}")
+    for table, _, _ in _V5_COPY:
+        out.append(f"DROP TABLE {table}")
+    out += [s.strip() for s in _split(_V5_TABLES) if s.strip()]
+    for table, cols, entity in _V5_COPY:
+        out.append(f"INSERT INTO {table}({cols}) SELECT {cols} FROM _v5_{table}")
+        out.append(f"DROP TABLE _v5_{table}")
+        out.append(f"DELETE FROM sqlite_sequence WHERE name = '{table}'")
+        # the copy of the audit log: it is re-created last, so its copy still stands here
+        audited = "0"
+        if entity:
+            audited = f"coalesce((SELECT max(entity_id) FROM _v5_audit_log WHERE entity = '{entity}'), 0)"
+        out.append(
+            f"INSERT INTO sqlite_sequence(name, seq) VALUES ('{table}',"
+            f" max(coalesce((SELECT max(id) FROM {table}), 0), {audited}))"
+        )
+    out += [
+        f"CREATE TABLE knowledge_vec_copy AS SELECT {VEC_COLUMNS} FROM knowledge_vec",
+        "DROP TABLE knowledge_vec",
+        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
+        " knowledge_id INTEGER PRIMARY KEY,"
+        " user_id TEXT PARTITION KEY,"
+        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
+        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER,"
+        " still_true INTEGER, believed_to INTEGER,"
+        f" chunk_size={VEC_CHUNK_SIZE})",
+        f"INSERT INTO knowledge_vec({VEC_COLUMNS_V5})"
+        f" SELECT {', '.join('c.' + c.strip() for c in VEC_COLUMNS.split(','))}, {STILL_TRUE_SQL.format(k='k')},"
+        " c.valid_to FROM knowledge_vec_copy c JOIN knowledge k ON k.id = c.knowledge_id",
+        "DROP TABLE knowledge_vec_copy",
+    ]
+    return out
+
+
+STILL_TRUE_SQL = (
+    "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
+    " AND {k}.end_reason IN ('superseded', 'contradicted')) THEN 1 ELSE 0 END"
+)
+"""1 when a fact is still believed true for its valid period: active, or superseded because the
+world changed (end_reason superseded / contradicted). 0 when it was ended as wrong: corrected, or
+retracted (whose end_reason is the free-text reason, so the status is tested too). The one
+definition, used in SQL by the migration, `store.end_knowledge` and the text arm."""
+
+
 def _v9(dimensions: int) -> list[str]:
     """The team tables: second-opinion flags, second reviews and assignments (engine/team.py).
 
@@ -274,7 +523,7 @@ def _v9(dimensions: int) -> list[str]:
     del dimensions
     return [
         "CREATE TABLE flags ("
-        " id INTEGER PRIMARY KEY,"
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
         " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
         " user_id TEXT NOT NULL,"
         " flagged_by TEXT NOT NULL,"
@@ -286,7 +535,7 @@ def _v9(dimensions: int) -> list[str]:
         "CREATE UNIQUE INDEX flags_live ON flags(candidate_id) WHERE withdrawn_at IS NULL",
         "CREATE INDEX flags_user ON flags(user_id)",
         "CREATE TABLE second_reviews ("
-        " id INTEGER PRIMARY KEY,"
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
         " candidate_id INTEGER NOT NULL REFERENCES candidates(id),"
         " knowledge_id INTEGER NOT NULL REFERENCES knowledge(id),"
         " user_id TEXT NOT NULL,"
@@ -301,7 +550,7 @@ def _v9(dimensions: int) -> list[str]:
         " CHECK (reviewer != first_reviewer))",
         "CREATE INDEX second_reviews_user ON second_reviews(user_id)",
         "CREATE TABLE assignments ("
-        " id INTEGER PRIMARY KEY,"
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
         " user_id TEXT NOT NULL UNIQUE,"
         " reviewer TEXT NOT NULL,"
         " assigned_at INTEGER NOT NULL,"
@@ -310,4 +559,4 @@ def _v9(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 9: _v9}
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 9: _v9}

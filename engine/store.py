@@ -23,12 +23,13 @@ import sqlite_vec
 
 from .errors import NotFoundError
 from .models import AuditEvent, Candidate, CandidateContext, Episode, Knowledge, Tombstone, to_jsonable
+from .schema import STILL_TRUE_SQL
 from .text import best_match, value_key
-from .timeutil import BEGINNING, FOREVER, from_us
+from .timeutil import BEGINNING, FOREVER, from_us, to_us
 
 KNOWLEDGE_COLS = (
     "id, user_id, statement, status, created_at, created_by, confidence, valid_at, invalid_at, "
-    "expired_at, end_reason, superseded_by, candidate_id, episode_id"
+    "expired_at, end_reason, superseded_by, candidate_id, episode_id, valid_closed, prior_invalid_at"
 )
 CANDIDATE_COLS = (
     "c.id, c.user_id, c.statement, c.kind, c.status, c.confidence, c.created_at, c.evidence, "
@@ -44,7 +45,10 @@ TOMBSTONE_COLS = (
     "id, user_id, key, statement, reason, created_by, created_at, candidate_id, knowledge_id, "
     "lifted_at, lifted_by, lift_reason"
 )
-AUDIT_COLS = "id, at, actor, action, user_id, entity, entity_id, before, after, reason"
+AUDIT_COLS = "id, at, actor, action, user_id, entity, entity_id, before, after, reason, note"
+# sqlite-vec ids and SQLite rowids are signed 64-bit: a larger id names nothing, and binding it
+# would raise OverflowError deep in the driver instead of a clean "not found".
+MAX_ID = 2**63 - 1
 
 
 # -- rows -> models -------------------------------------------------------------------------------
@@ -55,7 +59,7 @@ def knowledge_from_row(r: Sequence[Any]) -> Knowledge:
         id=r[0], user_id=r[1], statement=r[2], status=r[3], created_at=from_us(r[4]),  # type: ignore[arg-type]
         created_by=r[5], confidence=r[6], valid_at=from_us(r[7]), invalid_at=from_us(r[8]),
         expired_at=from_us(r[9]), end_reason=r[10], superseded_by=r[11], candidate_id=r[12],
-        episode_id=r[13],
+        episode_id=r[13], valid_closed=bool(r[14]), prior_invalid_at=from_us(r[15]),
     )
 
 
@@ -82,7 +86,7 @@ def audit_from_row(r: Sequence[Any]) -> AuditEvent:
     return AuditEvent(
         id=r[0], at=from_us(r[1]), actor=r[2], action=r[3], user_id=r[4], entity=r[5],  # type: ignore[arg-type]
         entity_id=r[6], before=json.loads(r[7]) if r[7] else None,
-        after=json.loads(r[8]) if r[8] else None, reason=r[9],
+        after=json.loads(r[8]) if r[8] else None, reason=r[9], note=r[10],
     )
 
 
@@ -92,15 +96,17 @@ def audit_from_row(r: Sequence[Any]) -> AuditEvent:
 async def audit(
     conn: aiosqlite.Connection, *, at: int, actor: str, action: str, user_id: str, entity: str,
     entity_id: int | None, before: Any = None, after: Any = None, reason: str | None = None,
+    note: str | None = None,
 ) -> int:
+    """Append one audit row; `note` is the reviewer's optional free-text note on a decision."""
     cur = await conn.execute(
-        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             at, actor, action, user_id, entity, entity_id,
             json.dumps(to_jsonable(before)) if before is not None else None,
             json.dumps(to_jsonable(after)) if after is not None else None,
-            reason,
+            reason, note,
         ),
     )
     return int(cur.lastrowid or 0)
@@ -141,6 +147,8 @@ async def later_audit_rows(conn: aiosqlite.Connection, entity: str, entity_id: i
 
 async def get_knowledge(conn: aiosqlite.Connection, user_id: str, knowledge_id: int) -> Knowledge:
     """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
+    if not 0 < knowledge_id <= MAX_ID:
+        raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
     row = await (await conn.execute(
         f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ?", (knowledge_id, user_id)
     )).fetchone()
@@ -149,40 +157,29 @@ async def get_knowledge(conn: aiosqlite.Connection, user_id: str, knowledge_id: 
     return knowledge_from_row(row)
 
 
-async def next_id(conn: aiosqlite.Connection, table: str, entity: str) -> int:
-    """The id for a new row of an audited table: past both the table's rows and every id its audit
-    trail has ever named. Undo and erasure delete rows, and SQLite would hand a deleted row's id to
-    the next insert, which would then inherit the deleted row's audit history. Safe because every
-    insert runs inside BEGIN IMMEDIATE (the write lock)."""
-    row = await (await conn.execute(
-        f"SELECT max(coalesce((SELECT max(id) FROM {table}), 0),"
-        " coalesce((SELECT max(entity_id) FROM audit_log WHERE entity = ?), 0))",
-        (entity,),
-    )).fetchone()
-    return int(row[0]) + 1  # type: ignore[index]
-
-
 async def insert_knowledge(
     conn: aiosqlite.Connection, *, user_id: str, statement: str, embedding: list[float], created_at: int,
     created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
     candidate_id: int | None = None, episode_id: int | None = None,
 ) -> int:
-    kid = await next_id(conn, "knowledge", "knowledge")
-    await conn.execute(
-        "INSERT INTO knowledge(id, user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
-        " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-        (kid, user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
+    """A new active fact with its FTS and vector rows. The id comes from AUTOINCREMENT, so it is
+    never one that an undone or erased fact had (its audit history stays its own)."""
+    cur = await conn.execute(
+        "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
+        " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+        (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
          invalid_at, created_at, created_by),
     )
+    kid = int(cur.lastrowid or 0)
     await conn.execute(
         "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (?, ?, ?)", (kid, statement, fts_scope(user_id))
     )
+    valid_to = FOREVER if invalid_at is None else invalid_at
     await conn.execute(
         "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
-        " expired) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
+        " expired, still_true, believed_to) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, 1, ?)",
         (kid, user_id, sqlite_vec.serialize_float32(embedding),
-         BEGINNING if valid_at is None else valid_at, FOREVER if invalid_at is None else invalid_at,
-         created_at, FOREVER),
+         BEGINNING if valid_at is None else valid_at, valid_to, created_at, FOREVER, valid_to),
     )
     return kid
 
@@ -192,28 +189,32 @@ async def insert_knowledge_many(
     created_at: int, created_by: str,
 ) -> list[int]:
     """Bulk form of `insert_knowledge` for (user_id, statement, embedding, valid_at, invalid_at,
-    confidence) rows: one executemany per table instead of three statements per fact. Ids are
-    assigned here from `next_id`, which is safe only because the caller holds the write lock
-    (BEGIN IMMEDIATE) for the whole batch."""
+    confidence) rows: one executemany per table instead of three statements per fact. AUTOINCREMENT
+    numbers the rows; they are read back as every id above the sequence's value before the insert,
+    which holds because the caller owns the write lock (BEGIN IMMEDIATE) for the whole batch."""
     if not rows:
         return []
-    first = await next_id(conn, "knowledge", "knowledge")
-    ids = list(range(first, first + len(rows)))
+    found = await (await conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'knowledge'")).fetchone()
+    floor = int(found[0]) if found else 0
     await conn.executemany(
-        "INSERT INTO knowledge(id, user_id, statement, key, confidence, valid_at, invalid_at, created_at, status,"
-        " created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-        [(kid, u, text, value_key(text), conf, start, end, created_at, created_by)
-         for kid, (u, text, _, start, end, conf) in zip(ids, rows, strict=True)],
+        "INSERT INTO knowledge(user_id, statement, key, confidence, valid_at, invalid_at, created_at, status,"
+        " created_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+        [(u, text, value_key(text), conf, start, end, created_at, created_by) for u, text, _, start, end, conf in rows],
     )
+    ids = [int(r[0]) for r in await (await conn.execute(
+        "SELECT id FROM knowledge WHERE id > ? ORDER BY id", (floor,)
+    )).fetchall()]
+    if len(ids) != len(rows):
+        raise RuntimeError(f"inserted {len(rows)} facts but read back {len(ids)} ids")
     await conn.executemany(
         "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (?, ?, ?)",
         [(kid, text, fts_scope(u)) for kid, (u, text, _, _, _, _) in zip(ids, rows, strict=True)],
     )
     await conn.executemany(
         "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
-        " expired) VALUES (?, ?, ?, 'active', ?, ?, ?, ?)",
+        " expired, still_true, believed_to) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, 1, ?)",
         [(kid, u, sqlite_vec.serialize_float32(emb), BEGINNING if start is None else start,
-          FOREVER if end is None else end, created_at, FOREVER)
+          FOREVER if end is None else end, created_at, FOREVER, FOREVER if end is None else end)
          for kid, (u, _, emb, start, end, _) in zip(ids, rows, strict=True)],
     )
     return ids
@@ -222,13 +223,13 @@ async def insert_knowledge_many(
 async def audit_many(conn: aiosqlite.Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Bulk form of `audit`: each dict holds audit()'s keyword arguments."""
     await conn.executemany(
-        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (r["at"], r["actor"], r["action"], r["user_id"], r["entity"], r.get("entity_id"),
              json.dumps(to_jsonable(r["before"])) if r.get("before") is not None else None,
              json.dumps(to_jsonable(r["after"])) if r.get("after") is not None else None,
-             r.get("reason"))
+             r.get("reason"), r.get("note"))
             for r in rows
         ],
     )
@@ -238,26 +239,66 @@ async def end_knowledge(
     conn: aiosqlite.Connection, knowledge_id: int, *, status: str, expired_at: int, end_reason: str,
     superseded_by: int | None = None,
 ) -> None:
-    """Belief in the fact ends (superseded or retracted); the row stays, as history."""
+    """Belief in the fact ends (superseded or retracted); the row stays, as history. The vector
+    row's `still_true` follows `end_reason` (see schema.STILL_TRUE_SQL): a fact ended because the
+    world changed stays readable for its valid period; one ended as wrong does not."""
     await conn.execute(
         "UPDATE knowledge SET status = ?, expired_at = ?, end_reason = ?, superseded_by = ? WHERE id = ?",
         (status, expired_at, end_reason, superseded_by, knowledge_id),
     )
     await conn.execute(
-        "UPDATE knowledge_vec SET status = ?, expired = ? WHERE knowledge_id = ?",
-        (status, expired_at, knowledge_id),
+        f"UPDATE knowledge_vec SET status = ?, expired = ?, still_true = (SELECT {STILL_TRUE_SQL.format(k='k')}"
+        " FROM knowledge k WHERE k.id = ?) WHERE knowledge_id = ?",
+        (status, expired_at, knowledge_id, knowledge_id),
     )
+
+
+async def supersede_fact(
+    conn: aiosqlite.Connection, old: Knowledge, new_id: int, new_start: int | None, *, expired_at: int,
+    end_reason: str,
+) -> None:
+    """`old` is replaced by fact `new_id`, which starts at `new_start` (valid time, µs): belief in
+    `old` ends, and its valid time is closed at the new start when that start falls strictly
+    inside the old interval. A start at or before the old start would leave an empty interval,
+    and one at or after the old end would lengthen it, so both leave the interval as it was."""
+    await end_knowledge(conn, old.id, status="superseded", expired_at=expired_at, end_reason=end_reason,
+                        superseded_by=new_id)
+    old_start, old_end = to_us(old.valid_at), to_us(old.invalid_at)
+    if new_start is not None and (old_start is None or new_start > old_start) and (
+        old_end is None or new_start < old_end
+    ):
+        await close_valid_time(conn, old.id, new_start)
+
+
+async def replaced_by(conn: aiosqlite.Connection, knowledge_id: int) -> list[Knowledge]:
+    """Facts whose superseded_by names this one (what it replaced), oldest first."""
+    rows = await (await conn.execute(
+        f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? ORDER BY id", (knowledge_id,)
+    )).fetchall()
+    return [knowledge_from_row(r) for r in rows]
+
+
+async def close_valid_time(conn: aiosqlite.Connection, knowledge_id: int, invalid_at: int) -> None:
+    """End the fact's valid time at `invalid_at` (a confirmed supersession: the new fact's start),
+    keeping the end it had so that a `known_at` read of an earlier moment and undo both see it."""
+    await conn.execute(
+        "UPDATE knowledge SET valid_closed = 1, prior_invalid_at = invalid_at, invalid_at = ? WHERE id = ?",
+        (invalid_at, knowledge_id),
+    )
+    await conn.execute("UPDATE knowledge_vec SET valid_to = ? WHERE knowledge_id = ?", (invalid_at, knowledge_id))
 
 
 async def reactivate_knowledge(conn: aiosqlite.Connection, knowledge_id: int) -> None:
-    """Undo of `end_knowledge`."""
+    """Undo of `end_knowledge` (and of `close_valid_time`: the end it replaced comes back)."""
     await conn.execute(
-        "UPDATE knowledge SET status = 'active', expired_at = NULL, end_reason = NULL, superseded_by = NULL"
-        " WHERE id = ?",
+        "UPDATE knowledge SET status = 'active', expired_at = NULL, end_reason = NULL, superseded_by = NULL,"
+        " invalid_at = CASE WHEN valid_closed = 1 THEN prior_invalid_at ELSE invalid_at END,"
+        " valid_closed = 0, prior_invalid_at = NULL WHERE id = ?",
         (knowledge_id,),
     )
     await conn.execute(
-        "UPDATE knowledge_vec SET status = 'active', expired = ? WHERE knowledge_id = ?",
+        "UPDATE knowledge_vec SET status = 'active', expired = ?, still_true = 1, valid_to = believed_to"
+        " WHERE knowledge_id = ?",
         (FOREVER, knowledge_id),
     )
 
@@ -275,9 +316,11 @@ async def list_knowledge(
     conn: aiosqlite.Connection, user_id: str, *, include_expired: bool = False, at_time: int | None = None,
     search: str | None = None, limit: int | None = None, offset: int = 0,
 ) -> list[Knowledge]:
+    """One user's facts, oldest first. Without `include_expired`: current belief (active facts), or
+    with `at_time` the valid-time rule of `text_arm` (facts still believed true for their period)."""
     where, args = ["user_id = ?"], [user_id]  # type: ignore[list-item]
     if not include_expired:
-        where.append("status = 'active'")
+        where.append(STILL_TRUE_SQL.format(k="knowledge") + " = 1" if at_time is not None else "status = 'active'")
     if at_time is not None:
         where.append("(valid_at IS NULL OR valid_at <= ?) AND (invalid_at IS NULL OR invalid_at > ?)")
         args += [at_time, at_time]
@@ -324,9 +367,11 @@ async def users(conn: aiosqlite.Connection) -> list[str]:
 
 
 async def get_candidate(conn: aiosqlite.Connection, candidate_id: int, user_id: str | None = None) -> Candidate:
-    row = await (await conn.execute(
-        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ?", (candidate_id,)
-    )).fetchone()
+    row = None
+    if 0 < candidate_id <= MAX_ID:
+        row = await (await conn.execute(
+            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ?", (candidate_id,)
+        )).fetchone()
     if row is None or (user_id is not None and row[1] != user_id):
         owner = f" for user {user_id!r}" if user_id is not None else ""
         raise NotFoundError(f"no candidate {candidate_id}{owner}")
@@ -334,20 +379,21 @@ async def get_candidate(conn: aiosqlite.Connection, candidate_id: int, user_id: 
 
 
 async def insert_candidate(
-    conn: aiosqlite.Connection, *, user_id: str, statement: str, kind: str, confidence: float, created_at: int,
+    conn: aiosqlite.Connection, *, user_id: str, statement: str, kind: str, confidence: float | None, created_at: int,
     evidence: str = "", supersedes_id: int | None = None, valid_at: int | None = None,
     invalid_at: int | None = None, episode_id: int | None = None, run_id: int | None = None,
     unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
+    supersedes_candidate_id: int | None = None,
 ) -> int:
-    cid = await next_id(conn, "candidates", "candidate")
-    await conn.execute(
-        "INSERT INTO candidates(id, user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
-        " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-        (cid, user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
-         confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason),
+    cur = await conn.execute(
+        "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
+        " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
+        " supersedes_candidate_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+        (user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
+         confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason,
+         supersedes_candidate_id),
     )
-    return cid
+    return int(cur.lastrowid or 0)
 
 
 async def mark_decided(
@@ -372,7 +418,6 @@ async def mark_decided(
 
 async def restore_candidate(conn: aiosqlite.Connection, before: Candidate) -> None:
     """Put a candidate back exactly as it was before a decision (undo)."""
-    from .timeutil import to_us
 
     await conn.execute(
         "UPDATE candidates SET status = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL,"
@@ -389,6 +434,61 @@ async def candidates_naming(conn: aiosqlite.Connection, knowledge_id: int, *, ex
         "SELECT id FROM candidates WHERE supersedes_id = ? AND id != ? ORDER BY id", (knowledge_id, excluding)
     )).fetchall()
     return [int(r[0]) for r in rows]
+
+
+async def chained_to(conn: aiosqlite.Connection, candidate_id: int) -> list[Candidate]:
+    """PENDING candidates that would replace `candidate_id` (their supersedes_candidate_id), oldest
+    first: the links a decision on that candidate must re-point or cut."""
+    rows = await (await conn.execute(
+        f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.supersedes_candidate_id = ? AND c.status = 'pending'"
+        " ORDER BY c.id",
+        (candidate_id,),
+    )).fetchall()
+    return [candidate_from_row(r) for r in rows]
+
+
+async def set_candidate_target(
+    conn: aiosqlite.Connection, candidate_id: int, *, kind: str, supersedes_id: int | None,
+    supersedes_candidate_id: int | None,
+) -> None:
+    """What a pending candidate would replace (chains, retarget, and their undo)."""
+    await conn.execute(
+        "UPDATE candidates SET kind = ?, supersedes_id = ?, supersedes_candidate_id = ? WHERE id = ?",
+        (kind, supersedes_id, supersedes_candidate_id, candidate_id),
+    )
+
+
+async def pending_retraction(conn: aiosqlite.Connection, user_id: str, knowledge_id: int) -> int | None:
+    """The id of a pending request to retract the fact, if one exists: one probe of the
+    candidates_supersedes index (supersedes_id, kind, status), never a scan of the queue."""
+    row = await (await conn.execute(
+        "SELECT id FROM candidates WHERE supersedes_id = ? AND kind = 'retraction' AND status = 'pending'"
+        " AND user_id = ? ORDER BY id LIMIT 1",
+        (knowledge_id, user_id),
+    )).fetchone()
+    return int(row[0]) if row else None
+
+
+async def pending_agent_requests(conn: aiosqlite.Connection, user_id: str) -> int:
+    """Pending proposals and retraction requests of one user (what an agent may file)."""
+    row = await (await conn.execute(
+        "SELECT count(*) FROM candidates WHERE user_id = ? AND status = 'pending'"
+        " AND kind IN ('proposed', 'retraction')",
+        (user_id,),
+    )).fetchone()
+    return int(row[0])  # type: ignore[index]
+
+
+async def active_with_key(
+    conn: aiosqlite.Connection, user_id: str, statement: str, *, excluding: int | None = None
+) -> Knowledge | None:
+    """Another ACTIVE fact of the user holding exactly this value (same value key), if any."""
+    row = await (await conn.execute(
+        f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE user_id = ? AND status = 'active' AND key = ?"
+        " AND id IS NOT ? ORDER BY id LIMIT 1",
+        (user_id, value_key(statement), excluding),
+    )).fetchone()
+    return knowledge_from_row(row) if row else None
 
 
 async def claim_candidate(
@@ -474,14 +574,12 @@ async def insert_tombstone(
     conn: aiosqlite.Connection, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
     candidate_id: int | None = None, knowledge_id: int | None = None,
 ) -> int:
-    tid = await next_id(conn, "tombstones", "tombstone")
-    await conn.execute(
-        "INSERT INTO tombstones(id, user_id, key, statement, reason, created_by, created_at, candidate_id,"
-        " knowledge_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (tid, user_id, value_key(statement), statement, reason, created_by, created_at, candidate_id,
-         knowledge_id),
+    cur = await conn.execute(
+        "INSERT INTO tombstones(user_id, key, statement, reason, created_by, created_at, candidate_id,"
+        " knowledge_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, value_key(statement), statement, reason, created_by, created_at, candidate_id, knowledge_id),
     )
-    return tid
+    return int(cur.lastrowid or 0)
 
 
 async def get_tombstone(conn: aiosqlite.Connection, user_id: str, tombstone_id: int) -> Tombstone:
@@ -565,6 +663,18 @@ async def live_keys(conn: aiosqlite.Connection, user_id: str) -> list[tuple[str,
     return [(r[0], r[1], r[2]) for r in rows]
 
 
+async def duplicate_of(
+    conn: aiosqlite.Connection, user_id: str, statement: str, threshold: float
+) -> tuple[str, int] | None:
+    """('knowledge' | 'candidate', id) of the ACTIVE fact or PENDING candidate of this user that
+    holds the statement's value (the duplicate gate), or None."""
+    live = await live_keys(conn, user_id)
+    found = best_match(value_key(statement), (k for k, _, _ in live), threshold)
+    if found is None:
+        return None
+    return next((e, i) for k, e, i in live if k == found[0])
+
+
 # -- retrieval arms -------------------------------------------------------------------------------
 
 
@@ -573,16 +683,17 @@ async def vector_arm(
     known_at: int | None, include_expired: bool,
 ) -> list[int]:
     """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status and
-    times) applied by the index before k is cut."""
+    times) applied by the index before k is cut. The belief rule is `_belief_filter`'s, column for column:
+    `still_true` stands for its end_reason test, `believed_to` for the end a fact had while believed."""
     where = ["embedding MATCH ?", "k = ?", "user_id = ?"]
     args: list[Any] = [sqlite_vec.serialize_float32(embedding), k, user_id]
     if known_at is not None:
         where += ["created <= ?", "expired > ?"]
         args += [known_at, known_at]
     elif not include_expired:
-        where.append("status = 'active'")
+        where.append("still_true = 1" if at_time is not None else "status = 'active'")
     if at_time is not None:
-        where += ["valid_from <= ?", "valid_to > ?"]
+        where += ["valid_from <= ?", ("believed_to > ?" if known_at is not None else "valid_to > ?")]
         args += [at_time, at_time]
     rows = await (await conn.execute(
         f"SELECT knowledge_id FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance", args
@@ -596,16 +707,29 @@ _IDF_FLOOR = 1e-6  # FTS5's floor for a term in half or more of the documents
 
 
 def _belief_filter(at_time: int | None, known_at: int | None, include_expired: bool) -> tuple[str, list[Any]]:
-    """The status and time predicates of the text arm, as one SQL condition on `k`."""
+    """The status and time predicates of the text arm, as one SQL condition on `k`.
+
+    The belief rule (the README's "valid time and belief time"):
+      - neither time: current belief, active facts only;
+      - `at_time` alone: facts still believed true for their period (active, or ended because the
+        world changed: superseded, contradicted), never those ended as wrong (corrected,
+        retracted), whose valid interval holds at_time;
+      - `known_at`: what the store held then (created <= known_at < expired); with `at_time` too,
+        the valid interval as it was believed then (before a later supersession closed it);
+      - `include_expired` (without known_at): no belief filter at all."""
     where: list[str] = []
     args: list[Any] = []
     if known_at is not None:
         where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
         args += [known_at, known_at]
     elif not include_expired:
-        where.append("k.status = 'active'")
+        where.append(STILL_TRUE_SQL.format(k="k") + " = 1" if at_time is not None else "k.status = 'active'")
     if at_time is not None:
-        where.append("(k.valid_at IS NULL OR k.valid_at <= ?) AND (k.invalid_at IS NULL OR k.invalid_at > ?)")
+        end = (
+            "CASE WHEN k.valid_closed = 1 THEN k.prior_invalid_at ELSE k.invalid_at END"
+            if known_at is not None else "k.invalid_at"
+        )
+        where.append(f"(k.valid_at IS NULL OR k.valid_at <= ?) AND ({end} IS NULL OR {end} > ?)")
         args += [at_time, at_time]
     return (" AND ".join(where) or "1"), args
 
@@ -969,7 +1093,7 @@ async def erase_user_rows(conn: aiosqlite.Connection, user_id: str, redacted_at:
     for table in USER_TABLES:
         await conn.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
     await conn.execute(
-        "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, redacted_at = ?"
+        "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = ?"
         " WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'",
         (redacted_at, user_id),
     )

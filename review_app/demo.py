@@ -113,12 +113,16 @@ async def _curate(mem: Memory, user_id: str) -> tuple[int, int]:
     """Decide every pending candidate of the user as the seeded curator: confirm a supersession,
     reject a candidate whose evidence the messages do not hold, approve the rest."""
     approved = rejected = 0
-    for cand in await mem.review.pending(user_id, limit=10_000):
+    for listed in await mem.review.pending(user_id, limit=10_000):
+        cand = await mem.review.get(listed.id)  # re-read: deciding an earlier link re-points a chain
         if cand.unsupported:
             await mem.review.reject(cand.id, reviewer=CURATOR, reason=UNSUPPORTED_REASON)
             rejected += 1
-        elif cand.supersedes_id is not None and cand.kind in ("update", "contradiction"):
+        elif cand.supersedes_id is not None or cand.supersedes_candidate_id is not None:
             await mem.review.confirm_supersession(cand.id, reviewer=CURATOR)
+            approved += 1
+        elif cand.kind in ("update", "contradiction"):
+            await mem.review.keep_both(cand.id, reviewer=CURATOR)
             approved += 1
         else:
             await mem.review.approve(cand.id, reviewer=CURATOR)

@@ -7,7 +7,8 @@ model that did not try). An id of another user's fact reads exactly like an id t
 
 The agent cannot write either: `propose_memory` and `forget_memory` only put a candidate in the
 pending queue (kinds `proposed` and `retraction`), and a person decides in the review workstation.
-A proposal whose value this user's reviewers already rejected (a live tombstone) is refused.
+Both are one engine call each (`Memory.propose`, `Memory.request_forget`), one transaction with the
+pipeline's own gates: this module holds no rule of its own, only the wording of the answers.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from engine import Memory
-from engine.errors import NotFoundError, UserInputError
+from engine.errors import MemdeskError, NotFoundError, TombstonedError, UserInputError
 
 AGENT_ACTOR = "mcp-agent"
 
@@ -71,18 +72,17 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
     ) -> str:
         """Propose a new memory about the user. It goes to a human reviewer's queue and becomes
         searchable only once approved."""
-        text = statement.strip()
-        if not text:
-            raise ToolError("the statement is empty")
-        if await mem.is_tombstoned(user_id, text) is not None:
-            raise ToolError("refused: a reviewer already rejected this memory for this user")
-        duplicate = await mem.is_duplicate(user_id, text)
-        if duplicate is not None:
-            entity, eid = duplicate
+        try:
+            outcome = await mem.propose(user_id, statement, AGENT_ACTOR)
+        except TombstonedError:
+            raise ToolError("refused: a reviewer already rejected this memory for this user") from None
+        except MemdeskError as exc:
+            raise ToolError(str(exc)) from None
+        if outcome.duplicate_of is not None:
+            entity, eid = outcome.duplicate_of
             where = f"an approved memory [{eid}]" if entity == "knowledge" else "a proposal awaiting review"
             return f"Not proposed: this is already {where}."
-        cid = await mem.queue_candidate(user_id, text, kind="proposed", actor=AGENT_ACTOR)
-        return f"Proposed (request {cid}); a reviewer must approve it before it is remembered."
+        return f"Proposed (request {outcome.candidate_id}); a reviewer must approve it before it is remembered."
 
     @server.tool(structured_output=False)
     async def forget_memory(
@@ -91,22 +91,17 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
     ) -> str:
         """Ask for a memory to be forgotten. A human reviewer decides; the memory stays until they
         approve the request."""
-        why = reason.strip()
-        if not why:
-            raise ToolError("a reason is required")
         try:
-            fact = await mem.get_knowledge(user_id, knowledge_id)
+            outcome = await mem.request_forget(user_id, knowledge_id, AGENT_ACTOR, reason)
         except NotFoundError:
             raise ToolError(f"not found: there is no memory {knowledge_id}") from None
-        if fact.status != "active":
-            raise ToolError(f"memory {knowledge_id} is already {fact.status}")
-        waiting = await mem.review.pending(user_id, limit=1000, kind="retraction")
-        if any(c.supersedes_id == knowledge_id for c in waiting):
+        except MemdeskError as exc:
+            raise ToolError(str(exc)) from None
+        if outcome.duplicate_of is not None:
             return f"A request to forget memory {knowledge_id} is already awaiting review."
-        cid = await mem.queue_candidate(
-            user_id, fact.statement, kind="retraction", supersedes_id=knowledge_id, actor=AGENT_ACTOR, reason=why
+        return (
+            f"Requested (request {outcome.candidate_id}); memory {knowledge_id} is forgotten once a reviewer approves."
         )
-        return f"Requested (request {cid}); memory {knowledge_id} is forgotten once a reviewer approves."
 
     return server
 

@@ -181,3 +181,57 @@ async def test_the_server_refuses_a_missing_database(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "no such database" in done.stderr
     assert not missing.exists()
+
+
+async def test_agent_writes_follow_the_librarys_rules(db: Path, errlog: Any) -> None:
+    """Issue 9: the server repeated the gates in its own code (three transactions) and gave
+    proposals confidence 1.00. Now each tool is one engine call: the same gates, limits and
+    sources as `Memory.propose` / `Memory.request_forget`."""
+    async with Memory(db) as mem:
+        rejected = await mem.queue_candidate("u1", "Is allergic to peanuts")
+        await mem.review.reject(rejected, reviewer="ana", reason="her brother is")
+    own = (await fact_ids(db, "u1"))["Lives in Porto near the river"]
+    async with session(db, "u1", errlog) as client:
+        tomb, tomb_err = await call(client, "propose_memory", statement="is allergic to PEANUTS")
+        ok, ok_err = await call(client, "propose_memory", statement="Is allergic to walnuts")  # control
+        dup, dup_err = await call(client, "propose_memory", statement="lives in porto, near the river")
+        huge, huge_err = await call(client, "propose_memory", statement="x" * 1001)
+        first, _ = await call(client, "forget_memory", knowledge_id=own, reason="moved")
+        again, again_err = await call(client, "forget_memory", knowledge_id=own, reason="moved")
+    assert tomb_err and "already rejected" in tomb
+    assert not ok_err and "Proposed" in ok
+    assert not dup_err and f"an approved memory [{own}]" in dup
+    assert huge_err and "max_statement_chars" in huge
+    assert "Requested" in first and not again_err and "already awaiting review" in again
+    async with Memory(db) as mem:
+        pending = await mem.review.pending("u1")
+    assert [(c.statement, c.kind, c.confidence, c.created_by) for c in pending] == [
+        ("Is allergic to walnuts", "proposed", None, "mcp-agent"),
+        ("Lives in Porto near the river", "retraction", None, "mcp-agent"),
+    ]
+
+
+async def test_a_huge_id_is_a_clean_tool_error(db: Path, errlog: Any) -> None:
+    """forget_memory(2**70) used to raise OverflowError inside the driver and log a traceback."""
+    async with session(db, "u1", errlog) as client:
+        answer, err = await call(client, "forget_memory", knowledge_id=2**70, reason="gone")
+        alive, _ = await call(client, "list_memories")
+    assert err and answer.endswith(f"not found: there is no memory {2**70}")
+    assert "Lives in Porto" in alive  # the server is still serving
+    errlog.seek(0)
+    assert "Traceback" not in errlog.read()
+
+
+async def test_the_pending_proposal_limit_is_refused_clearly(db: Path, errlog: Any) -> None:
+    from engine import MemoryConfig
+
+    limit = MemoryConfig().max_pending_proposals_per_user
+    async with Memory(db) as mem:
+        for n in range(limit):
+            await mem.propose("u1", f"Collects stamp series {n}", "mcp-agent")
+    async with session(db, "u1", errlog) as client:
+        refused, refused_err = await call(client, "propose_memory", statement="Plays the harp")
+    async with session(db, "u2", errlog) as client:
+        other, other_err = await call(client, "propose_memory", statement="Plays the harp")  # per user
+    assert refused_err and "max_pending_proposals_per_user" in refused
+    assert not other_err and "Proposed" in other

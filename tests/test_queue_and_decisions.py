@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import Clock, open_memory, row, snapshot, vec_row
 
-from engine import AlreadyDecidedError, ClaimedError, Memory, NotFoundError, UndoRefusedError
+from engine import AlreadyDecidedError, ClaimedError, DecisionRequiredError, Memory, NotFoundError, UndoRefusedError
 from engine.errors import StaleSupersessionError
 
 
@@ -70,7 +70,7 @@ async def test_a_second_decision_raises_and_changes_nothing(mem: Memory, first: 
     old = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     cid = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=old.id)
     if first == "approve":
-        await mem.review.approve(cid, reviewer="ana-rev")
+        await mem.review.keep_both(cid, reviewer="ana-rev")
     else:
         await mem.review.reject(cid, reviewer="ana-rev", reason="not said")
     before = await snapshot(mem)
@@ -142,13 +142,25 @@ async def test_contradiction_records_its_own_end_reason(mem: Memory) -> None:
     assert (await mem.get_knowledge("ana", old.id)).end_reason == "contradicted"
 
 
-async def test_keep_both_and_plain_approve_of_an_update_leave_both_active(mem: Memory) -> None:
+async def test_keep_both_leaves_both_active_and_plain_approve_of_an_update_is_refused(mem: Memory) -> None:
+    """Issue 9: `approve` on an update used to keep both silently. Now it is refused and changes
+    nothing; keep_both (with or without an edit) is the explicit path."""
     old = await mem.add_knowledge("ana", "Ana has a cat", actor="support")
     c1 = await mem.queue_candidate("ana", "Ana has a dog", kind="update", supersedes_id=old.id)
     c2 = await mem.queue_candidate("ana", "Ana has a parrot", kind="update", supersedes_id=old.id)
     await mem.review.keep_both(c1, reviewer="rev")
-    await mem.review.approve(c2, reviewer="rev")
-    assert {k.statement for k in await mem.knowledge("ana")} == {"Ana has a cat", "Ana has a dog", "Ana has a parrot"}
+    before = await snapshot(mem)
+    for attempt in (
+        mem.review.approve(c2, reviewer="rev"),
+        mem.review.approve(c2, reviewer="rev", statement="Ana has two parrots"),  # edit-then-approve too
+    ):
+        with pytest.raises(DecisionRequiredError, match=f"fact {old.id}"):
+            await attempt
+    assert await snapshot(mem) == before
+    edited = await mem.review.keep_both(c2, reviewer="rev", statement="Ana has two parrots")
+    assert edited.statement == "Ana has two parrots"
+    assert {k.statement for k in await mem.knowledge("ana")} == {
+        "Ana has a cat", "Ana has a dog", "Ana has two parrots"}
     assert (await mem.get_knowledge("ana", old.id)).status == "active"
     assert (await mem.review.get(c1)).decision == "keep_both"
 

@@ -125,7 +125,9 @@ async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewe
             await mem.review.reject(cid, "ana", "wrong")
         with pytest.raises(SecondOpinionError):
             await mem.review.claim(cid, "ana")
-        assert await mem.review.bulk_approve([cid], "ana") == []
+        bulk = await mem.review.bulk_approve([cid], "ana")
+        assert bulk.approved == [] and [c for c, _ in bulk.skipped] == [cid]
+        assert "second opinion" in bulk.skipped[0][1]
         assert await snapshot(mem) == before
 
         # positive control: another reviewer decides it

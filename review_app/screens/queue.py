@@ -27,7 +27,14 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine.errors import AlreadyDecidedError, ClaimedError, StaleSupersessionError, UndoRefusedError
+from engine.errors import (
+    AlreadyDecidedError,
+    ChainOrderError,
+    ClaimedError,
+    DecisionRequiredError,
+    StaleSupersessionError,
+    UndoRefusedError,
+)
 from engine.models import Candidate, CandidateContext
 
 from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
@@ -167,7 +174,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     def _row(self, cand: Candidate, now: datetime) -> list[Text]:
         kind = cand.kind + (" ⚠" if cand.unsupported else "") + (" ⚑" if cand.flagged_by else "")
         return [
-            literal(cand.user_id), Text(kind), Text(f"{cand.confidence:.2f}"), Text(age_text(cand.created_at, now)),
+            literal(cand.user_id), Text(kind),
+            Text("—" if cand.confidence is None else f"{cand.confidence:.2f}"), Text(age_text(cand.created_at, now)),
             literal(cand.statement.replace("\n", " ")),
         ]
 
@@ -332,7 +340,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             except ClaimedError as exc:
                 self.notify(f"Candidate {cid} is being reviewed by {exc.claimed_by}.", severity="warning")
                 return
-            except StaleSupersessionError as exc:
+            except (StaleSupersessionError, DecisionRequiredError, ChainOrderError) as exc:
                 self.notify(f"{exc} Nothing was changed.", severity="warning")
                 return
             self.review_app.claimed.discard(cid)  # a decision clears the lease
@@ -551,14 +559,14 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 if len(page) < 1000:
                     break
                 offset += len(page)
-            approved = await review.bulk_approve(ids, self.review_app.reviewer)
-            for fact in approved:
+            result = await review.bulk_approve(ids, self.review_app.reviewer)
+            for fact in result.approved:
                 if fact.candidate_id is not None:
                     self.undo_stack.append(fact.candidate_id)
-            self.decided += len(approved)
-            missed = len(ids) - len(approved)
-            extra = f"; {missed} were decided or claimed elsewhere meanwhile and were skipped" if missed else ""
-            self.notify(f"Approved {len(approved)} candidates{extra}.")
+            self.decided += len(result.approved)
+            missed = len(result.skipped)
+            extra = f"; {missed} were skipped (decided, claimed or changed meanwhile)" if missed else ""
+            self.notify(f"Approved {len(result.approved)} candidates{extra}.")
         finally:
             self._deciding = False
         self.reload()

@@ -160,8 +160,8 @@ def gap_text(ctx: CandidateContext) -> Text:
         out.append_text(literal(cand.statement, "bold"))
         out.append("\n\n")
     _field(out, "Kind", cand.kind)
-    confidence = Text(f"{cand.confidence:.2f}")
-    if cand.confidence < 0.75:
+    confidence = Text("—" if cand.confidence is None else f"{cand.confidence:.2f}")
+    if cand.confidence is not None and cand.confidence < 0.75:
         confidence.stylize("yellow")
     _field(out, "Confidence", confidence)
     _field(out, "Valid", interval_text(cand.valid_at, cand.invalid_at))
