@@ -2,14 +2,19 @@
 (predict=False), over the bundled labelled conversations, with a simulated careful curator.
 
     uv run python benchmarks/ablation.py [--out benchmarks/results/ablation-DATE.json] [--no-write]
+        [--conversations benchmarks/data/heldout-conversations.jsonl --expected benchmarks/data/heldout-expected.json]
 
 Each arm replays the set session by session in time order (a session = one user's exchanges
 without a 30-minute gap, i.e. one episode), calls `process(user)` after each, and then decides
-every pending candidate as the labels say: a candidate that matches a labelled fact (rapidfuzz
-ratio on `engine.text.value_key`, numbers agreeing) is approved, through `confirm_supersession` when the label says
-it replaces a fact and the candidate names that fact; everything else is rejected (a repeat of an
-already approved label too: the queue should not have shown it). With `MEMDESK_BASE_URL` set, the
-same two arms also run with `OpenAIExtractor`.
+every pending candidate as the labels say. The batch arm (`predict_batch`) instead ingests the
+whole set, runs ONE `process()` and then decides the whole queue, oldest candidate first. A
+candidate that matches a labelled fact (rapidfuzz ratio on `engine.text.value_key`, numbers
+agreeing) is approved, through `confirm_supersession` when the label says it replaces a fact and
+the candidate names that fact; everything else is rejected (a repeat of an already approved label
+too: the queue should not have shown it). With `MEMDESK_BASE_URL` set, the same arms also run with
+`OpenAIExtractor`.
+
+An update the labels do not ask for is kept beside the old fact (`keep_both`), never silently.
 
 Prints JSON: candidates per 100 exchanges, precision and recall of the queue against the labels,
 duplicates caught, updates proposed correctly, the rate of claims discarded as predicted, and every
@@ -73,6 +78,8 @@ class Tally:
     repeats_queued: int = 0
     matched: set[tuple[str, int]] = field(default_factory=set)
     updates_correct: int = 0
+    updates_confirmed: int = 0
+    updates_chained_unresolved: int = 0
     updates_wrong: int = 0
     updates_missed: int = 0
     valid_at_correct: int = 0
@@ -91,7 +98,12 @@ class Clock:
 
 
 async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally: Tally) -> None:
-    for cand in await mem.review.pending(user_id=user_id, limit=1000):
+    # Oldest first, each read again just before its decision: deciding a candidate can re-point
+    # the later candidates chained to it (a batch queues "Lisbon" and then "Porto" replacing it).
+    for cid in [c.id for c in await mem.review.pending(user_id=user_id, limit=5000)]:
+        cand = await mem.review.get(cid, user_id)
+        if cand.status != "pending":
+            continue
         index = best_label(cand.statement, labels)
         if index is None:
             await mem.review.reject(cand.id, reviewer="curator", reason="not a fact the curator labelled")
@@ -104,12 +116,24 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
             continue
         label = labels[index]
         old_statement = None
+        still_chained = False
         if cand.supersedes_id is not None:
             old_statement = (await mem.get_knowledge(user_id, cand.supersedes_id)).statement
+        elif (previous := getattr(cand, "supersedes_candidate_id", None)) is not None:
+            # Proposed as a change of a candidate that was pending when it was queued; once that
+            # one is approved the engine re-points this one at the new fact (issue 9). Until it
+            # does, the curator can only keep both.
+            old_statement = (await mem.review.get(previous, user_id)).statement
+            still_chained = True
         wanted = label.get("supersedes")
         if wanted and old_statement is not None and same_statement(old_statement, wanted):
-            await mem.review.confirm_supersession(cand.id, reviewer="curator")
             tally.updates_correct += 1
+            if still_chained:
+                tally.updates_chained_unresolved += 1
+                await mem.review.keep_both(cand.id, reviewer="curator")
+            else:
+                await mem.review.confirm_supersession(cand.id, reviewer="curator")
+                tally.updates_confirmed += 1
         else:
             if wanted:
                 tally.updates_missed += 1
@@ -128,21 +152,34 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
 
 
 async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: list[Exchange],
-                  expected: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+                  expected: dict[str, list[dict[str, Any]]], batch: bool = False) -> dict[str, Any]:
+    """One arm. `batch=False` reviews after every session (an assistant in daily use); `batch=True`
+    ingests the whole history, runs ONE `process()` and reviews the queue afterwards (importing a
+    history, then reviewing): updates are proposed only if the pipeline predicts from the pending
+    queue as well as from approved facts."""
     config = MemoryConfig(predict=predict)
     tally = Tally()
     replay = sessions(exchanges, config.episode_gap)
     clock = Clock(replay[0][0][3])
     with tempfile.TemporaryDirectory() as tmp:
         async with Memory(Path(tmp) / "ablation.db", extractor=make_extractor(), config=config, clock=clock) as mem:
-            for session in replay:
-                user_id = session[0][0]
-                clock.now = session[-1][3] + timedelta(minutes=1)
-                await mem.add_exchanges(session)
+            if batch:
+                clock.now = replay[-1][-1][3] + timedelta(minutes=1)
+                await mem.add_exchanges(exchanges)
                 started = time.perf_counter()
-                tally.report.add(await mem.process(user_id))
+                tally.report.add(await mem.process())
                 tally.seconds += time.perf_counter() - started
-                await curate(mem, user_id, expected.get(user_id, []), tally)
+                for user_id in sorted(expected):
+                    await curate(mem, user_id, expected[user_id], tally)
+            else:
+                for session in replay:
+                    user_id = session[0][0]
+                    clock.now = session[-1][3] + timedelta(minutes=1)
+                    await mem.add_exchanges(session)
+                    started = time.perf_counter()
+                    tally.report.add(await mem.process(user_id))
+                    tally.seconds += time.perf_counter() - started
+                    await curate(mem, user_id, expected.get(user_id, []), tally)
             # What the arm costs downstream: a replaced fact still believed is served to the agent.
             stale = 0
             for user_id, labels in expected.items():
@@ -153,7 +190,7 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
     labelled = sum(len(v) for v in expected.values())
     labelled_updates = sum(1 for v in expected.values() for lab in v if lab.get("supersedes"))
     return {
-        "mode": "predict" if predict else "extract_all",
+        "mode": ("predict" if predict else "extract_all") + ("_batch" if batch else ""),
         "exchanges": len(exchanges),
         "episodes": r.episodes,
         "claims": r.claims,
@@ -170,6 +207,8 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
         "updates": {
             "labelled": labelled_updates,
             "proposed_correctly": tally.updates_correct,
+            "confirmed": tally.updates_confirmed,
+            "proposed_but_still_chained_at_review": tally.updates_chained_unresolved,
             "missed": tally.updates_missed,
             "proposed_wrongly": tally.updates_wrong,
         },
@@ -201,15 +240,22 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=None,
                         help="results file (default benchmarks/results/ablation-DATE.json)")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--conversations", type=Path, default=None,
+                        help="another labelled set in the same format (default: the bundled one)")
+    parser.add_argument("--expected", type=Path, default=None, help="its labels (with --conversations)")
     args = parser.parse_args()
-    exchanges = load_exchanges()
-    expected = load_expected()
+    if (args.conversations is None) != (args.expected is None):
+        parser.error("--conversations and --expected go together")
+    exchanges = load_exchanges(args.conversations)
+    expected = load_expected(args.expected)
     today = datetime.now(UTC).date().isoformat()
     arms: dict[str, Any] = {}
     for name, make in extractors().items():
         for predict in (True, False):
             arm = await run_arm(make, predict, exchanges, expected)
             arms[f"{name}/{arm['mode']}"] = arm
+        arm = await run_arm(make, True, exchanges, expected, batch=True)
+        arms[f"{name}/{arm['mode']}"] = arm
     result = {
         "benchmark": "ablation",
         "date": today,
@@ -218,7 +264,8 @@ async def main() -> None:
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "platform": f"{platform.system()} {platform.machine()}",
         },
-        "dataset": {"exchanges": len(exchanges), "users": len({e[0] for e in exchanges}),
+        "dataset": {"file": str(args.conversations or "engine/data/conversations.jsonl"),
+                    "exchanges": len(exchanges), "users": len({e[0] for e in exchanges}),
                     "labelled_facts": sum(len(v) for v in expected.values())},
         "match_threshold": MATCH_THRESHOLD,
         "arms": arms,

@@ -5,9 +5,10 @@
 
 Builds, in a temporary directory, a store of `--facts` active facts spread over `--users` ordinary
 users plus one large user with `--large-facts` facts of which `--superseded` were corrected
-(each correction leaves a superseded version behind), all embedded with the offline
-HashingEmbedder. Then it times `retrieve` for ordinary users and for the large user, plain and
-with `at_time` / `known_at`, and `approve` on candidates queued in the full store. Every result list
+(each correction leaves a superseded version behind), all embedded with the default embedder
+(WordLlama; `MEMDESK_EMBEDDER=hashing` for the lexical HashingEmbedder). Then it times `retrieve`
+for ordinary users and for the large user, plain and with `at_time` / `known_at`, and `approve` on
+candidates queued in the full store. Every result list
 is checked to hold exactly min(top_k, matching facts) items, where "matching" is counted
 independently with plain SQL over the fact table. Prints JSON and writes it to
 benchmarks/results/retrieval-<date>.json (use --no-save to skip).

@@ -4,7 +4,7 @@ The public surface is what this module exports; everything else is internal.
 """
 
 from .config import MemoryConfig
-from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder
+from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
     AlreadyDecidedError,
     ChainOrderError,
@@ -13,6 +13,7 @@ from .errors import (
     ConflictError,
     DecisionRequiredError,
     DuplicateFactError,
+    EmbedderMismatchError,
     EmbeddingDimensionError,
     InvalidIngestError,
     InvalidIntervalError,
@@ -61,6 +62,7 @@ __all__ = [
     "DecisionRequiredError",
     "DuplicateFactError",
     "Embedder",
+    "EmbedderMismatchError",
     "EmbeddingDimensionError",
     "Episode",
     "Extraction",
@@ -91,6 +93,7 @@ __all__ = [
     "TombstonedError",
     "UndoRefusedError",
     "UserInputError",
+    "WordLlamaEmbedder",
 ]
 
 

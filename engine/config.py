@@ -22,6 +22,12 @@ class MemoryConfig:
     duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD
     evidence_threshold: float = 80.0  # partial_ratio of an evidence quote against the user's messages
     unsupported_penalty: float = 0.25  # subtracted from the confidence of an item with unsupported evidence
+    # Retrieval: the weight of each arm in the reciprocal rank fusion (score = weight / (60 + rank),
+    # summed over the arms). Tuned with benchmarks/paraphrase.py (benchmarks/README.md): with
+    # WordLlama, 0.75 for the vector arm keeps every paraphrase hit of equal weights and finds more
+    # facts by a number or name ("note 17": 67 -> 72 % first), which the BM25 arm matches exactly.
+    vector_weight: float = 0.75
+    text_weight: float = 1.0
     # Review
     claim_ttl_seconds: float = 300.0
     # Team (engine/team.py): the share of approvals re-queued blind to a second reviewer (a pure

@@ -1,6 +1,11 @@
-"""The embedding seam: the `Embedder` protocol and its two implementations.
+"""The embedding seam: the `Embedder` protocol and its implementations.
 
-`HashingEmbedder` is the offline default. It hashes words, word pairs and character trigrams into
+`WordLlamaEmbedder` is the offline default: a static semantic model (token embeddings averaged,
+256 dimensions) whose weights and tokenizer ship inside the `wordllama` wheel, so it finds "User
+is vegan" for "Do they eat meat?" with no download and no network. `MEMDESK_EMBEDDER` chooses the
+default (`wordllama` or `hashing`); see `default_embedder`.
+
+`HashingEmbedder` (lexical only) stays available. It hashes words, word pairs and character trigrams into
 signed buckets (the "hashing trick"), then L2-normalises: statements that share most of their words
 land close together, unrelated ones near zero cosine. It needs no model download and gives the
 same vector for the same text on every machine (blake2b, not Python's salted `hash`).
@@ -10,12 +15,16 @@ same vector for the same text on every machine (blake2b, not Python's salted `ha
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
+import logging
 import math
 import os
 import re
+import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigurationError, ModelError
@@ -94,6 +103,145 @@ def cosine(a: list[float], b: list[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
+class WordLlamaEmbedder:
+    """WordLlama `l2_supercat` (MIT): the mean of a token-embedding table over the text's Llama-2
+    tokens, L2-normalised. Static (no attention), so it embeds a short text in tens of
+    microseconds on a CPU, yet it places paraphrases together: "Which city is home for them?"
+    lands near "User lives in Porto", which no lexical method can do.
+
+    No network, ever: `WordLlama.load` looks for the tokenizer file in `<package>/tokenizer/` (the
+    folder is really named `tokenizers/`), then in `<cache_dir>/tokenizers/`, and otherwise downloads
+    it from Hugging Face. Passing the installed package's folder as `cache_dir` makes the second
+    look succeed, and `disable_download=True` turns any miss into a FileNotFoundError instead of a
+    request. The weights (`weights/l2_supercat_256.safetensors`) are found in the package itself.
+
+    The model is loaded once per process and per width (a module-level cache: about 0.3 s plus
+    about 1 s to import numpy and the package), in a worker thread on the first `embed`, so an
+    event loop (the workstation) keeps drawing meanwhile. `dimensions` may be 64, 128 or 256: the
+    weights are Matryoshka-trained, so the first 64 or 128 columns are a smaller embedding.
+
+    Pooling is done here rather than by `WordLlamaInference.embed` (same maths: the mean of the
+    token vectors, then L2 norm): the library pads a batch to its longest text, so one 20,000-
+    character message in a batch of 64 would allocate 64 x 5,000 x 256 floats. Here each text
+    costs its own tokens only, and a text over `_GATHER_LIMIT` tokens is pooled through a token
+    histogram (vocabulary x dimensions, constant memory) instead of gathering one row per token.
+    Each text is tokenised with `Tokenizer.encode`, not `encode_batch`: the batch call starts the
+    tokenizers thread pool, after which every `fork` (subprocesses) prints a warning.
+    """
+
+    name = "wordllama"
+    CONFIG = "l2_supercat"
+    WIDTHS = (64, 128, 256)
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if dimensions not in self.WIDTHS:
+            raise ConfigurationError(f"WordLlamaEmbedder dimensions must be one of {self.WIDTHS}, not {dimensions}")
+        self.dimensions = dimensions
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        model = _WORDLLAMA.get(self.dimensions)
+        if model is None:
+            model = await asyncio.to_thread(_load_wordllama, self.dimensions)
+        if len(texts) > _INLINE_TEXTS:  # a bulk insert or a re-embed: keep the event loop responsive
+            return await asyncio.to_thread(model.embed, texts)
+        return model.embed(texts)
+
+    def embed_sync(self, texts: list[str]) -> list[list[float]]:
+        """The same vectors without an event loop (benchmarks, scripts)."""
+        return _load_wordllama(self.dimensions).embed(texts)
+
+
+_INLINE_TEXTS = 64
+_GATHER_LIMIT = 2048
+_WORDLLAMA: dict[int, _PooledWordLlama] = {}
+_WORDLLAMA_LOCK = threading.Lock()
+
+
+class _PooledWordLlama:
+    """The loaded table and tokenizer of one width, and the pooling described on the embedder."""
+
+    def __init__(self, table: Any, tokenizer: Any) -> None:
+        import numpy as np
+
+        self.np = np
+        self.table = np.ascontiguousarray(table, dtype=np.float32)
+        self.tokenizer = tokenizer
+        self.tokenizer.no_padding()  # WordLlamaInference turned padding on; this copy is ours alone
+        self.tokenizer.no_truncation()
+        # A text without a single token (empty, or only whitespace) gets one fixed unit vector, so
+        # nothing downstream ever sees the NaN that 0 / |0| would give.
+        self.empty = [1.0] + [0.0] * (self.table.shape[1] - 1)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        np = self.np
+        vocab = self.table.shape[0]
+        out: list[list[float]] = []
+        for text in texts:
+            ids = np.asarray(self.tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+            if ids.size == 0:
+                out.append(list(self.empty))
+                continue
+            np.clip(ids, 0, vocab - 1, out=ids)
+            if ids.size <= _GATHER_LIMIT:
+                pooled = self.table[ids].sum(axis=0, dtype=np.float32)
+            else:
+                counts = np.bincount(ids, minlength=vocab).astype(np.float32)
+                pooled = counts @ self.table
+            norm = float(np.linalg.norm(pooled))
+            out.append((pooled / norm).tolist() if norm > 0.0 else list(self.empty))
+        return out
+
+
+def _load_wordllama(dimensions: int) -> _PooledWordLlama:
+    cached = _WORDLLAMA.get(dimensions)
+    if cached is not None:
+        return cached
+    with _WORDLLAMA_LOCK:
+        cached = _WORDLLAMA.get(dimensions)
+        if cached is not None:
+            return cached
+        try:
+            wordllama = _import_wordllama()
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"the default embedder needs the `wordllama` package ({exc}); install it, or set "
+                "MEMDESK_EMBEDDER=hashing for the lexical embedder"
+            ) from exc
+        from pathlib import Path
+
+        package_dir = Path(wordllama.__file__).parent
+        try:
+            inference = wordllama.WordLlama.load(
+                config=WordLlamaEmbedder.CONFIG, dim=256, trunc_dim=None if dimensions == 256 else dimensions,
+                cache_dir=package_dir, disable_download=True,
+            )
+        except FileNotFoundError as exc:
+            raise ConfigurationError(
+                f"the WordLlama weights or tokenizer are missing from {package_dir} ({exc}); reinstall `wordllama`"
+            ) from exc
+        model = _PooledWordLlama(inference.embedding, inference.tokenizer)
+        _WORDLLAMA[dimensions] = model
+        return model
+
+
+def _import_wordllama() -> Any:
+    """`import wordllama`, undoing what its import does to logging.
+
+    Its `__init__` and `inference` modules call `logging.basicConfig(level=INFO)`, which gives an
+    unconfigured root logger a stderr handler at INFO: every later library INFO line would then
+    be printed across the workstation's screen and into the CLI's output. When the root logger
+    had no handler before, the handler and level it added are removed again."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    import wordllama
+
+    if not handlers:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+    return wordllama
+
+
 class OpenAIEmbedder:
     """Embeddings from an OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
@@ -168,3 +316,31 @@ class OpenAIEmbedder:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"wordllama": WordLlamaEmbedder, "hashing": HashingEmbedder}
+DEFAULT_EMBEDDER = "wordllama"
+
+
+def make_embedder(name: str) -> Embedder:
+    """The offline embedder called `name` (`wordllama` or `hashing`), with its default width."""
+    factory = EMBEDDERS.get(name.strip().casefold())
+    if factory is None:
+        raise ConfigurationError(f"unknown embedder {name!r}: choose one of {', '.join(EMBEDDERS)}")
+    return factory()
+
+
+def default_embedder() -> Embedder:
+    """What `Memory(embedder=None)` and every command line door use: `$MEMDESK_EMBEDDER` if set
+    (`wordllama` or `hashing`), else WordLlama. One environment variable rather than a flag on each
+    command, so the workstation, the MCP server, the CLI and library code all agree."""
+    return make_embedder(os.environ.get("MEMDESK_EMBEDDER") or DEFAULT_EMBEDDER)
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """The name recorded in the database: the embedder's `name` (or its class name), and its
+    `model` when it has one (`openai:text-embedding-3-small`): two models of one width are still
+    two embedders whose vectors must not be mixed."""
+    name = str(getattr(embedder, "name", None) or type(embedder).__name__)
+    model = getattr(embedder, "model", None)
+    return f"{name}:{model}" if model else name

@@ -2,7 +2,8 @@
 
     MemdeskError
     ├── ConfigurationError        the environment cannot run the engine (no SQLite that loads extensions)
-    │   └── EmbeddingDimensionError   the database was built with another embedding dimension
+    │   └── EmbedderMismatchError     the database was built with another embedder (`memdesk reembed DB`)
+    │       └── EmbeddingDimensionError   ... of another embedding dimension
     ├── UserInputError            the caller's input is wrong; nothing was changed
     │   ├── InvalidIntervalError      invalid_at is not strictly after valid_at, or a naive datetime
     │   ├── NotFoundError             unknown id, or an id that belongs to another user
@@ -38,7 +39,11 @@ class ConfigurationError(MemdeskError):
     pass
 
 
-class EmbeddingDimensionError(ConfigurationError):
+class EmbedderMismatchError(ConfigurationError):
+    """The database's vectors come from another embedder; its message names `memdesk reembed DB`."""
+
+
+class EmbeddingDimensionError(EmbedderMismatchError):
     pass
 
 

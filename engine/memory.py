@@ -20,10 +20,11 @@ import aiosqlite
 from . import store
 from .config import MemoryConfig
 from .db import Database
-from .embedders import Embedder, HashingEmbedder
+from .embedders import EMBEDDERS, Embedder, default_embedder, embedder_name
 from .errors import (
     ConfigurationError,
     DuplicateFactError,
+    EmbedderMismatchError,
     EmbeddingDimensionError,
     InvalidStatementError,
     NotFoundError,
@@ -63,7 +64,7 @@ class Memory:
         clock: Clock | None = None,
     ) -> None:
         self.path = str(path)
-        self.embedder: Embedder = embedder or HashingEmbedder()
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.config = config or MemoryConfig()
         self._clock = clock or system_clock
         self._extractor = extractor
@@ -74,7 +75,9 @@ class Memory:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    async def open(self) -> Memory:
+    async def open(self, *, check_embedder: bool = True) -> Memory:
+        """Open (creating and migrating as needed). `check_embedder=False` is for `engine.reembed`
+        alone, which opens a store in order to move it to `self.embedder`."""
         if self._db is not None:
             return self
         if self.path != ":memory:":
@@ -83,7 +86,7 @@ class Memory:
                 raise NotFoundError(f"directory {parent} does not exist")
         self._db = await Database.open(self.path, max_version=SCHEMA_VERSION)
         try:
-            await self._migrate()
+            await self._migrate(check_embedder)
         except BaseException:
             await self._db.close()
             self._db = None
@@ -116,35 +119,66 @@ class Memory:
     def now(self) -> datetime:
         return self._clock()
 
-    async def _migrate(self) -> None:
+    async def _migrate(self, check_embedder: bool = True) -> None:
         conn = self.db.conn
         version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
         if version > SCHEMA_VERSION:
             raise ConfigurationError(
                 f"{self.path} has schema version {version}; this memdesk knows up to {SCHEMA_VERSION}: upgrade memdesk"
             )
-        if version >= 1:
-            # before migrating: a migration may rebuild the vector table at the embedder's width
-            await self._check_dimensions()
+        if version >= 1 and check_embedder:
+            # before migrating: refuse before anything is written
+            await self._check_embedder()
         if version < SCHEMA_VERSION:
             async with self.db.transaction() as tx:
                 # re-read inside the write lock: another process may have migrated meanwhile
                 version = (await (await tx.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
+                # a migration that rebuilds the vector table keeps the width the database has
+                stored = await recorded_embedder(tx) if version >= 1 else None
+                width = stored[1] if stored and stored[1] is not None else self.embedder.dimensions
                 for target in sorted(v for v in MIGRATIONS if version < v <= SCHEMA_VERSION):
-                    for statement in MIGRATIONS[target](self.embedder.dimensions):
+                    for statement in MIGRATIONS[target](width):
                         await tx.execute(statement)
                     await tx.execute(f"PRAGMA user_version = {target}")
-        await self._check_dimensions()
+                if version == 0:
+                    await tx.execute(
+                        "INSERT INTO meta(key, value) VALUES ('embedder', ?)", (embedder_name(self.embedder),)
+                    )
+        if check_embedder:
+            await self._check_embedder()
 
-    async def _check_dimensions(self) -> None:
-        conn = self.db.conn
-        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'")).fetchone()
-        stored = int(row[0]) if row else None
-        if stored != self.embedder.dimensions:
+    async def _check_embedder(self) -> None:
+        """Refuse an embedder other than the one that built the vectors: a query vector from another
+        model (or of another width) would rank facts by noise, or fail inside the KNN query.
+
+        The name is recorded at creation (meta `embedder`). A database made before names were
+        recorded (schema v4 and earlier) has only `embedding_dimensions`: it was built by the
+        offline default of that time, `HashingEmbedder`, and is treated as `hashing`. A database
+        someone built with another embedder before that (OpenAIEmbedder, say) is therefore refused
+        until `memdesk reembed DB` moves it, which re-embeds from the stored statements."""
+        name, stored = await recorded_embedder(self.db.conn)
+        given, width = embedder_name(self.embedder), self.embedder.dimensions
+        if name == given and stored == width:
+            return
+        if given in EMBEDDERS:
+            move = f"Run `memdesk reembed {self.path} --embedder {given}` to re-embed every fact with {given}"
+        else:  # an embedder the command line cannot build: the library call takes any
+            move = (f"Run `memdesk reembed {self.path}` to move it to an offline embedder, or "
+                    f"engine.reembed.reembed({self.path!r}, embedder) to this one")
+        reopen = f"set MEMDESK_EMBEDDER={name}" if name in EMBEDDERS else "pass that embedder to Memory"
+        fix = f"{move}; or open it with the embedder it was built with ({reopen})."
+        pending = await meta_value(self.db.conn, "reembed_target")
+        if pending is not None:
+            fix += f" A reembed to {pending} was interrupted: `memdesk reembed {self.path}` resumes it."
+        if name == given:
             raise EmbeddingDimensionError(
-                f"{self.path} was built with {stored}-dimensional embeddings; the embedder given has "
-                f"{self.embedder.dimensions}. Open it with an embedder of {stored} dimensions."
+                f"{self.path} was built with {stored}-dimensional embeddings ({name}); the embedder given has "
+                f"{width}. {fix}"
             )
+        raise EmbedderMismatchError(
+            f"{self.path} was built with the {name} embedder ({stored} dimensions); the embedder given is "
+            f"{given} ({width} dimensions). {fix}"
+        )
 
     # -- capture and processing (engine.extraction) -----------------------------------------------
 
@@ -188,7 +222,8 @@ class Memory:
         check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
             self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
-            include_expired=include_expired,
+            include_expired=include_expired, vector_weight=self.config.vector_weight,
+            text_weight=self.config.text_weight,
         )
 
     # -- knowledge operations ---------------------------------------------------------------------
@@ -496,6 +531,22 @@ class Memory:
             await store.audit(conn, at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
                               entity_id=old.id, before=old, after=ended, reason=why, note=note)
             return ended
+
+
+async def meta_value(conn: aiosqlite.Connection, key: str) -> str | None:
+    row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (key,))).fetchone()
+    return None if row is None else str(row[0])
+
+
+async def recorded_embedder(conn: aiosqlite.Connection) -> tuple[str, int | None]:
+    """(name, dimensions) of the embedder the database's vectors come from; `hashing` when no name
+    was recorded (databases made before names were: see `Memory._check_embedder`)."""
+    name = await meta_value(conn, "embedder")
+    width = await meta_value(conn, "embedding_dimensions")
+    return name or LEGACY_EMBEDDER, None if width is None else int(width)
+
+
+LEGACY_EMBEDDER = "hashing"
 
 
 def _statement(text: str) -> str:

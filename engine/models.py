@@ -119,6 +119,25 @@ class Knowledge:
         end = self.invalid_at.date().isoformat() if self.invalid_at else "now"
         return f"{start} → {end}"
 
+    def status_note(self) -> str:
+        """Why a fact no longer holds, in words ("superseded by #15"); "" while it is active. Lists of
+        facts a reviewer reads (the prediction pane) carry it, so an ended fact is never read as current."""
+        if self.status == "active":
+            return ""
+        by = f" by #{self.superseded_by}" if self.superseded_by is not None else ""
+        if self.status == "retracted":
+            return "retracted"
+        if self.end_reason == "corrected":
+            return f"corrected{by}"
+        if self.end_reason == "contradicted":
+            return f"contradicted{by}"
+        return f"superseded{by}"
+
+    def described(self) -> str:
+        """The statement with its status note when it has ended: "User lives in Lisbon (superseded by #15)"."""
+        note = self.status_note()
+        return f"{self.statement} ({note})" if note else self.statement
+
     def as_known_at(self, when: datetime) -> Knowledge:
         """The fact as the store held it at `when`: a fact believed then reads `active`, with the
         valid interval it had before a later supersession closed it. (A fact not yet created at

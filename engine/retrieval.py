@@ -1,4 +1,6 @@
-"""Scoped hybrid retrieval: a vector arm and a BM25 arm, fused by reciprocal rank.
+"""Scoped hybrid retrieval: a vector arm and a BM25 arm, fused by weighted reciprocal rank
+(`MemoryConfig.vector_weight` / `text_weight`, k = 60; the weights were tuned with
+benchmarks/paraphrase.py, whose README section says what each setting trades).
 
 Both arms receive the user and the time predicates and apply them inside their own query, before
 their LIMIT (memv filtered after fusion, so an as-of query over a long history came back short).
@@ -36,17 +38,21 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(content))
 
 
-def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+def rrf(
+    rankings: list[list[int]], k: int = RRF_K, weights: list[float] | None = None
+) -> list[tuple[int, float]]:
+    """Weighted reciprocal rank fusion: sum over arms of weight / (k + rank)."""
     scores: dict[int, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
         for rank, kid in enumerate(ranking, start=1):
-            scores[kid] = scores.get(kid, 0.0) + 1.0 / (k + rank)
+            scores[kid] = scores.get(kid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 async def retrieve(
     db: Database, embedder: Embedder, query: str, *, user_id: str, top_k: int = 10,
     at_time: datetime | None = None, known_at: datetime | None = None, include_expired: bool = False,
+    vector_weight: float = 1.0, text_weight: float = 1.0,
 ) -> RetrievalResult:
     if not isinstance(user_id, str) or not user_id:
         raise UserInputError("retrieve needs a user_id")
@@ -70,7 +76,7 @@ async def retrieve(
             conn, user_id, await store.informative_terms(conn, user_id, terms), pool, at_time=at_us,
             known_at=known_us, include_expired=include_expired,
         )
-        fused = rrf([vec_ids, text_ids])[:top_k]
+        fused = rrf([vec_ids, text_ids], weights=[vector_weight, text_weight])[:top_k]
         facts = await store.knowledge_by_ids(conn, [kid for kid, _ in fused])
     vec_rank = {kid: i for i, kid in enumerate(vec_ids, start=1)}
     text_rank = {kid: i for i, kid in enumerate(text_ids, start=1)}

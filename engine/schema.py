@@ -2,8 +2,11 @@
 
 Each migration is a list of statements applied in one transaction; a database at version N gets
 migrations N+1.. in order. The embedding dimension is fixed when the vector table is created and
-recorded in `meta`, so a database opened with an embedder of another dimension is refused instead
-of failing later inside a KNN query.
+recorded in `meta` (`embedding_dimensions`; `Memory` also records the embedder's name, `embedder`,
+when it creates a database), so a database opened with another embedder is refused instead of
+ranking by noise or failing later inside a KNN query. `engine.reembed` re-creates the vector table
+at another width (`create_vec_table`) without a schema version of its own: what it changes is data
+and the table's declared width, not the layout.
 
 Where things live: a fact's text and times in `knowledge`; its vector in `knowledge_vec` (user_id is
 the partition key, and status and the four time bounds are metadata columns, so sqlite-vec applies
@@ -229,6 +232,18 @@ VEC_COLUMNS = "knowledge_id, user_id, embedding, status, valid_from, valid_to, c
 VEC_CHUNK_SIZE = 128
 
 
+def create_vec_table(dimensions: int) -> str:
+    """The vector table as it is since v3; `engine.reembed` re-creates it at another width."""
+    return (
+        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
+        " knowledge_id INTEGER PRIMARY KEY,"
+        " user_id TEXT PARTITION KEY,"
+        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
+        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER,"
+        f" chunk_size={VEC_CHUNK_SIZE})"
+    )
+
+
 def _v3(dimensions: int) -> list[str]:
     """The vector table is rebuilt with chunks of 128 vectors instead of sqlite-vec's default 1,024.
 
@@ -240,12 +255,7 @@ def _v3(dimensions: int) -> list[str]:
     return [
         f"CREATE TABLE knowledge_vec_copy AS SELECT {VEC_COLUMNS} FROM knowledge_vec",
         "DROP TABLE knowledge_vec",
-        "CREATE VIRTUAL TABLE knowledge_vec USING vec0("
-        " knowledge_id INTEGER PRIMARY KEY,"
-        " user_id TEXT PARTITION KEY,"
-        f" embedding FLOAT[{int(dimensions)}] distance_metric=cosine,"
-        " status TEXT, valid_from INTEGER, valid_to INTEGER, created INTEGER, expired INTEGER,"
-        f" chunk_size={VEC_CHUNK_SIZE})",
+        create_vec_table(dimensions),
         f"INSERT INTO knowledge_vec({VEC_COLUMNS}) SELECT {VEC_COLUMNS} FROM knowledge_vec_copy",
         "DROP TABLE knowledge_vec_copy",
     ]

@@ -932,6 +932,19 @@ async def episode_with_messages(conn: aiosqlite.Connection, episode_id: int) -> 
     )
 
 
+def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
+    """The stored prediction with every listed fact that has since ended marked as such
+    ("- User lives in Lisbon. (superseded by #15)"): a prediction is read later than it was made."""
+    ended = {k.statement.rstrip(". ").casefold(): k.status_note() for k in facts if k.status != "active"}
+    if not ended:
+        return prediction
+    lines = []
+    for line in prediction.splitlines():
+        body = line.lstrip("-• ").rstrip(". ").casefold()
+        lines.append(f"{line} ({ended[body]})" if body in ended else line)
+    return "\n".join(lines)
+
+
 async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> CandidateContext:
     from .models import CandidateContext
 
@@ -945,6 +958,7 @@ async def candidate_context(conn: aiosqlite.Connection, cand: Candidate) -> Cand
             ids = [int(i) for i in json.loads(run[2] or "[]")]
             found = await knowledge_by_ids(conn, ids)
             ctx.existing = [found[i] for i in ids if i in found and found[i].user_id == cand.user_id]
+            ctx.prediction = mark_ended_facts(ctx.prediction, ctx.existing)
     if cand.episode_id is not None:
         ctx.episode = await episode_with_messages(conn, cand.episode_id)
         if ctx.episode is not None:

@@ -237,10 +237,20 @@ def _open_workstation(db: str, reviewer: str, keymap: str | None) -> None:
         raise BadInput("who is reviewing? pass --reviewer NAME or set MEMDESK_REVIEWER")
     from review_app.app import run_review  # late: Textual loads only for the commands that draw
 
+    _run(_can_open(db))  # a refused store (another embedder, a newer schema) is a message, not a traceback
     try:
         run_review(db, reviewer, keymap)
     except UserInputError as exc:  # a bad keymap file, reported before the screen switches
         raise BadInput(str(exc)) from None
+
+
+async def _can_open(db: str) -> None:
+    """Open and close the store once, so that what would refuse it fails before a screen is drawn
+    (the same process then reuses the loaded embedder)."""
+    from engine import Memory
+
+    async with Memory(db):
+        pass
 
 
 def _remove_db(path: Path) -> None:
@@ -352,6 +362,7 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
     from review_app.serve import WorkstationServer
 
     existing_db(db)
+    _run(_can_open(db))  # refused here (another embedder...), not in every browser tab
     try:
         credentials = CredentialFile(config)
     except CredentialsError as exc:
@@ -589,6 +600,48 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
         echo(f"error: {error}", err=True)
     if report.failed:
         raise Failure(f"{report.failed} episode(s) failed; they stay retryable (run process again)")
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option("--embedder", "embedder_name", type=click.Choice(["wordllama", "hashing"]), default=None,
+              show_default="$MEMDESK_EMBEDDER or wordllama", help="The embedder to move the store to.")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
+              help="Facts embedded and written per transaction (each one a resume point).")
+@click.option("--actor", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
+              help="Who runs the move (recorded in the audit log).")
+def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> None:
+    """Re-embed every fact of DB (all statuses) with another embedder, so DB opens with it.
+
+    Needed when DB was built with another embedder than the one memdesk opens it with (the default
+    is WordLlama; databases from before it were built with the hashing embedder). Interrupt it at
+    any time (Ctrl-C, kill): the store keeps working with its old embedder, and running the same
+    command again resumes where it stopped. Run it while nothing else writes to DB. The move is
+    audited as one `reembed` row.
+    """
+    existing_db(db)
+    if not actor.strip():
+        raise BadInput("who runs this? pass --actor NAME or set MEMDESK_REVIEWER")
+    from engine.embedders import default_embedder, make_embedder
+    from engine.reembed import reembed as move
+
+    try:
+        target = make_embedder(embedder_name) if embedder_name else default_embedder()
+    except ConfigurationError as exc:  # a bad MEMDESK_EMBEDDER
+        raise BadInput(str(exc)) from None
+    try:
+        with Progress("Re-embedding facts") as bar:
+            report = _run(move(db, target, actor=actor.strip(), batch_size=batch_size, progress=bar))
+    except KeyboardInterrupt:
+        raise Failure(f"interrupted; {db} still works with its old embedder; run the same command to resume") from None
+    if report.audit_id is None:
+        click.echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
+        return
+    resumed = f", resumed after {report.resumed_at}" if report.resumed_at else ""
+    click.echo(
+        f"Re-embedded {report.facts} facts of {db}: {report.source} ({report.source_dimensions} dimensions) -> "
+        f"{report.target} ({report.dimensions} dimensions){resumed}; audit row {report.audit_id}."
+    )
 
 
 # -- reading ---------------------------------------------------------------------------------------

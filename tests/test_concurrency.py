@@ -338,7 +338,9 @@ async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
 
 
 async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "bulk.db", clock=fixed_clock) as mem:
+    # The lexical embedder, pinned: "town 842" must be the vector arm's first hit too, and telling
+    # 842 from 843 is what character trigrams do and an averaged word embedding does not.
+    async with Memory(tmp_path / "bulk.db", clock=fixed_clock, embedder=HashingEmbedder()) as mem:
         facts: list[str | NewFact] = [
             f"Ana collects stamp series {i}" if i % 2
             else NewFact(f"Ana visited town {i}", T0, T0 + timedelta(days=i + 1))
@@ -416,7 +418,8 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
             )
     finally:
         conn.close()
-    async with Memory(path, clock=fixed_clock) as mem:
+    # A database without a recorded embedder name is the hashing embedder's (engine.memory).
+    async with Memory(path, clock=fixed_clock, embedder=HashingEmbedder()) as mem:
         assert await scalar(mem, "PRAGMA user_version") == SCHEMA_VERSION
         [(vec_sql,)] = await rows(mem, "SELECT sql FROM sqlite_master WHERE name = 'knowledge_vec'")
         assert f"chunk_size={VEC_CHUNK_SIZE}" in str(vec_sql)

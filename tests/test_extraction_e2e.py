@@ -224,3 +224,23 @@ async def test_bundled_set_end_to_end_never_queues_assistant_facts(tmp_path) -> 
         assert not any("Paris" in s or "capital" in s for _, s in statements)
         # Positive control: what dev did say is queued.
         assert ("dev", "User lives in Toronto") in statements
+
+
+async def test_prediction_pane_reads_as_prose_and_marks_facts_superseded_since(tmp_path) -> None:
+    async with memory(tmp_path) as mem:
+        await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
+        await mem.process()
+        [lisbon] = await approve_all(mem)
+        await mem.add_exchange("ana", "I moved to Porto. My favourite book is Dune.", None, at=LATER)
+        await mem.process()
+        move, book = await mem.review.pending()
+        ctx = await mem.review.context(book.id)
+        # Prose, no internal slot keys; the fact is listed as it stands (still active: no mark).
+        assert "- User lives in Lisbon." in ctx.prediction and "(superseded" not in ctx.prediction
+        assert "their favourite book" in ctx.prediction
+        assert not any(key in ctx.prediction for key in ("home:", "favourite:", "nothing known about:"))
+        porto = await mem.review.confirm_supersession(move.id, reviewer="rev")
+        ctx = await mem.review.context(book.id)
+        assert f"- User lives in Lisbon. (superseded by #{porto.id})" in ctx.prediction.splitlines()
+        assert [k.described() for k in ctx.existing] == [f"User lives in Lisbon (superseded by #{porto.id})"]
+        assert lisbon.described() == "User lives in Lisbon"  # the active version read before: no note

@@ -195,10 +195,24 @@ async def test_rrf_uses_k_60(mem: Memory) -> None:
     for i in range(8):
         await mem.add_knowledge("ana", f"Ana visited city {i} in spring", actor="s")
     result = await mem.retrieve("Ana visited city 3", user_id="ana", top_k=8)
+    weights = (mem.config.vector_weight, mem.config.text_weight)
     for item in result.items:
-        expected = sum(1 / (RRF_K + r) for r in (item.vector_rank, item.text_rank) if r is not None)
+        ranks = (item.vector_rank, item.text_rank)
+        expected = sum(w / (RRF_K + r) for w, r in zip(weights, ranks, strict=True) if r is not None)
         assert item.score == pytest.approx(expected)
     assert [i.score for i in result.items] == sorted((i.score for i in result.items), reverse=True)
+
+
+async def test_the_fusion_weights_each_arm(mem: Memory) -> None:
+    """Weighted RRF: an arm's weight multiplies its 1/(60 + rank); the configured weights reach it."""
+    assert dict(rrf([[1, 2], [2]], weights=[0.5, 1.0])) == pytest.approx({1: 0.5 / 61, 2: 0.5 / 62 + 1 / 61})
+    assert [kid for kid, _ in rrf([[1, 2], [2, 1]], weights=[1.0, 0.25])] == [1, 2]  # the vector arm decides
+    assert [kid for kid, _ in rrf([[1, 2], [2, 1]], weights=[0.25, 1.0])] == [2, 1]  # the text arm decides
+    await mem.add_knowledge("ana", "Ana keeps a parrot", actor="s")
+    only = await mem.retrieve("parrot", user_id="ana", top_k=1)
+    item = only.items[0]
+    assert (item.vector_rank, item.text_rank) == (1, 1)
+    assert item.score == pytest.approx((mem.config.vector_weight + mem.config.text_weight) / 61)
 
 
 async def test_to_prompt_carries_validity_dates_and_status(mem: Memory, clock: Clock) -> None:

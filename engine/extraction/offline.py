@@ -6,14 +6,22 @@ never a source, and questions are never claims), each as a third-person statemen
 (what it is about) and a value. The prediction is what the user's existing facts already say about
 those slots. Then calibration:
 
-  same slot, same value, same polarity as an existing fact -> covered (the "predicted" discard)
+  same slot and value (or the fact says it with more detail), same polarity -> covered ("predicted")
   same slot and value, opposite polarity                   -> contradiction / update superseding it
   single-valued slot known with another value              -> update superseding that fact
   anything else                                            -> new
 
+How a person talks is honoured before anything is compared: a message that starts "just kidding"
+withdraws the one before it, "I said married ... not married" withdraws the claims with that word,
+and within a sentence a new value ("joined Etihad") makes the implied end of the old one ("quit
+Emirates") redundant. Firmness sets the confidence: hedges and hypotheticals 0.4, jokes and sarcasm
+0.3, a claim dated after its own message (a plan) 0.4, everything else 0.9; the pipeline's 0.7
+gate counts the low ones instead of queueing them.
+
 `existing == []` is the cold start: prediction "" and every claim is an item. The pattern table
-lives in `offline_rules.py`; facts are read back with the same rules, so a fact a person wrote in
-other words (which may not parse) can only cover a claim with exactly its text.
+lives in `offline_rules.py` (its version, `RULES_VERSION`, is the `prompt_version` every run
+records); facts are read back with the same rules, so a fact a person wrote in other words (which
+may not parse) can only cover a claim with exactly its text.
 """
 
 from __future__ import annotations
@@ -37,15 +45,20 @@ class SourcedClaim:
     span: TimeSpan
 
 
-def claims_from_text(text: str, at: datetime) -> list[SourcedClaim]:
-    """Every first-person claim of one user message, in reading order."""
+def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = None) -> list[SourcedClaim]:
+    """Every first-person claim of one user message, in reading order. `names` are the people the
+    user has named before ({"Max": "brother"}), so "Max is an engineer." is read as about them."""
     out: list[SourcedClaim] = []
     for sentence in rules.sentences(text):
         if rules.is_question(sentence):
             continue
         confidence = rules.confidence_of(sentence)
-        expanded, span = rules.take_times(rules.expand(sentence), at)
-        found: list[Claim] = list(rules.appositive_names(expanded))
+        read = rules.with_person(sentence, names) if names else sentence
+        expanded, span = rules.take_times(rules.expand(read), at)
+        if span.valid_at is not None and span.valid_at > at:
+            # "We're moving to Abu Dhabi next month": a plan, not yet a fact.
+            confidence = min(confidence, rules.PLAN_CONFIDENCE)
+        found: list[Claim] = []
         for clause in rules.split_clauses(expanded):
             normal = rules.normalise_clause(clause)
             if normal is None:
@@ -55,14 +68,41 @@ def claims_from_text(text: str, at: datetime) -> list[SourcedClaim]:
                 if negated:
                     claim = Claim(claim.subject, claim.verb, claim.value, negated=not claim.negated)
                 found.append(claim)
+        # "my partner Sam" names Sam unless a claim about "partner Sam" already carries the name.
+        subjects = {c.subject.casefold() for c in found}
+        named = [c for c in rules.appositive_names(expanded)
+                 if f"{c.subject} {c.value}".casefold() not in subjects]
+        found = named + found
+        # "I quit Emirates and joined Etihad": the new value implies the old one ended.
+        positive = {c.slot for c in found if not c.negated and not c.multi}
         seen: set[tuple[str, str, bool]] = set()
         for claim in found:
             ident = (claim.slot, claim.key, claim.negated)
-            if ident in seen:  # the same claim twice in one sentence ("my partner Sam" twice)
+            if ident in seen or (claim.negated and claim.slot in positive):
                 continue
             seen.add(ident)
             out.append(SourcedClaim(claim, sentence, confidence, span))
     return out
+
+
+def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> list[SourcedClaim]:
+    """The claims of an episode's user messages, after the user's own take-backs: "just kidding"
+    withdraws the message before it, "I said married ... not married" the claims that say "married".
+    People named in known facts (`names`) and earlier in the episode are recognised by name."""
+    names = dict(names or {})
+    per_message: list[list[SourcedClaim]] = []
+    for message in episode.messages:
+        if message.role != "user":
+            continue
+        if rules.is_retraction(message.content) and per_message:
+            per_message[-1] = []
+        for word in rules.corrected_words(message.content):
+            per_message = [[c for c in claims if word not in c.claim.statement.casefold().split()]
+                           for claims in per_message]
+        claims = claims_from_text(message.content, message.at, names)
+        names.update(rules.people(c.claim for c in claims))
+        per_message.append(claims)
+    return [c for claims in per_message for c in claims]
 
 
 @dataclass(slots=True)
@@ -72,37 +112,50 @@ class _Fact:
     key: str  # value key of the whole statement, for facts that do not parse
 
 
+def known_facts(existing: list[Knowledge]) -> list[_Fact]:
+    """What the extractor predicts from, newest first (so that an update names the most recent
+    fact of its slot), each read back with the same rules as the claims. The one place that reads
+    `existing`, so a change in what the pipeline passes (pending candidates beside active facts,
+    with their own handles) is a change here only."""
+    return [
+        _Fact(k, rules.parse_statement(k.statement), value_key(k.statement))
+        for k in sorted(existing, key=lambda k: (k.created_at, k.id), reverse=True)
+    ]
+
+
+def _says_at_least(fact_key: str, claim_key: str) -> bool:
+    """A fact covers a claim it says word for word, or says with more detail: "goes swimming every
+    Saturday" already holds "goes swimming" ("I still go swimming"), and "no longer surfs" ends
+    "surfs every weekend"."""
+    return fact_key == claim_key or not claim_key or fact_key.startswith(claim_key + " ")
+
+
 class OfflineExtractor:
     """Rule-based predict–calibrate; see the module docstring for the decisions it makes."""
 
-    name = "offline"
+    name: str = "offline"
     model: str | None = None
+    prompt_version: str = rules.RULES_VERSION
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
-        claims: list[SourcedClaim] = []
-        for message in episode.messages:
-            if message.role == "user":
-                claims.extend(claims_from_text(message.content, message.at))
-        if not existing:
+        facts = known_facts(existing)
+        claims = episode_claims(episode, rules.people(f.claim for f in facts if f.claim is not None))
+        if not facts:
             return Extraction(prediction="", items=[self._item(c, "new", None) for c in claims])
-        # Newest first, so that an update names the most recent fact of its slot.
-        facts = [
-            _Fact(k, rules.parse_statement(k.statement), value_key(k.statement))
-            for k in sorted(existing, key=lambda k: (k.created_at, k.id), reverse=True)
-        ]
         items: list[GapItem] = []
         covered: list[CoveredClaim] = []
         for sc in claims:
             claim = sc.claim
             statement_key = value_key(claim.statement)
             same = next((f for f in facts if f.key == statement_key or (
-                f.claim is not None and f.claim.slot == claim.slot and f.claim.key == claim.key
-                and f.claim.negated == claim.negated)), None)
+                f.claim is not None and f.claim.slot == claim.slot and f.claim.negated == claim.negated
+                and _says_at_least(f.claim.key, claim.key))), None)
             if same is not None:
                 covered.append(CoveredClaim(claim.statement, str(same.knowledge.id)))
                 continue
             opposite = next((f for f in facts if f.claim is not None and f.claim.slot == claim.slot
-                             and f.claim.key == claim.key and f.claim.negated != claim.negated), None)
+                             and f.claim.negated != claim.negated
+                             and _says_at_least(f.claim.key, claim.key)), None)
             if opposite is not None:
                 kind = "contradiction" if claim.negated else "update"
                 items.append(self._item(sc, kind, str(opposite.knowledge.id)))
@@ -126,18 +179,35 @@ class OfflineExtractor:
 
 
 def _prediction(claims: list[SourcedClaim], facts: list[_Fact]) -> str:
-    """What the known facts say about the slots this episode touches, as a reviewer reads it."""
+    """What the known facts say about what this episode touches, as a reviewer reads it: whole
+    sentences, no internal slot names."""
     slots = list(dict.fromkeys(c.claim.slot for c in claims))
-    lines = [f"From {len(facts)} known fact{'s' if len(facts) != 1 else ''}:"]
+    said: list[str] = []
     unknown: list[str] = []
     for slot in slots:
-        said = [f.knowledge.statement for f in facts if f.claim is not None and f.claim.slot == slot]
-        if said:
-            lines.append(f"- {slot}: " + "; ".join(said))
+        found = [_as_listed(f.knowledge) for f in facts if f.claim is not None and f.claim.slot == slot]
+        if found:
+            said.extend(s for s in found if s not in said)
         else:
-            unknown.append(slot)
+            unknown.append(rules.describe_slot(slot))
+    n = len(facts)
+    lines = [f"From the {n} fact{'s' if n != 1 else ''} already known, this conversation was expected to say:"]
+    lines.extend(f"- {s.rstrip('.')}." for s in said)
+    if not said:
+        lines.append("- nothing already known about what the user talks about here.")
     if unknown:
-        lines.append("- nothing known about: " + ", ".join(unknown))
+        lines.append("Nothing was known yet about " + _join(list(dict.fromkeys(unknown))) + ".")
     if not slots:
-        lines.append("- the user states nothing about themselves in this episode")
+        lines = [lines[0], "- the user states nothing about themselves in this conversation."]
     return "\n".join(lines)
+
+
+def _as_listed(k: Knowledge) -> str:
+    """A fact as the prediction lists it; a record of a candidate still waiting for review (the
+    pipeline may pass those beside approved facts) says so, so no one reads it as approved."""
+    text = k.statement.rstrip(". ")
+    return f"{text} (pending review)" if str(k.status) == "pending" else text
+
+
+def _join(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]

@@ -12,11 +12,18 @@ which the ablation measures), never a guessed fact.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from ..text import value_key
+
+# The version of this rule table, recorded on every extraction run (the offline counterpart of a
+# prompt version): approval rates are compared across rule changes with it.
+RULES_VERSION = "rules-2"
+# Confidence of a claim dated after its message ("I'm moving to Busan next month"): a plan.
+PLAN_CONFIDENCE = 0.4
 
 # -- lexicons ---------------------------------------------------------------------------------------
 
@@ -25,7 +32,9 @@ DIETS = {
     "gluten-free", "lactose-free", "dairy-free", "halal", "kosher",
 }
 PET_SPECIES = {
-    "dog", "puppy", "cat", "kitten", "parrot", "hamster", "rabbit", "bunny", "turtle", "tortoise", "fish",
+    "dog", "puppy", "husky", "greyhound", "kelpie", "labrador", "poodle", "beagle", "terrier", "collie",
+    "spaniel", "dachshund", "pug", "retriever", "whippet", "cat", "kitten", "parrot", "hamster", "rabbit", "bunny",
+    "turtle", "tortoise", "fish",
     "goldfish", "snake", "lizard", "gecko", "horse", "pony", "ferret", "guinea pig", "budgie", "canary",
     "chinchilla", "rat", "mouse", "hedgehog", "iguana", "pig", "goat", "chicken", "duck",
 }
@@ -34,7 +43,13 @@ RELATIONS = {
     "girlfriend", "boyfriend", "son", "daughter", "cousin", "aunt", "uncle", "grandmother", "grandfather",
     "grandma", "grandpa", "niece", "nephew", "fiancé", "fiance", "fiancée", "fiancee", "best friend",
     "roommate", "flatmate", "boss", "stepmother", "stepfather", "stepsister", "stepbrother", "twin",
+    "parents", "grandparents", "mother-in-law", "father-in-law", "sister-in-law", "brother-in-law",
+    "twin brother", "twin sister", "colleague", "coworker", "manager", "neighbour", "neighbor", "friend",
 }
+# Subjects that take plural verbs ("User's parents live in Osaka").
+PLURAL_RELATIONS = {"parents", "grandparents"}
+# Words between "my" and the relation that do not change who is meant ("my older daughter Mia").
+_REL_ADJ = r"(?:(?:older|younger|eldest|oldest|youngest|little|big|baby|elder|late)\s+)?"
 JOB_NOUNS = {
     "nurse", "teacher", "doctor", "engineer", "developer", "programmer", "designer", "architect", "lawyer",
     "accountant", "analyst", "scientist", "researcher", "chef", "cook", "baker", "barista", "waiter",
@@ -46,7 +61,49 @@ JOB_NOUNS = {
     "freelancer", "entrepreneur", "founder", "officer", "soldier", "police officer", "nanny",
     "hairdresser", "tailor", "butcher", "gardener", "builder", "technician", "administrator", "intern",
     "retiree", "physiotherapist", "optician", "economist", "biologist", "chemist", "physicist",
+    "miner", "judge", "flight attendant", "physio", "bus driver", "phd student", "attorney",
+    "banker", "data scientist", "software developer", "graphic designer", "art director",
+    "social worker", "paralegal", "sailor", "fisherman", "postman", "courier", "coach", "trainer",
 }
+# "Students" are not "working as": their statement reads "User is a PhD student in Seoul".
+STUDENT_NOUNS = {"student", "phd student", "pupil"}
+# "I live in hope", "I live in the library basically": a home must look like a place.
+IDIOM_PLACES = {
+    "hope", "fear", "denial", "a bubble", "the moment", "the past", "the future", "the present", "sin",
+    "luxury", "dread", "peace", "harmony", "my head", "a dream", "a dream world", "la la land", "the library",
+    "the gym", "the office", "my car", "the cloud", "the shadows", "squalor", "poverty", "style", "comfort",
+}
+# Activities people "go" to; "I stopped swimming" reads as "User no longer goes swimming".
+GO_ACTIVITIES = {
+    "swimming", "fishing", "bouldering", "climbing", "running", "jogging", "skiing", "hiking", "cycling",
+    "surfing", "sailing", "skating", "rowing", "dancing", "walking", "camping", "diving", "snowboarding",
+    "kayaking", "riding", "bowling",
+}
+# Verbs that state a habit on their own ("I surf", "I don't surf anymore").
+ACTIVITY_VERBS = {
+    "surf", "swim", "run", "jog", "cycle", "bike", "ski", "hike", "climb", "boulder", "cook", "bake", "paint",
+    "knit", "sing", "dance", "row", "box", "skate", "sail", "fish", "meditate", "garden",
+}
+# Verbs of a habit sentence ("I drink about five coffees a day", "I go fishing every Sunday").
+HABIT_VERBS = ACTIVITY_VERBS | {"go", "do", "drink", "eat", "walk", "read", "write", "visit", "call", "smoke",
+                                "take", "practise", "practice", "work", "wake", "get"}
+_FREQUENCY = re.compile(
+    r"\b(?:every|each|daily|weekly|nightly|twice|once a|once every|\w+ times? a|a day|a week|a month|per day"
+    r"|per week|on (?:weekends|weekdays|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays))\b",
+    re.IGNORECASE,
+)
+# Self-descriptions that are facts without being a job.
+IDENTITY_NOUNS = {"night owl", "early bird", "morning person", "introvert", "extrovert", "insomniac"}
+# Words that make a sentence a joke or sarcasm; its claims are not firm.
+_JOKE = re.compile(
+    r"\b(?:lol|lmao|rofl|haha+|hehe|jk|just kidding|only joking|kidding|yeah right|said no one|not really)\b"
+    r"|(?:^|[,.!]\s*)ha[,.!]|\bha$|/s\b|^sure,? and\b|^oh yeah,|\bjust ask me\b|\bbasically\b|\bliterally\b",
+    re.IGNORECASE,
+)
+# A message that takes back what the user said just before.
+_RETRACT = re.compile(r"^\W*(?:just kidding|jk|only joking|i was joking|i'm joking|kidding)\b", re.IGNORECASE)
+# "I said married, we got engaged, not married": the word after "not" is taken back.
+_CORRECTION = re.compile(r"\b(?:I said|I meant|I mean)\b.*?\bnot (?:a |an |the )?(?P<w>[\w-]+)", re.IGNORECASE)
 CAR_MAKES = {
     "tesla", "honda", "toyota", "ford", "bmw", "audi", "volkswagen", "vw", "mercedes", "kia", "hyundai",
     "nissan", "mazda", "subaru", "volvo", "renault", "peugeot", "fiat", "skoda", "seat", "chevrolet",
@@ -66,13 +123,17 @@ MONTHS.update({name[:3]: num for name, num in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
 # Slots that hold several values at once: another value is a new fact, not an update.
-MULTI_SLOTS = {"pet", "allergy", "hobby", "language", "learning", "former_employer", "former_home", "switch"}
+MULTI_SLOTS = {"pet", "allergy", "hobby", "language", "learning", "former_employer", "former_home", "uses"}
 
 # Statement verbs, longest first so that "is allergic to" wins over "is".
 VERBS = [
-    "is allergic to", "is learning", "is staying in", "is married to", "is named", "is from",
-    "lives in", "lived in", "works as", "works at", "worked at", "switched to", "has", "plays", "enjoys",
-    "speaks", "studies", "drives", "is",
+    "is allergic to", "is learning", "is staying in", "is married to", "is engaged to", "is training for",
+    "is named", "is from", "is into", "broke up with", "lives in", "live in", "lived in", "works as", "works at",
+    "work at", "worked at", "works from", "works", "has", "have", "plays", "enjoys", "loves", "hates", "prefers",
+    "supports", "teaches", "uses", "speaks", "studies", "drives", "goes", "does", "drinks", "eats", "cycles",
+    "surfs", "swims", "runs", "jogs", "skis", "hikes", "climbs", "cooks", "bakes", "paints", "knits", "sings",
+    "dances", "rows", "skates", "sails", "fishes", "meditates", "gardens", "walks", "reads", "writes",
+    "visits", "calls", "smokes", "takes", "practises", "wakes", "gets", "are", "is",
 ]
 
 # -- sentence-level patterns -----------------------------------------------------------------------
@@ -95,6 +156,9 @@ _CONTRACTIONS = [
     (re.compile(r"\bi['’]ve\b", re.IGNORECASE), "I have"),
     (re.compile(r"\bi['’]d\b", re.IGNORECASE), "I would"),
     (re.compile(r"\bi['’]ll\b", re.IGNORECASE), "I will"),
+    (re.compile(r"\bwe['’]re\b", re.IGNORECASE), "we are"),
+    (re.compile(r"\bwe['’]ve\b", re.IGNORECASE), "we have"),
+    (re.compile(r"\b(he|she)['’]s\b", re.IGNORECASE), r"\1 is"),
     (re.compile(r"\bim\b(?= (?:a|an|from|allergic|vegan|vegetarian|learning|studying|staying|living|\d))"), "I am"),
     (re.compile(r"\bcan['’]t\b", re.IGNORECASE), "cannot"),
     (re.compile(r"\bwon['’]t\b", re.IGNORECASE), "will not"),
@@ -102,13 +166,16 @@ _CONTRACTIONS = [
 ]
 # A new clause starts at a conjunction or punctuation followed by "I" or "my".
 _CLAUSE = re.compile(
-    r"\s*(?:[,;:]\s*)?\b(?:and|but|so|because|while|although|though|as)\s+(?=(?:I|my)\b)|[,;:]\s+(?=(?:I|my)\b)",
+    r"\s*(?:[,;:]\s*)?\b(?:and|but|so|because|while|although|though|as)\s+(?=(?:I|my|we|our)\b)"
+    r"|[,;:]\s+(?=(?:I|my|we|our)\b)|\s+and\s+(?=(?:joined|moved|started|got|became|adopted|switched)\b)",
     re.IGNORECASE,
 )
+_ELIDED = re.compile(r"^(?:joined|moved|started|got|became|adopted|switched)\b", re.IGNORECASE)
 _LEAD = re.compile(
     r"^(?:(?:actually|also|well|oh|so|and|but|btw|anyway|anyways|yes|yeah|yep|no|nope|ok|okay|honestly|"
     r"hey|hi|hello|plus|though|then|if|when|once|because|now|basically|funnily enough|fun fact|big news|"
-    r"news|update|i think|i guess|i suppose|i believe|maybe|perhaps|probably)\b[\s,:!-]*)+",
+    r"news|update|i think|i guess|i suppose|i believe|maybe|perhaps|probably|by the way|wait|morning|"
+    r"good news|guess what|cheers|lol|haha|ha|sure|oh yeah|right|so yeah|nowadays|these days)\b[\s,:!-]*)+",
     re.IGNORECASE,
 )
 _ADVERBS = re.compile(
@@ -143,7 +210,21 @@ _T_SINCE_REL = re.compile(r"\bsince last (year|month)\b", re.IGNORECASE)
 _T_UNTIL_MONTH = re.compile(rf"\b(?:until|till|through) {_MONTH_RE}(?: (\d{{4}}))?\b", re.IGNORECASE)
 _T_UNTIL_YEAR = re.compile(r"\b(?:until|till) (\d{4})\b", re.IGNORECASE)
 _T_REL = re.compile(r"\b(last|this|next) (year|month|week)\b", re.IGNORECASE)
-_T_AGO = re.compile(rf"\b{_NUM_RE} (year|month)s? ago\b", re.IGNORECASE)
+_T_AGO = re.compile(rf"\b{_NUM_RE} (year|month|week|day)s? ago\b", re.IGNORECASE)
+_DAY_NAMES = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_T_WEEKDAY = re.compile(r"\b(?:on|last) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE)
+_T_WEEKEND = re.compile(r"\b(?:last|this|at the|over the) weekend\b", re.IGNORECASE)
+_ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10,
+}
+_T_DAY_OF = re.compile(
+    rf"\bon the (?:(\d{{1,2}})(?:st|nd|rd|th)?|({'|'.join(_ORDINALS)})) of {_MONTH_RE}\b", re.IGNORECASE
+)
+_T_ON_DATE = re.compile(rf"\bon (?:the )?(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH_RE}\b", re.IGNORECASE)
+_T_PART_OF = re.compile(
+    rf"\b(?:at the (?:start|beginning|end) of|in (?:early|late|mid)|(?:early|late) in) {_MONTH_RE}\b", re.IGNORECASE
+)
 _T_IN_MONTH = re.compile(rf"\bin {_MONTH_RE}(?: (\d{{4}}))?\b", re.IGNORECASE)
 _T_IN_YEAR = re.compile(r"\bin (\d{4})\b", re.IGNORECASE)
 _T_DAY = re.compile(r"\b(yesterday|today)\b", re.IGNORECASE)
@@ -229,9 +310,37 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
             monday = (at - timedelta(days=at.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
             span.valid_at = monday + timedelta(weeks=shift)
 
+    midnight = at.replace(hour=0, minute=0, second=0, microsecond=0)
+
     def ago(m: re.Match[str]) -> None:
         n, unit = _number(m.group(1)), m.group(2).lower()
-        span.valid_at = _jan1(at.year - n) if unit == "year" else _month_start(at.year, at.month - n)
+        if unit == "year":
+            span.valid_at = _jan1(at.year - n)
+        elif unit == "month":
+            span.valid_at = _month_start(at.year, at.month - n)
+        else:
+            span.valid_at = midnight - timedelta(days=n * (7 if unit == "week" else 1))
+
+    def weekday(m: re.Match[str]) -> None:
+        # The most recent such day before the message ("on Tuesday" said on a Friday).
+        back = (at.weekday() - _DAY_NAMES.index(m.group(1).lower())) % 7 or 7
+        span.valid_at = midnight - timedelta(days=back)
+
+    def weekend(m: re.Match[str]) -> None:
+        back = (at.weekday() - 5) % 7 or 7
+        span.valid_at = midnight - timedelta(days=back)
+
+    def day_of(m: re.Match[str]) -> None:
+        num = m.group(1) or m.group(2)
+        day_n = int(num) if num.isdigit() else _ORDINALS[num.lower()]
+        span.valid_at = past_month(MONTHS[m.group(3).lower()]).replace(day=min(day_n, 28))
+
+    def on_date(m: re.Match[str]) -> None:
+        day_n, month = int(m.group(1)), MONTHS[m.group(2).lower()]
+        span.valid_at = past_month(month).replace(day=min(day_n, 28))
+
+    def part_of(m: re.Match[str]) -> None:
+        span.valid_at = past_month(MONTHS[m.group(1).lower()])
 
     future = _FUTURE.search(text) is not None
     past = _PAST.search(text) is not None
@@ -260,7 +369,9 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
         ("valid_at", _T_SINCE_YEAR, since_year), ("valid_at", _T_SINCE_REL, since_rel),
         ("valid_at", _T_SINCE_MONTH, since_month), ("invalid_at", _T_UNTIL_MONTH, until_month),
         ("invalid_at", _T_UNTIL_YEAR, until_year), ("valid_at", _T_REL, rel), ("valid_at", _T_AGO, ago),
+        ("valid_at", _T_PART_OF, part_of), ("valid_at", _T_DAY_OF, day_of), ("valid_at", _T_ON_DATE, on_date),
         ("valid_at", _T_IN_MONTH, in_month), ("valid_at", _T_IN_YEAR, in_year), ("valid_at", _T_DAY, day),
+        ("valid_at", _T_WEEKDAY, weekday), ("valid_at", _T_WEEKEND, weekend),
     )
     for end, pattern, handler in rules:
         if getattr(span, end) is None:
@@ -271,10 +382,29 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
 # -- claims ----------------------------------------------------------------------------------------
 
 
+def third_person(verb: str) -> str:
+    """"go" -> "goes", "cycle" -> "cycles": the verb of a statement about the user."""
+    if verb in ("go", "do"):
+        return verb + "es"
+    if verb == "have":
+        return "has"
+    if verb.endswith(("s", "sh", "ch", "x", "z")):
+        return verb + "es"
+    if verb.endswith("y") and len(verb) > 1 and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_HABIT_BASE = {third_person(v): v for v in HABIT_VERBS}
+_PLURAL_VERBS = {"lives in": "live in", "is": "are", "works at": "work at", "works as": "work as", "has": "have",
+                 "is named": "are named", "is from": "are from", "studies": "study"}
+_SINGULAR_VERBS = {v: k for k, v in _PLURAL_VERBS.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """What a sentence or a stored statement says: `subject` is "" for the user, else what of the
-    user it is about ("sister", "favourite food", "name")."""
+    user it is about ("sister", "wife Priya", "favourite food", "name")."""
 
     subject: str
     verb: str
@@ -297,77 +427,166 @@ class Claim:
     @property
     def statement(self) -> str:
         head = "User" if not self.subject else f"User's {self.subject}"
+        verb = self.verb
+        if _relation_of(self.subject) in PLURAL_RELATIONS:
+            verb = _PLURAL_VERBS.get(verb, verb)
         if not self.negated:
-            return f"{head} {self.verb} {self.value}"
-        if self.verb == "is" or self.verb.startswith("is "):
-            return f"{head} is no longer {self.verb[3:]} {self.value}".replace("  ", " ")
-        return f"{head} no longer {self.verb} {self.value}"
+            return f"{head} {verb} {self.value}".rstrip()
+        if verb in ("is", "are") or verb.startswith(("is ", "are ")):
+            be, _, rest = verb.partition(" ")
+            return f"{head} {be} no longer {rest} {self.value}".replace("  ", " ").rstrip()
+        return f"{head} no longer {verb} {self.value}".rstrip()
 
 
+@lru_cache(maxsize=4096)
+def _relation_of(subject: str) -> str:
+    """The relation a subject names ("wife Priya" -> "wife", "twin brother" -> "twin brother")."""
+    low = subject.casefold()
+    for rel in _RELATIONS_LONGEST:
+        if low == rel or low.startswith(rel + " "):
+            return rel
+    return ""
+
+
+_SLOT_WORDS = {
+    "home": "where they live", "origin": "where they are from", "job": "their work", "employer": "their employer",
+    "former_employer": "their past employers", "former_home": "where they lived before",
+    "allergy": "their allergies", "spouse": "their marriage", "relationship": "their relationship",
+    "hobby": "their hobbies", "language": "the languages they speak", "learning": "what they are learning",
+    "study": "their studies", "car": "their car", "stay": "where they are staying", "uses": "what they use",
+    "team": "the team they support", "training": "what they train for", "workplace": "where they work from",
+    "shift": "their working hours", "diet": "their diet", "age": "their age", "name": "their name",
+    "pet": "their pets", "children": "their children",
+}
+
+
+def describe_slot(slot: str) -> str:
+    """A slot as a reviewer reads it ("sister:home" -> "their sister's home"), never the key itself."""
+    if slot in _SLOT_WORDS:
+        return _SLOT_WORDS[slot]
+    head, _, tail = slot.partition(":")
+    if head == "favourite":
+        return f"their favourite {tail}"
+    if head == "likes":
+        return f"how they feel about {tail}"
+    if head == "habit":
+        return f"their {tail} habit"
+    if head == "pets":
+        return f"their {_plural(tail)}"
+    if head == "children":
+        return "their children"
+    if head in ("is", "has"):
+        return f"whether they {'are' if head == 'is' else 'have'} {tail}"
+    words = {"name": "name", "home": "home", "employer": "employer", "job": "work", "age": "age",
+             "diet": "diet", "study": "studies", "origin": "origin"}
+    if tail in words:
+        return f"their {head}'s {words[tail]}"
+    return f"their {head}"
+
+
+def _activity_base(word: str) -> str:
+    """"swimming" -> "swim", "cycling" -> "cycle": the verb an -ing activity comes from."""
+    w = word.casefold()
+    if not w.endswith("ing") or len(w) < 5:
+        return w
+    stem = w[:-3]
+    for cand in (stem, stem + "e", stem[:-1]):
+        if cand in HABIT_VERBS or cand in _STOP_ING:
+            return cand
+    if len(stem) > 2 and stem[-1] == stem[-2]:
+        return stem[:-1]
+    return stem
+
+
+@lru_cache(maxsize=16384)
 def classify(subject: str, verb: str, value: str) -> str:
     """The slot of a claim: what it is about, so that two claims about the same thing meet."""
     low = value.casefold()
+    verb = _SINGULAR_VERBS.get(verb, verb)
     if not subject:
         simple = {
             "lives in": "home", "is from": "origin", "works as": "job", "works at": "employer",
             "worked at": "former_employer", "lived in": "former_home", "is allergic to": "allergy",
-            "is married to": "spouse", "plays": "hobby", "enjoys": "hobby", "speaks": "language",
-            "is learning": "learning", "studies": "study", "drives": "car", "is staying in": "stay",
-            "switched to": "switch",
+            "is married to": "spouse", "is engaged to": "relationship", "broke up with": "relationship",
+            "plays": "hobby", "enjoys": "hobby", "speaks": "language", "is learning": "learning", "studies": "study",
+            "drives": "car", "is staying in": "stay", "uses": "uses", "supports": "team", "teaches": "job",
+            "is training for": "training", "works from": "workplace", "works": "shift",
         }
         if verb in simple:
             return simple[verb]
+        if verb in ("loves", "likes", "hates", "prefers", "is into"):
+            return "likes:" + value_key(_ARTICLE.sub("", low))
+        if verb in _HABIT_BASE:
+            first = low.split()[0] if low.split() else ""
+            if verb == "goes":
+                return "habit:" + _activity_base(first)
+            if verb == "does":
+                return "habit:" + first
+            return "habit:" + _HABIT_BASE[verb]
         if verb == "has":
-            if _PET_VALUE.match(value):
-                return "pet"
-            if _KIDS_VALUE.match(value):
-                return "children"
+            if m := _PET_VALUE.match(value):
+                return "pet" if m.group("n").lower() in ("a", "an", "one") else f"pets:{m.group('sp').lower()}"
+            if m := _KIDS_VALUE.match(value):
+                return "children:" + _CHILD_NOUN.get(m.group("noun").lower().rstrip("s"), "child")
             return f"has:{value_key(low)}"
         if verb == "is":
-            if low in DIETS:
-                return "diet"
+            if low in DIETS or low.endswith(" intolerant"):
+                return "diet" if low in DIETS else f"is:{value_key(low)}"
             if _AGE_VALUE.match(low):
                 return "age"
+            if m := _FAN_VALUE.match(low):
+                return "likes:" + value_key(m.group(1))
+            if low in ("married", "engaged", "single", "divorced"):
+                return "relationship"
             return f"is:{value_key(low)}"
         return verb
     if subject == "name":
         return "name"
     if subject.startswith("favourite "):
         return "favourite:" + subject[len("favourite "):]
-    if subject in RELATIONS:
-        rel_verbs = {"is named": "name", "lives in": "home", "works at": "employer", "works as": "job"}
+    rel = _relation_of(subject)
+    if rel:
+        rel_verbs = {"is named": "name", "lives in": "home", "works at": "employer", "works as": "job",
+                     "studies": "study", "is from": "origin"}
         if verb in rel_verbs:
-            return f"{subject}:{rel_verbs[verb]}"
+            return f"{rel}:{rel_verbs[verb]}"
         if verb == "is":
             if _AGE_VALUE.match(low):
-                return f"{subject}:age"
+                return f"{rel}:age"
             if low in DIETS:
-                return f"{subject}:diet"
-            if _ARTICLE.match(low):
-                return f"{subject}:role"
-        return f"{subject}:{verb}"
+                return f"{rel}:diet"
+            if _ARTICLE.match(low) or low.startswith("retired "):
+                return f"{rel}:job"
+        return f"{rel}:{verb}"
     return f"{subject}:{verb}"
 
 
-_PET_VALUE = re.compile(
-    r"^(?:an?|one|two|three|\d+) (?:" + "|".join(sorted(PET_SPECIES, key=len, reverse=True)) + r")s?\b", re.IGNORECASE
+_SPECIES_RE = "|".join(sorted(PET_SPECIES, key=len, reverse=True))
+_PET_VALUE = re.compile(rf"^(?P<n>an?|one|two|three|four|five|\d+) (?P<sp>{_SPECIES_RE})(?:e?s)?\b", re.IGNORECASE)
+_CHILD_NOUN = {"child": "child", "children": "child", "kid": "child", "kids": "child", "son": "son",
+               "daughter": "daughter", "boy": "son", "girl": "daughter"}
+_KIDS_VALUE = re.compile(
+    r"^(?:an?|one|two|three|four|five|six|\d+) (?P<noun>children|child|kids|kid|sons|son|daughters|daughter|boys"
+    r"|girls|boy|girl)(?: and an? (?:son|daughter))?$", re.IGNORECASE,
 )
-_KIDS_VALUE = re.compile(r"^(?:an?|one|two|three|four|five|six|\d+) (?:children|child|kids|kid)$", re.IGNORECASE)
 _AGE_VALUE = re.compile(r"^\d{1,3} years old$")
+_FAN_VALUE = re.compile(r"^an? (?:big |huge |massive )?fan of (.+)$")
 
-_REL_RE = "|".join(sorted((re.escape(r) for r in RELATIONS), key=len, reverse=True))
+_RELATIONS_LONGEST = sorted(RELATIONS, key=len, reverse=True)
+_REL_RE = "|".join(re.escape(r) for r in _RELATIONS_LONGEST)
 _NAME = r"(?P<nm>(?-i:[A-Z])[\w'-]+)"
-_NOT_NAMES = {"Is", "Was", "Lives", "Works", "Has", "And", "But", "The", "Who", "Just", "Still", "Also", "Now"}
-_APPOSITIVE = re.compile(rf"\bmy (?P<rel>{_REL_RE}),? {_NAME}\b", re.IGNORECASE)
+_NOT_NAMES = {"Is", "Was", "Lives", "Works", "Has", "And", "But", "The", "Who", "Just", "Still", "Also", "Now",
+              "Got", "Moved", "Studies", "Are", "Live", "Work"}
+_APPOSITIVE = re.compile(rf"\bmy {_REL_ADJ}(?P<rel>{_REL_RE}),? {_NAME}\b", re.IGNORECASE)
 # The subject is lazy, so it grows word by word until a known verb follows ("User's favourite
 # food is ..."); verbs are tried longest first.
 _STATEMENT = re.compile(
-    r"^User(?:'s (?P<subj>.+?))? (?P<verb>" + "|".join(re.escape(v) for v in VERBS) + r") (?P<value>.+)$",
+    r"^User(?:'s (?P<subj>.+?))? (?P<verb>" + "|".join(re.escape(v) for v in VERBS) + r")(?: (?P<value>.+))?$",
     re.IGNORECASE,
 )
 
-# First-person rules: (pattern, builder). Each pattern is matched at the start of a normalised
-# clause ("I ..." or "my ..."), case-insensitively; `v` is the raw value, trimmed afterwards.
+# First-person rules. Each pattern is matched at the start of a normalised clause ("I ..." or
+# "my ..."), case-insensitively; `v` is the raw value, trimmed afterwards.
 _V = r"(?P<v>.+)"
 
 
@@ -376,46 +595,83 @@ def _rule(pattern: str) -> re.Pattern[str]:
 
 
 R_NAME = _rule(rf"^(?:my name is|call me|people call me) {_V}")
+R_IAM_NAME = re.compile(r"^I am (?P<nm>[A-Z][\w'-]+)(?:,? (?P<rest>an? .+))?$")
 R_FAV = _rule(rf"^my (?:favou?rite|fave?) (?P<what>[\w ]{{1,30}}?) (?:is|are) {_V}")
-R_REL_NAME = _rule(rf"^my (?P<rel>{_REL_RE})(?:'s name is| is (?:called|named)) {_V}")
-R_HAVE_REL = _rule(rf"^I (?:have|have got) an? (?P<rel>{_REL_RE}) (?:called|named) {_V}")
+R_MY_PET = _rule(rf"^my (?P<sp>{_SPECIES_RE})(?:'s name is| is (?:called|named)) (?P<v>(?-i:[A-Z])[\w'-]+)")
+R_REL_NAME = _rule(rf"^my {_REL_ADJ}(?P<rel>{_REL_RE})(?:'s name is| is (?:called|named)) {_V}")
+R_HAVE_REL = _rule(
+    rf"^I (?:have|have got) an? {_REL_ADJ}(?P<rel>{_REL_RE})(?: (?:called|named) {_V}|, (?P<nm>(?-i:[A-Z])[\w'-]+)$)"
+)
 R_REL_PRED = _rule(
-    rf"^my (?P<rel>{_REL_RE})(?: (?-i:[A-Z])[\w'-]+)? "
-    rf"(?P<verb>lives in|is living in|works at|works for|works as|is) {_V}"
+    rf"^my {_REL_ADJ}(?P<rel>{_REL_RE})(?:,? (?P<nm>(?-i:[A-Z])[\w'-]+),?)? "
+    rf"(?P<verb>lives in|live in|is living in|works at|work at|works for|work for|works as|work as"
+    rf"|got a (?:new )?job at|studies|study|is|are) {_V}"
 )
 R_LIVE = _rule(rf"^I (?:live|am living|have lived|have been living|reside|am based|am settled) in {_V}")
-R_MOVE = _rule(rf"^I (?:moved|have moved|am moving|relocated|move|moving) (?:from (?P<old>.+?) )?to {_V}")
+R_MOVE = _rule(rf"^I (?:moved|have moved|am moving|relocated|move|moving) (?:back )?(?:from (?P<old>.+?) )?to {_V}")
 R_LIVED = _rule(rf"^I (?:lived|used to live) in {_V}")
 R_FROM = _rule(rf"^I (?:am from|come from|grew up in|was born in) {_V}")
 R_STAY = _rule(rf"^I am staying in {_V}")
 R_WORK_AT = _rule(r"^I (?:work|am working|have worked|have been working) (?:at|for) (?P<v>.+?)(?: as (?P<job>.+))?$")
 R_WORK_AS = _rule(r"^I (?:work|am working|have worked|have been working) as (?P<v>.+?)(?: (?:at|for) (?P<emp>.+))?$")
+R_WORK_HOME = _rule(r"^I (?:work|am working) from home\b")
 R_WORKED = _rule(rf"^I (?:worked|used to work) (?:at|for) {_V}")
 R_BECAME = _rule(r"^I (?:became|got a job as|started working as|am working as) (?P<v>an? .+)")
+R_PROMOTED = _rule(rf"^I (?:got|was|have been) promoted to {_V}")
 R_JOINED = _rule(rf"^I (?:joined|started (?:a new job |working )?at|got a (?:new )?job at) {_V}")
 R_QUIT = _rule(rf"^I (?:quit|left) (?:my job at )?{_V}")
-R_AM_A = _rule(r"^I am (?P<v>an? .+)")
+R_AM_A = _rule(r"^I (?:am|have been) (?P<v>an? .+)")
 R_AM_DIET = _rule(r"^I am (?:a |an )?(?P<v>" + "|".join(sorted(DIETS, key=len, reverse=True)) + r")\b")
 R_WENT_DIET = _rule(
     r"^I (?:switched|switch|went|have gone|turned|changed|have switched) (?:to )?(?:an? |fully )?(?P<v>"
     + "|".join(sorted(DIETS, key=len, reverse=True)) + r")\b"
 )
+R_INTOLERANT = _rule(r"^I am (?P<v>(?:lactose|gluten|fructose|histamine|wheat) intolerant)\b")
+R_DIABETIC = _rule(r"^I am (?:an? )?(?P<v>diabetic|coeliac|celiac|asthmatic|epileptic)\b")
 R_SWITCH = _rule(rf"^I (?:switched|switch|have switched|changed|change) (?:from (?P<old>.+?) )?to {_V}")
 R_ALLERGIC = _rule(rf"^I am (?:very |severely |mildly |a bit )?allergic to {_V}")
-R_ALLERGY = _rule(r"^I have an? (?P<v>.+?) allergy\b")
-R_HAVE = _rule(rf"^I (?:have|have got|got|own|adopted|adopt|get) {_V}")
+R_ALLERGY = _rule(r"^I (?:have|have got) an? (?P<v>.+?) allergy\b")
+R_HAVE = _rule(rf"^I (?:have got|have|got|own|adopted|adopt|get) {_V}")
 R_PLAY = _rule(rf"^I (?:play|have played|have been playing|am playing) {_V}")
-R_ENJOY = _rule(r"^I (?:love|enjoy|like) (?P<v>\w+ing)\b")
+R_LIKE = _rule(
+    r"^I (?P<verb>love|adore|really like|like|hate|detest|cannot stand|prefer|am crazy about|am obsessed with"
+    r"|am mad about|am (?:a |an )?(?:big |huge |massive )?fan of|am into) (?P<v>.+)"
+)
+_LANGUAGES = re.compile(r"(?-i:[A-Z])\w+(?:(?:, | and | & )(?-i:[A-Z])\w+)+")
 R_SPEAK = _rule(rf"^I (?:speak|can speak) {_V}")
 R_LEARN = _rule(rf"^I (?:am learning|have been learning|started learning|began learning|learn|started to learn) {_V}")
 R_STUDY = _rule(rf"^I (?:am studying|study|am a student of) {_V}")
+R_TEACH = _rule(rf"^I (?:teach|am teaching) {_V}")
+R_SUPPORT = _rule(rf"^I (?:support|root for) {_V}")
+R_TRAINING = _rule(rf"^I am training for {_V}")
 R_DRIVE = _rule(r"^I (?:drive|have|own) (?P<v>an? .+)")
 R_AGE = _rule(r"^I am (?P<v>\d{1,3})(?: years old| yrs old| y/?o)?$")
 R_TURNED = _rule(r"^I (?:turned|am turning) (?P<v>\d{1,3})\b")
-R_MARRIED = _rule(rf"^I am married to {_V}")
+R_MARRIED = _rule(rf"^I (?:am|have been) married to {_V}")
+R_GOT_MARRIED = _rule(r"^I (?:got|have got|have just got) (?P<what>married|engaged)(?: to (?P<v>.+))?")
+R_BROKE_UP = _rule(rf"^I (?:broke up|split up|have broken up) with {_V}")
+R_CUT_DOWN = _rule(rf"^I (?:have )?(?:cut down|cut back) to {_V}")
+R_HABIT_ING = _rule(
+    r"^I (?P<aux>have been|am|started|began|took up|have started) (?P<w>[a-z]+ing)\b(?P<rest>.*)$"
+)
+R_HABIT = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<rest>.+))?$")
 
 _STOP_ING = {"play", "learn", "work", "live", "eat", "drive", "speak", "study", "run", "swim", "cook", "use",
-             "paint", "write", "read", "sing", "dance", "climb", "hike", "bike", "ski", "surf", "teach"}
+             "paint", "write", "read", "sing", "dance", "climb", "hike", "bike", "ski", "surf", "teach", "cycle",
+             "boulder", "fish", "drink", "smoke", "do", "go", "jog", "skate", "sail", "row", "knit", "bake"}
+_NOT_OBJECTS = {"it", "that", "this", "these", "those", "you", "your", "them", "him", "her", "how", "what", "when",
+                "where", "why", "which", "who", "so", "all", "everything", "nothing", "something", "anything",
+                "one", "the idea", "the way", "too", "being", "having", "online", "outside", "together", "well",
+                "a lot"}
+_NON_NAME_ENDINGS = ("ish", "ese", "ian", "ean", "ic", "ed", "ing", "ful", "ous", "ive")
+_FIELDS = {"management", "marketing", "sales", "finance", "teaching", "nursing", "consulting", "engineering",
+           "design", "research", "law", "medicine", "journalism", "accounting", "it", "hr", "retail", "banking"}
+_EVALUATIVE = {"terrible", "great", "good", "bad", "awful", "amazing", "decent", "lousy", "horrible", "excellent",
+               "brilliant", "rubbish", "hopeless", "best", "worst", "professional", "total", "wannabe"}
+_NUMBER_AGE = re.compile(r"^(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)(?: years old)?\b",
+                         re.IGNORECASE)
+_AGE_WORDS = {"eleven": 11, "twelve": 12}
+_DRINKS = re.compile(r"\b(?:coffees?|teas?|beers?|cups?|glasses|pints?|drinks?)\b", re.IGNORECASE)
 
 
 def _trim(raw: str, extra: re.Pattern[str] | None = None) -> str:
@@ -434,8 +690,22 @@ def _trim(raw: str, extra: re.Pattern[str] | None = None) -> str:
 
 
 _JOB_END = re.compile(r"\s+(?:in|at|for|from|on)\b", re.IGNORECASE)
-_HOBBY_END = re.compile(r"\s+(?:on|every|at|in|twice|once|most|each|whenever)\b", re.IGNORECASE)
+_HOBBY_END = re.compile(r"\s+(?:on|every|at|twice|once|most|each|whenever)\b", re.IGNORECASE)
 _PLACE_END = re.compile(r"\s+(?:in the|near|close to|next to|on the)\b", re.IGNORECASE)
+_DETAIL = re.compile(r"^(?P<head>.+?)\s+(?P<prep>in|at)\s+(?P<where>(?:the\s+)?(?-i:[A-Z]).*)$", re.IGNORECASE)
+
+
+def _place(raw: str) -> str:
+    """A home or a destination, or "" for what only sounds like one ("I live in hope", "I LIVE
+    IN HOPE!", "I live in the library basically"): idioms are refused in any case, and a value that
+    starts with a lowercase article or determiner is not a place name."""
+    value = _trim(raw, _PLACE_END)
+    low = value.casefold()
+    if not value or low in IDIOM_PLACES or low.split()[0] in IDIOM_PLACES:
+        return ""
+    if re.match(r"(?-i:the|a|an|my|our|this|that|his|her|their)\b", value):
+        return ""
+    return value
 
 
 def _job_value(raw: str) -> str:
@@ -452,38 +722,163 @@ def _is_job(value: str) -> bool:
     return bool(words) and (words[-1] in JOB_NOUNS or " ".join(words[-2:]) in JOB_NOUNS)
 
 
+def _count_word(n: str) -> str:
+    return n.lower() if not n.isdigit() else n
+
+
+def _plural(noun: str) -> str:
+    if noun.endswith(("s", "sh", "ch", "x")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+_PET_WITH_NAMES = re.compile(
+    rf"^(?P<n>an?|one|two|three|four|five|\d+) (?P<sp>{_SPECIES_RE})(?:e?s)?"
+    r"(?:,? (?:named|called) |, )(?P<names>(?-i:[A-Z])[\w'-]+(?:(?:, | and )(?-i:[A-Z])[\w'-]+)*)",
+    re.IGNORECASE,
+)
+_SPECIES_WORD = {"puppy": "dog", "kitten": "cat", "bunny": "rabbit"}
+
+
 def _pets(raw: str) -> list[Claim]:
+    """"a dog named Rex", "two cats, Kimchi and Mandu", "three horses": counts and names kept."""
+    def one(n: str, species: str, names: str | None) -> Claim:
+        species = _SPECIES_WORD.get(species.lower(), species.lower())
+        count = _count_word(n)
+        noun = species if count in ("a", "an", "one") else _plural(species)
+        if count in ("a", "an"):
+            count = "an" if species[0] in "aeiou" else "a"
+        return Claim("", "has", f"{count} {noun}" + (f" named {names}" if names else ""))
+
+    if (m := _PET_WITH_NAMES.match(raw.strip())) and m.group("n").lower() not in ("a", "an", "one"):
+        return [one(m.group("n"), m.group("sp"), m.group("names").replace(", ", " and ", 1)
+                    if m.group("names").count(",") == 1 and " and " not in m.group("names") else m.group("names"))]
     out = []
     for part in re.split(r",\s*|\s+and\s+", raw):
         part = part.strip(" .!")
         m = re.match(
-            r"^(?P<n>an?|one|two|three|\d+) (?P<sp>" + "|".join(sorted(PET_SPECIES, key=len, reverse=True))
-            + r")(?:s)?(?:,? (?:named|called) (?P<name>[\w'-]+))?", part, re.IGNORECASE,
+            rf"^(?P<n>an?|one|two|three|four|five|\d+) (?P<sp>{_SPECIES_RE})(?:e?s)?(?:,? (?:named|called) "
+            r"(?P<name>[\w'-]+))?\b", part, re.IGNORECASE,
         )
-        if m is None:
-            continue
-        n, species, name = m.group("n").lower(), m.group("sp").lower(), m.group("name")
-        text = f"{n} {species}" + (f" named {name}" if name else "")
-        out.append(Claim("", "has", text))
+        if m is not None:
+            out.append(one(m.group("n"), m.group("sp"), m.group("name")))
     return out
 
 
 def _kids(raw: str) -> list[Claim]:
-    m = re.match(r"^(?P<n>an?|one|two|three|four|five|six|\d+) (?:children|child|kids|kid)\b", raw, re.IGNORECASE)
+    """"two kids" -> "two children"; "two daughters", "a son and a daughter" keep their words."""
+    m = re.match(
+        r"^(?P<n>an?|one|two|three|four|five|six|\d+) (?P<noun>children|child|kids|kid|sons|son|daughters|daughter"
+        r"|boys|girls|boy|girl)\b(?P<more> and an? (?:son|daughter)\b)?", raw, re.IGNORECASE,
+    )
     if m is None:
         return []
-    n = _number(m.group("n"))
-    words = {1: "one child", 2: "two children", 3: "three children", 4: "four children", 5: "five children",
-             6: "six children"}
-    return [Claim("", "has", words.get(n, f"{n} children"))]
+    count = _count_word(m.group("n"))
+    noun = m.group("noun").lower()
+    if noun in ("kid", "kids", "child", "children"):
+        n = _number(count) if not count.isdigit() else int(count)
+        words = {1: "one child", 2: "two children", 3: "three children", 4: "four children", 5: "five children",
+                 6: "six children"}
+        return [Claim("", "has", words.get(n, f"{n} children"))]
+    noun = {"boy": "son", "boys": "sons", "girl": "daughter", "girls": "daughters"}.get(noun, noun)
+    more = (m.group("more") or "").strip()
+    return [Claim("", "has", f"{count} {noun}" + (f" {more}" if more else ""))]
 
 
 def _verb_from_ing(word: str) -> str | None:
-    base = word[:-3].lower()
-    for cand in (base, base + "e", base[:-1]):
-        if cand in _STOP_ING:
-            return cand
-    return None
+    base = _activity_base(word)
+    return base if base in _STOP_ING or base in HABIT_VERBS else None
+
+
+def _object_ok(value: str) -> bool:
+    low = value.casefold()
+    return bool(value) and low.split()[0] not in _NOT_OBJECTS and low not in _NOT_OBJECTS
+
+
+def _habit(verb: str, rest: str) -> list[Claim]:
+    """"I go swimming every Saturday", "I surf", "I drink about five coffees a day": a habit, its
+    frequency kept. A bare verb counts only for activities; others need a frequency."""
+    verb = verb.lower()
+    rest = rest.strip()
+    if verb not in HABIT_VERBS:
+        return []
+    if verb == "go":
+        first = rest.split()[0].lower().strip(",;:.!") if rest else ""
+        if first not in GO_ACTIVITIES:
+            return []
+    elif verb not in ACTIVITY_VERBS and not _FREQUENCY.search(rest):
+        return []
+    value = _trim(rest) if rest else ""
+    if rest and not value:
+        return []
+    if value and not _object_ok(value):
+        return []
+    return [Claim("", third_person(verb), value)]
+
+
+def _self_job(raw: str) -> list[Claim]:
+    """"a firefighter in Leeds" -> works as a firefighter + lives in Leeds; "a nurse at the Alfred"
+    -> works as a nurse + works at the Alfred; "a PhD student in Seoul" stays one statement."""
+    value = _trim(raw)
+    if not value:
+        return []
+    head, prep, where = value, "", ""
+    if m := _DETAIL.match(value):
+        head, prep, where = m.group("head"), m.group("prep").lower(), m.group("where")
+    if not _is_job(head):
+        return []
+    head = re.sub(r"\bphysio$", "physiotherapist", head)
+    low = _ARTICLE.sub("", head.casefold())
+    if low in STUDENT_NOUNS or low.split()[-1] in STUDENT_NOUNS:
+        return [Claim("", "is", value)]
+    job = head if _ARTICLE.match(head) else ("an " if head[0].lower() in "aeiou" else "a ") + head
+    out = [Claim("", "works as", job)]
+    if any(w in _EVALUATIVE for w in low.split()):
+        return []  # "I'm a terrible cook" is self-mockery, not a job
+    if prep == "in" and (place := _place(where)):
+        out.append(Claim("", "lives in", place))
+    elif prep == "at":
+        out.append(Claim("", "works at", where))
+    return out
+
+
+def _relative(rel: str, name: str | None, verb: str, raw: str) -> list[Claim]:
+    """A claim about one of the user's people, the name kept in the subject ("User's wife Priya
+    is a pharmacist") and the details of the value kept ("a doctor in Vancouver")."""
+    subject = rel.lower() + (f" {name}" if name else "")
+    verb = verb.lower()
+    if verb in ("lives in", "live in", "is living in"):
+        v = _place(raw)
+        return [Claim(subject, "lives in", v)] if v else []
+    if verb in ("works at", "work at", "works for", "work for") or verb.startswith("got a"):
+        v = _trim(raw)
+        return [Claim(subject, "works at", v)] if v else []
+    if verb in ("works as", "work as"):
+        v = _job_value(raw)
+        return [Claim(subject, "works as", v)] if v else []
+    if verb in ("studies", "study"):
+        v = _trim(raw)
+        return [Claim(subject, "studies", v)] if v else []
+    if am := _NUMBER_AGE.match(raw):
+        word = am.group(1).lower()
+        age = int(word) if word.isdigit() else _AGE_WORDS.get(word) or _number(word)
+        return [Claim(subject, "is", f"{age} years old")]
+    v = _trim(raw)
+    if re.match(r"^at (?:university|uni|college|school)\b", v, re.IGNORECASE):
+        return [Claim(subject, "is", v)]
+    if v.casefold() in DIETS:
+        return [Claim(subject, "is", v.lower())]
+    if v.lower().startswith("from ") and (place := _place(v[5:])):
+        return [Claim(subject, "is from", place)]
+    head = v
+    if m := _DETAIL.match(v):
+        head = m.group("head")
+    plain = re.sub(r"^(?:an?\s+)?(?:retired|former|trainee|junior|senior|head)\s+", "a ", head, flags=re.IGNORECASE)
+    if _ARTICLE.match(head) and _is_job(plain):
+        return [Claim(subject, "is", v)]
+    return []
 
 
 def clause_claims(clause: str) -> list[Claim]:
@@ -492,30 +887,24 @@ def clause_claims(clause: str) -> list[Claim]:
     if m := R_NAME.match(clause):
         v = _trim(m.group("v"))
         return [Claim("name", "is", v)] if v else []
+    if (m := R_IAM_NAME.match(clause)) and m.group("nm") not in _NOT_NAMES and m.group("nm") != "I":
+        name = m.group("nm")
+        if not name.casefold().endswith(_NON_NAME_ENDINGS) and name.casefold() not in DIETS:
+            out = [Claim("name", "is", name)]
+            if m.group("rest"):
+                out.extend(clause_claims(f"I am {m.group('rest')}"))
+            return out
     if m := R_FAV.match(clause):
         what, v = " ".join(m.group("what").lower().split()), _trim(m.group("v"))
         return [Claim(f"favourite {what}", "is", v)] if v else []
+    if m := R_MY_PET.match(clause):
+        return _pets(f"a {m.group('sp')} named {m.group('v')}")
     if (m := R_REL_NAME.match(clause)) or (m := R_HAVE_REL.match(clause)):
-        v = _trim(m.group("v"))
+        v = _trim(m.groupdict().get("v") or m.groupdict().get("nm") or "")
         return [Claim(m.group("rel").lower(), "is named", v)] if v else []
     if m := R_REL_PRED.match(clause):
-        rel, verb = m.group("rel").lower(), m.group("verb").lower()
-        raw = m.group("v")
-        if verb in ("lives in", "is living in"):
-            v = _trim(raw, _PLACE_END)
-            return [Claim(rel, "lives in", v)] if v else []
-        if verb in ("works at", "works for"):
-            v = _trim(raw)
-            return [Claim(rel, "works at", v)] if v else []
-        if verb == "works as":
-            v = _job_value(raw)
-            return [Claim(rel, "works as", v)] if v else []
-        if am := re.match(r"^(\d{1,3})(?: years old)?\b", raw):
-            return [Claim(rel, "is", f"{am.group(1)} years old")]
-        v = _trim(raw, _JOB_END)
-        if v.casefold() in DIETS or (_ARTICLE.match(v) and len(v.split()) <= 4):
-            return [Claim(rel, "is", v.lower() if v.casefold() in DIETS else v)]
-        return []
+        name = m.group("nm") if m.group("nm") not in _NOT_NAMES else None
+        return _relative(m.group("rel"), name, m.group("verb"), m.group("v"))
     if m := R_AGE.match(clause):
         return [Claim("", "is", f"{int(m.group('v'))} years old")]
     if m := R_TURNED.match(clause):
@@ -525,24 +914,36 @@ def clause_claims(clause: str) -> list[Claim]:
         return [Claim("", "is allergic to", v)] if v else []
     if m := R_ALLERGY.match(clause):
         v = _trim(m.group("v"))
+        v = _plural(v) if v.casefold() in PET_SPECIES else v
         return [Claim("", "is allergic to", v)] if v else []
     if (m := R_AM_DIET.match(clause)) or (m := R_WENT_DIET.match(clause)):
+        return [Claim("", "is", m.group("v").lower())]
+    if (m := R_INTOLERANT.match(clause)) or (m := R_DIABETIC.match(clause)):
         return [Claim("", "is", m.group("v").lower())]
     if m := R_MARRIED.match(clause):
         v = _trim(m.group("v"))
         return [Claim("", "is married to", v)] if v else []
+    if m := R_GOT_MARRIED.match(clause):
+        what = m.group("what").lower()
+        v = _trim(m.group("v")) if m.group("v") else ""
+        return [Claim("", f"is {what} to", v)] if v else [Claim("", "is", what)]
+    if m := R_BROKE_UP.match(clause):
+        v = _trim(m.group("v"))
+        return [Claim("", "broke up with", v)] if v else []
     if m := R_STAY.match(clause):
-        v = _trim(m.group("v"), _PLACE_END)
+        v = _place(m.group("v"))
         return [Claim("", "is staying in", v)] if v else []
     if (m := R_LIVE.match(clause)) or (m := R_MOVE.match(clause)):
-        v = _trim(m.group("v"), _PLACE_END)
+        v = _place(m.group("v"))
         return [Claim("", "lives in", v)] if v else []
     if m := R_LIVED.match(clause):
-        v = _trim(m.group("v"), _PLACE_END)
+        v = _place(m.group("v"))
         return [Claim("", "lived in", v)] if v else []
     if m := R_FROM.match(clause):
-        v = _trim(m.group("v"), _PLACE_END)
+        v = _place(m.group("v"))
         return [Claim("", "is from", v)] if v else []
+    if R_WORK_HOME.match(clause):
+        return [Claim("", "works from", "home")]
     if m := R_WORK_AT.match(clause):
         v = _trim(m.group("v"))
         if v:
@@ -563,17 +964,27 @@ def clause_claims(clause: str) -> list[Claim]:
     if m := R_BECAME.match(clause):
         job = _job_value(m.group("v"))
         return [Claim("", "works as", job)] if job else []
+    if m := R_PROMOTED.match(clause):
+        v = _trim(m.group("v"))
+        return [Claim("", "is", v)] if v else []
     if m := R_JOINED.match(clause):
         v = _trim(m.group("v"))
         return [Claim("", "works at", v)] if v else []
     if m := R_QUIT.match(clause):
         v = _trim(m.group("v"))
-        if v and v.casefold() not in ("my job", "it", "that", "work", "smoking"):
+        if v and v.casefold() not in ("my job", "it", "that", "work", "smoking", "my firm", "my company"):
             return [Claim("", "works at", v, negated=True)]
         return []
     if m := R_AM_A.match(clause):
-        job = _job_value(m.group("v"))
-        return [Claim("", "works as", job)] if job and _is_job(job) else []
+        raw = re.sub(r"^(an?) (?:total|real|bit of an?|complete|proper|keen)\s+", r"\1 ", m.group("v"),
+                     flags=re.IGNORECASE)
+        ident = _trim(raw)
+        if _ARTICLE.sub("", ident.casefold()) in IDENTITY_NOUNS:
+            return [Claim("", "is", ident)]
+        if _FAN_VALUE.match(ident.casefold()):
+            obj = _FAN_VALUE.match(ident.casefold()).group(1)  # type: ignore[union-attr]
+            return [Claim("", "is", ident)] if _object_ok(obj) else []
+        return _self_job(m.group("v"))
     if m := R_DRIVE.match(clause):
         v = _trim(m.group("v"))
         words = _ARTICLE.sub("", v.casefold()).split()
@@ -586,16 +997,32 @@ def clause_claims(clause: str) -> list[Claim]:
         words = _ARTICLE.sub("", v.casefold()).split()
         if words and words[0] in CAR_MAKES:
             return [Claim("", "drives", v)]
-        return [Claim("", "switched to", v)]
+        # Said as a person would: "User works day shifts", "User works in marketing", "User uses Linux".
+        if words[-1] in ("shifts", "shift", "hours"):
+            return [Claim("", "works", v)]
+        if " ".join(words) in _FIELDS or words[-1] in _FIELDS:
+            return [Claim("", "works in", v)]
+        return [Claim("", "uses", v)]
     if (m := R_HAVE.match(clause)) and (owned := _pets(m.group("v")) or _kids(m.group("v"))):
         return owned
     if m := R_PLAY.match(clause):
         v = _trim(m.group("v"), _HOBBY_END)
-        return [Claim("", "plays", v)] if v else []
-    if m := R_ENJOY.match(clause):
-        return [Claim("", "enjoys", m.group("v").lower())]
+        return [Claim("", "plays", v)] if v and _object_ok(v) else []
+    if m := R_LIKE.match(clause):
+        word = m.group("verb").lower()
+        v = re.sub(r"^(?:a good|good|a nice|nice)\s+", "", _trim(m.group("v")), flags=re.IGNORECASE)
+        if not _object_ok(v):
+            return []
+        if "fan" in word:
+            return [Claim("", "is", f"a {'big ' if 'big' in word or 'huge' in word else ''}fan of {v}")]
+        verb = {"love": "loves", "adore": "loves", "really like": "loves", "am crazy about": "loves",
+                "am obsessed with": "loves", "am mad about": "loves", "like": "likes", "hate": "hates",
+                "detest": "hates", "cannot stand": "hates", "prefer": "prefers", "am into": "is into"}[word]
+        return [Claim("", verb, v)]
     if m := R_SPEAK.match(clause):
-        v = _trim(m.group("v").replace(" and ", " & "), _HOBBY_END).replace(" & ", " and ")
+        if lm := _LANGUAGES.match(m.group("v")):
+            return [Claim("", "speaks", lm.group(0))]
+        v = _trim(m.group("v"), _HOBBY_END)
         return [Claim("", "speaks", v)] if v else []
     if m := R_LEARN.match(clause):
         v = _trim(m.group("v"), _HOBBY_END)
@@ -603,6 +1030,29 @@ def clause_claims(clause: str) -> list[Claim]:
     if m := R_STUDY.match(clause):
         v = _trim(m.group("v"))
         return [Claim("", "studies", v)] if v else []
+    if m := R_TEACH.match(clause):
+        v = _trim(m.group("v"))
+        return [Claim("", "teaches", v)] if v and _object_ok(v) else []
+    if m := R_SUPPORT.match(clause):
+        v = _trim(m.group("v"))
+        return [Claim("", "supports", v)] if v and _object_ok(v) else []
+    if m := R_TRAINING.match(clause):
+        v = _trim(m.group("v"))
+        return [Claim("", "is training for", v)] if v else []
+    if (m := R_CUT_DOWN.match(clause)) and _DRINKS.search(m.group("v")):
+        v = _trim(m.group("v"))
+        return [Claim("", "drinks", v)] if v else []
+    if m := R_HABIT_ING.match(clause):
+        word, rest, aux = m.group("w").lower(), m.group("rest"), m.group("aux").lower()
+        if aux == "am" and not _FREQUENCY.search(rest):
+            return []  # "I'm cooking dinner" is what the user does now, not a habit
+        base = _activity_base(word)
+        content = rest.strip()
+        if word in GO_ACTIVITIES and (not content or _FREQUENCY.match(content) or content.startswith(("on ", "in "))):
+            return _habit("go", f"{word} {content}".strip())
+        return _habit(base, content)
+    if m := R_HABIT.match(clause):
+        return _habit(m.group("verb"), m.group("rest") or "")
     return out
 
 
@@ -610,13 +1060,42 @@ _NEG_NO_LONGER = re.compile(r"\bno longer\s+|\bnot any ?more\s+", re.IGNORECASE)
 _NEG_ANYMORE = re.compile(r"\s*\b(?:any ?more|any longer)\b", re.IGNORECASE)
 _NEG_NOT = re.compile(r"^I (?:do not|does not|am not|have not|did not)\s+", re.IGNORECASE)
 _NEG_STOPPED = re.compile(r"^I (?:stopped|quit|gave up) (?P<w>\w+ing)\b", re.IGNORECASE)
+_ACTUALLY = re.compile(r"^\W*(?:oh,? |well,? |wait,? )?actually\b", re.IGNORECASE)
+_PARTNER_AND_I = re.compile(r"^(?P<p>(?-i:[A-Z])[\w'-]+|my \w+) and I\b", re.IGNORECASE)
+_SUBJECTS = [
+    (re.compile(r"^we are\b", re.IGNORECASE), "I am"),
+    (re.compile(r"^we were\b", re.IGNORECASE), "I was"),
+    (re.compile(r"^we\b", re.IGNORECASE), "I"),
+    (re.compile(r"^our\b", re.IGNORECASE), "my"),
+    (re.compile(r"^(?:have |I have )?been\b", re.IGNORECASE), "I have been"),
+]
+
+
+def _subject(c: str) -> str:
+    """"We moved", "Our son", "Been cycling", "Kenji and I got engaged": the user speaking for the
+    household, or with the subject dropped, is still the user; a partner named beside "I" stays
+    with the event ("I got engaged to Kenji")."""
+    for pattern, repl in _SUBJECTS:
+        c = pattern.sub(repl, c, count=1)
+    if m := _PARTNER_AND_I.match(c):
+        partner, rest = m.group("p"), c[m.end():]
+        c = "I" + rest
+        if not partner.lower().startswith("my ") and re.match(r"^ (?:got|have got|just got) (?:married|engaged)\b",
+                                                               rest, re.IGNORECASE):
+            c = re.sub(r"\b(married|engaged)\b", rf"\1 to {partner}", c, count=1)
+        elif not partner.lower().startswith("my ") and re.match(r"^ (?:broke|split) up\b", rest, re.IGNORECASE):
+            c = re.sub(r"\bup\b", f"up with {partner}", c, count=1)
+    return c
 
 
 def normalise_clause(clause: str) -> tuple[str, bool] | None:
     """Strip discourse words, adverbs and modals; turn "no longer" / "not ... anymore" / "stopped
-    -ing" into (positive clause, negated). None for clauses that are negative without saying a
-    previous state ended ("I don't eat meat" is not read: too easy to misstate as a fact)."""
+    -ing" / a correction ("actually I'm not ...") into (positive clause, negated). None for clauses
+    that are negative without saying a previous state ended ("I don't eat meat" is not read: too
+    easy to misstate as a fact)."""
+    correction = _ACTUALLY.match(clause) is not None
     c = _LEAD.sub("", clause.strip())
+    c = _subject(c)
     c = _ADVERBS.sub("", c)
     c = " ".join(c.split()).rstrip(" .!;,")
     if not c:
@@ -624,7 +1103,7 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
     negated = False
     if _NEG_NO_LONGER.search(c):
         c, negated = _NEG_NO_LONGER.sub("", c), True
-    if _NEG_ANYMORE.search(c):
+    if _NEG_ANYMORE.search(c) or (correction and _NEG_NOT.match(c)):
         c = _NEG_ANYMORE.sub("", c)
         if _NEG_NOT.match(c):
             c = _NEG_NOT.sub(lambda m: "I am " if " am " in m.group(0) else "I ", c)
@@ -633,10 +1112,14 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
             c = re.sub(r"\bnot\s+", "", c, count=1, flags=re.IGNORECASE)
             negated = True
     if m := _NEG_STOPPED.match(c):
-        base = _verb_from_ing(m.group("w"))
-        if base is None:
+        word = m.group("w").lower()
+        base = _verb_from_ing(word)
+        if word in GO_ACTIVITIES and base not in ("play", "drive", "work"):
+            c, negated = f"I go {word}" + c[m.end():], True
+        elif base is None:
             return None
-        c, negated = f"I {base}" + c[m.end():], True
+        else:
+            c, negated = f"I {base}" + c[m.end():], True
     if re.match(r"^I (?:do|does|did|am|have) not\b|^I (?:never|cannot)\b", c, re.IGNORECASE):
         return None
     c = _MODALS.sub("I ", c)
@@ -645,6 +1128,34 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
     if c[:2].lower() == "i " or c.lower().startswith("my "):
         return c, negated
     return None
+
+
+def people(claims: Iterable[Claim]) -> dict[str, str]:
+    """Who the user has named, by name: {"Max": "brother", "Luca": "husband"}, from claims such as
+    "User's brother Max lives in Graz" or "User's partner is named Sam" (the latest wins)."""
+    out: dict[str, str] = {}
+    for c in claims:
+        rel = _relation_of(c.subject)
+        if not rel:
+            continue
+        rest = c.subject[len(rel):].strip()
+        if rest[:1].isupper() and " " not in rest:
+            out[rest] = rel
+        if c.verb == "is named" and c.value[:1].isupper() and " " not in c.value:
+            out[c.value] = rel
+    return out
+
+
+_NAMED_SUBJECT = re.compile(r"^(?P<nm>(?-i:[A-Z])[\w'-]+) (?=(?:is|works|lives|got|studies|has|just)\b)")
+
+
+def with_person(sentence: str, names: dict[str, str]) -> str:
+    """"Max is an engineer." read as "My brother Max is an engineer." once the user has said who
+    Max is; a name the user never placed stays unread (it may be anyone)."""
+    m = _NAMED_SUBJECT.match(sentence)
+    if m is None or m.group("nm") not in names:
+        return sentence
+    return f"My {names[m.group('nm')]} {sentence}"
 
 
 def sentences(text: str) -> list[str]:
@@ -660,20 +1171,52 @@ def is_question(sentence: str) -> bool:
 
 
 def confidence_of(sentence: str) -> float:
-    """Firm claims 0.9; hedged or hypothetical ones 0.4, below the default gate of 0.7 so that the
-    pipeline counts them instead of queuing them."""
+    """Firm claims 0.9; hedged or hypothetical ones 0.4 and jokes or sarcasm ("Sure, and I'm also
+    the Queen of England, lol") 0.3, below the default gate of 0.7 so that the pipeline counts
+    them instead of queuing them."""
+    if _JOKE.search(sentence):
+        return 0.3
     return 0.4 if (_HEDGE.search(sentence) or _HYPOTHETICAL.search(sentence)) else 0.9
 
 
+def is_retraction(text: str) -> bool:
+    """"Just kidding about the allergy": the message takes back the user's previous one."""
+    return _RETRACT.match(text) is not None
+
+
+def corrected_words(text: str) -> list[str]:
+    """"I said married, we got engaged, not married" -> ["married"]: earlier claims with that word
+    in this episode are taken back."""
+    return [m.group("w").casefold() for m in _CORRECTION.finditer(text)]
+
+
+_PARTNER_EVENT = re.compile(
+    r"(?P<pre>^|[,:;!]\s*)(?P<p>(?-i:[A-Z])[\w'-]+) and I "
+    r"(?P<ev>(?:have )?(?:just )?got (?:married|engaged)|broke up|split up)",
+    re.IGNORECASE,
+)
+_HAVE_REL_PRONOUN = re.compile(rf"^(?:I|we) have an? (?P<rel>{_REL_RE}),\s+(?:he|she) is\b", re.IGNORECASE)
+_PRONOUN_AFTER_REL = re.compile(rf"^(?P<who>my {_REL_ADJ}(?:{_REL_RE}))\b(?P<mid>[^.!?]*?,\s+)(?:she|he|they)\b",
+                                 re.IGNORECASE)
+
+
 def expand(sentence: str) -> str:
+    """Contractions spelled out, and "she"/"he" after "My sister ..., " read as the sister."""
     s = sentence.replace("’", "'")
     for pattern, repl in _CONTRACTIONS:
         s = pattern.sub(repl, s)
+    s = _PARTNER_EVENT.sub(
+        lambda m: f"{m.group('pre')}I {m.group('ev')} {'with' if 'up' in m.group('ev') else 'to'} {m.group('p')}", s)
+    s = _HAVE_REL_PRONOUN.sub(lambda m: f"I have a {m.group('rel')}, my {m.group('rel').lower()} is", s)
+    s = _PRONOUN_AFTER_REL.sub(lambda m: f"{m.group('who')}{m.group('mid')}{m.group('who').lower()}", s)
     return s
 
 
 def split_clauses(sentence: str) -> list[str]:
-    return [c for c in _CLAUSE.split(sentence) if c and c.strip()]
+    """Clauses that start with "I", "my", "we" or "our"; "I quit Emirates and joined Etihad" gives
+    the second clause its dropped subject back."""
+    parts = [c for c in _CLAUSE.split(sentence) if c and c.strip()]
+    return [parts[0], *(f"I {p}" if _ELIDED.match(p) else p for p in parts[1:])] if parts else []
 
 
 def appositive_names(sentence: str) -> list[Claim]:
@@ -699,6 +1242,13 @@ def parse_statement(statement: str) -> Claim | None:
     m = _STATEMENT.match(text)
     if m is None:
         return None
-    subj = (m.group("subj") or "").strip().lower().replace("favorite ", "favourite ")
-    value = m.group("value").strip()
-    return Claim(subj, m.group("verb").lower(), value, negated) if value else None
+    subj = (m.group("subj") or "").strip().replace("favorite ", "favourite ")
+    rel = _relation_of(subj)
+    # The relation is folded, a name after it keeps its case ("wife Priya").
+    subj = rel + subj[len(rel):] if rel else subj.lower()
+    verb = m.group("verb").lower()
+    verb = _SINGULAR_VERBS.get(verb, verb) if rel in PLURAL_RELATIONS else verb
+    value = (m.group("value") or "").strip()
+    if not value and verb not in _HABIT_BASE:
+        return None
+    return Claim(subj, verb, value, negated)

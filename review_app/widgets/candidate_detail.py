@@ -61,7 +61,7 @@ def prediction_text(ctx: CandidateContext) -> Text:
         out.append("\n\nPredicted from these facts:\n", style="dim")
         for fact in ctx.existing:
             out.append(f"  #{fact.id} ", style="dim")
-            out.append_text(literal(fact.statement))
+            out.append_text(literal(fact.described()))
             out.append("\n")
     return out
 
