@@ -635,10 +635,10 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
     except KeyboardInterrupt:
         raise Failure(f"interrupted; {db} still works with its old embedder; run the same command to resume") from None
     if report.audit_id is None:
-        click.echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
+        echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
         return
     resumed = f", resumed after {report.resumed_at}" if report.resumed_at else ""
-    click.echo(
+    echo(
         f"Re-embedded {report.facts} facts of {db}: {report.source} ({report.source_dimensions} dimensions) -> "
         f"{report.target} ({report.dimensions} dimensions){resumed}; audit row {report.audit_id}."
     )
