@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -80,6 +82,66 @@ def _connect_sync(path: str) -> Any:
     return conn
 
 
+def _precheck(path: str, max_version: int | None) -> None:
+    """What can go wrong at open, found on this thread before aiosqlite's worker starts (an error
+    raised inside that thread is reported to an event loop that may already be closed, as a
+    second traceback): a database of a newer schema is refused BEFORE anything writes to it
+    (switching to WAL rewrites its header), and a file that cannot be written is reported as
+    such, not as SQLite's "unable to open database file"."""
+    module = sqlite_module()
+    try:
+        conn = module.connect(path, isolation_level=None)
+    except module.Error as exc:
+        raise _explained(exc, path) from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if max_version is not None and version > max_version:
+            raise ConfigurationError(
+                f"{path} has schema version {version}; this memdesk knows up to {max_version}: upgrade memdesk"
+            )
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+    except module.Error as exc:
+        raise _explained(exc, path) from None
+    finally:
+        conn.close()
+
+
+def read_only_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` cannot be written, or None. memdesk writes the database file and a write-ahead
+    log and index beside it, so the directory must be writable too."""
+    where = Path(path).expanduser().resolve()
+    try:
+        read_only_fs = bool(os.statvfs(where.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    if read_only_fs:
+        problem = "is on a read-only file system"
+    elif not os.access(where.parent, os.W_OK):
+        problem = f"is in a directory this user cannot write ({where.parent})"
+    elif where.exists() and not os.access(where, os.W_OK):
+        problem = "is a read-only file"
+    else:
+        return None
+    return (
+        f"{path} {problem}; memdesk writes its database and a write-ahead log beside it:"
+        " copy it to a writable directory"
+    )
+
+
+def _explained(exc: BaseException, path: str) -> BaseException:
+    """An open that fails because the file or its directory cannot be written says so: SQLite's
+    own words ("attempt to write a readonly database", "unable to open database file") do not say
+    which file, or that the fix is a writable location."""
+    text = str(exc).lower()
+    if path != ":memory:" and ("readonly" in text or "read-only" in text or "unable to open" in text):
+        reason = read_only_reason(path)
+        if reason is not None:
+            return ConfigurationError(f"{reason} ({exc})")
+    return exc
+
+
 def _is_busy(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text
@@ -93,10 +155,12 @@ class Database:
         self.lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str) -> Database:
+    async def open(cls, path: str, max_version: int | None = None) -> Database:
+        """Open `path`; a database whose schema version is above `max_version` is refused before
+        anything is written to it."""
         # Choose the driver here, before aiosqlite starts its worker thread: a ConfigurationError
         # raised inside that thread leaves it reporting to an event loop that may already be gone.
-        sqlite_module()
+        _precheck(path, max_version)
         factory: Callable[[], Any] = lambda: _connect_sync(path)  # noqa: E731
         conn = aiosqlite.Connection(factory, 64)
         await conn
@@ -136,7 +200,7 @@ class Database:
             try:
                 yield self.conn
             except BaseException:
-                await self.conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
             else:
                 for attempt in range(20):
@@ -145,9 +209,19 @@ class Database:
                         break
                     except Exception as exc:
                         if not _is_busy(exc) or attempt == 19:
-                            await self.conn.execute("ROLLBACK")
+                            await self._rollback()
                             raise
                         await asyncio.sleep(0.05 * (attempt + 1))
+
+    async def _rollback(self) -> None:
+        """ROLLBACK only when a transaction is still open. On some errors ("database or disk is
+        full", an I/O error, an interrupt) SQLite has already rolled the transaction back itself;
+        a second ROLLBACK then fails with "cannot rollback - no transaction is active", and that
+        error would replace the one that says what happened. A failure of the ROLLBACK itself is
+        not allowed to hide the original error either: the caller re-raises that one."""
+        if self.conn.in_transaction:
+            with contextlib.suppress(Exception):
+                await self.conn.execute("ROLLBACK")
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[aiosqlite.Connection]:

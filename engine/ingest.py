@@ -32,8 +32,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from .config import MemoryConfig
 from .errors import InvalidIngestError, UserInputError
-from .timeutil import parse_datetime
+from .limits import check_exchange, check_unicode
+from .timeutil import check_representable, parse_datetime
 
 Format = Literal["jsonl", "longmemeval"]
 Progress = Callable[[int, int], None]  # (done, total), in bytes or characters of the file
@@ -145,22 +147,76 @@ def _open(path: Path) -> Any:
 
 def parse_file(
     path: str | Path, fmt: Literal["auto", "jsonl", "longmemeval"] = "auto", *, user: str | None = None,
-    skip_bad: bool = False, progress: Progress | None = None,
+    skip_bad: bool = False, progress: Progress | None = None, config: MemoryConfig | None = None,
 ) -> IngestPlan:
     """Read and validate the whole file. Raises InvalidIngestError at the first bad unit unless
-    `skip_bad`, in which case bad units are listed in `plan.skipped`."""
+    `skip_bad`, in which case bad units are listed in `plan.skipped`.
+
+    Every exchange passes the checks `Memory.add_exchanges` applies (`limits.check_exchange`:
+    message sizes from `config`, valid Unicode, the representable date range), so a plan that
+    parsed is a plan the store accepts: nothing fails later, after the database was opened."""
     p = Path(path)
-    if user is not None and not user.strip():
-        raise InvalidIngestError("--user is empty")
+    if user is not None:
+        if not user.strip():
+            raise InvalidIngestError("--user is empty")
+        try:
+            check_unicode(user, "--user")
+        except UserInputError as exc:
+            raise InvalidIngestError(str(exc)) from None
     if not p.exists():
         raise InvalidIngestError(f"{p}: no such file")
     chosen: Format = detect_format(p) if fmt == "auto" else fmt
     plan = IngestPlan(path=str(p), format=chosen)
+    limits = config or MemoryConfig()
     if chosen == "jsonl":
-        _parse_jsonl(p, plan, user, skip_bad, progress)
+        _parse_jsonl(p, plan, user, skip_bad, progress, limits)
     else:
-        _parse_longmemeval(p, plan, user, skip_bad, progress)
+        _parse_longmemeval(p, plan, user, skip_bad, progress, limits)
     return plan
+
+
+def _checked(exchange: Exchange, config: MemoryConfig) -> Exchange:
+    """The exchange, refused with its FILE:LINE when the store would refuse it."""
+    try:
+        check_exchange(exchange.user_id, exchange.user, exchange.assistant, exchange.at, config)
+    except UserInputError as exc:
+        raise InvalidIngestError(f"{exchange.source}: {exc}") from None
+    return exchange
+
+
+# Python's json module recurses once per nesting level (a RecursionError, not a JSONDecodeError,
+# at ~1,000 levels) and refuses integers of more than 4,300 digits with a ValueError: hostile
+# input, both reported as a reason, never a traceback. No real exchange nests deeper than a few
+# levels or holds a 100-digit number.
+MAX_NUMBER_DIGITS = 100
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number of {len(text):,} digits (the limit is {MAX_NUMBER_DIGITS})")
+    return int(text)
+
+
+def _bounded_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number of {len(text):,} characters (the limit is {MAX_NUMBER_DIGITS})")
+    return float(text)
+
+
+_DECODER = json.JSONDecoder(parse_int=_bounded_int, parse_float=_bounded_float)
+
+
+def _decode(text: str, pos: int, where: Callable[[int], str]) -> tuple[Any, int]:
+    """One JSON value at `pos`: (value, end). Every way the json module can fail becomes an
+    InvalidIngestError naming the line (`where(lineno)`)."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        raise InvalidIngestError(f"{where(exc.lineno)}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidIngestError(f"{where(1)}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise InvalidIngestError(f"{where(1)}: malformed JSON ({exc})") from None
 
 
 def _reason(exc: ValidationError) -> str:
@@ -174,7 +230,7 @@ def _reason(exc: ValidationError) -> str:
 
 
 def _parse_jsonl(
-    p: Path, plan: IngestPlan, user: str | None, skip_bad: bool, progress: Progress | None
+    p: Path, plan: IngestPlan, user: str | None, skip_bad: bool, progress: Progress | None, config: MemoryConfig
 ) -> None:
     if p.is_dir():
         raise InvalidIngestError(f"{p}: is a directory, not a file")
@@ -190,6 +246,8 @@ def _parse_jsonl(
             where = f"{p}:{lineno}"
             try:
                 exchange = _jsonl_line(raw, lineno == 1, where, user)
+                if exchange is not None:
+                    _checked(exchange, config)
             except InvalidIngestError as exc:
                 if not skip_bad:
                     raise
@@ -208,10 +266,10 @@ def _jsonl_line(raw: bytes, first: bool, where: str, user: str | None) -> Exchan
         raise InvalidIngestError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidIngestError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    start = len(text) - len(text.lstrip(" \t\r\n\ufeff"))
+    data, end = _decode(text, start, lambda _line: where)
+    if text[end:].strip(" \t\r\n"):
+        raise InvalidIngestError(f"{where}: malformed JSON (extra data after the object at column {end + 1})")
     if not isinstance(data, dict):
         raise InvalidIngestError(f"{where}: expected a JSON object, got {type(data).__name__}")
     try:
@@ -233,12 +291,19 @@ def parse_lme_date(text: str) -> datetime:
     """'2023/05/20 (Sat) 02:21' (LongMemEval's own format) or ISO 8601, as UTC."""
     raw = text.strip()
     try:
-        return datetime.strptime(raw, LME_DATE).replace(tzinfo=UTC)
+        value = datetime.strptime(raw, LME_DATE).replace(tzinfo=UTC)
     except ValueError:
         pass
+    else:
+        try:
+            return check_representable(value, "the date")
+        except UserInputError as exc:
+            raise ValueError(str(exc)) from None
     try:
-        return parse_datetime(raw)
-    except UserInputError:
+        return parse_datetime(raw, "the date")
+    except UserInputError as exc:
+        if "outside the supported range" in str(exc):
+            raise ValueError(str(exc)) from None
         raise ValueError(f"{text!r} is not a date like '2023/05/20 (Sat) 02:21'") from None
 
 
@@ -247,36 +312,43 @@ _WS = re.compile(r"[ \t\r\n]*")
 
 def _elements(text: str, p: Path) -> Iterator[tuple[int, int, Any]]:
     """(line, end offset, value) of each element of a top-level JSON list, so that an error in
-    question 41 can name the line it starts on (json.loads alone cannot)."""
-    decoder = json.JSONDecoder()
+    question 41 can name the line it starts on (json.loads alone cannot). Anything after the
+    closing bracket but whitespace is an error: a truncated or concatenated file is not ingested
+    in part."""
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     if not text.startswith("[", pos):
         raise InvalidIngestError(f"{p}:1: a LongMemEval file is a JSON list of questions")
     pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
     line, counted = 1, 0
     if text.startswith("]", pos):
+        _nothing_after(text, pos + 1, p)
         return
     while True:
         line += text.count("\n", counted, pos)
         counted = pos
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            where = f"{p}:{exc.lineno}"
-            raise InvalidIngestError(f"{where}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+        start_line = line
+        value, end = _decode(text, pos, lambda lineno, first=start_line: f"{p}:{max(lineno, first)}")
         yield line, end, value
         pos = _WS.match(text, end).end()  # type: ignore[union-attr]
         if text.startswith(",", pos):
             pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
             continue
         if text.startswith("]", pos):
+            _nothing_after(text, pos + 1, p)
             return
         bad_line = line + text.count("\n", counted, pos)
         raise InvalidIngestError(f"{p}:{bad_line}: malformed JSON (expected ',' or ']' between questions)")
 
 
+def _nothing_after(text: str, pos: int, p: Path) -> None:
+    rest = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    if rest < len(text):
+        line = 1 + text.count("\n", 0, rest)
+        raise InvalidIngestError(f"{p}:{line}: malformed JSON (extra data after the list of questions)")
+
+
 def _parse_longmemeval(
-    p: Path, plan: IngestPlan, user: str | None, skip_bad: bool, progress: Progress | None
+    p: Path, plan: IngestPlan, user: str | None, skip_bad: bool, progress: Progress | None, config: MemoryConfig
 ) -> None:
     with _open(p) as fh:
         try:
@@ -289,6 +361,8 @@ def _parse_longmemeval(
         where = f"{p}:{line}"
         try:
             exchanges, notes = _lme_question(value, where, user)
+            for exchange in exchanges:
+                _checked(exchange, config)
         except InvalidIngestError as exc:
             if not skip_bad:
                 raise

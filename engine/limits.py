@@ -8,8 +8,11 @@ limits themselves are `MemoryConfig` fields (defaults in `engine/config.py`, lis
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from .config import MemoryConfig
-from .errors import UserInputError
+from .errors import InvalidStatementError, UserInputError
+from .timeutil import check_representable
 
 
 def _check(text: str, limit: int, what: str, setting: str) -> str:
@@ -34,3 +37,37 @@ def check_query(text: str, config: MemoryConfig, what: str = "the query") -> str
 
 def check_reason(text: str, config: MemoryConfig, what: str = "the reason") -> str:
     return _check(text, config.max_reason_chars, what, "max_reason_chars")
+
+
+def check_unicode(text: str, what: str) -> str:
+    """Refuse a string that is not valid Unicode text: a lone surrogate ("\\ud800", which JSON's
+    \\u escapes can produce) cannot be encoded as UTF-8, so SQLite, the terminal and every export
+    would fail on it later, far from the door it came in by."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise UserInputError(
+            f"{what} holds a lone surrogate (U+{ord(bad):04X} at position {exc.start}), which is not valid Unicode"
+        ) from None
+    return text
+
+
+def check_exchange(
+    user_id: object, user_msg: object, assistant_msg: object, at: datetime | None, config: MemoryConfig
+) -> datetime | None:
+    """Everything an exchange must satisfy before it is stored, shared by `Memory.add_exchanges`
+    and ingest (which checks a whole file before it opens the database): a user id, a non-empty
+    user message, both messages within `max_message_chars`, valid Unicode, and a date inside the
+    representable range. Returns `at` in UTC."""
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InvalidStatementError("an exchange needs a user_id")
+    check_unicode(user_id, "user_id")
+    if not isinstance(user_msg, str) or not user_msg.strip():
+        raise InvalidStatementError(f"the user message of {user_id!r} is empty")
+    check_unicode(check_message(user_msg, config, "the user message"), "the user message")
+    if assistant_msg is not None:
+        if not isinstance(assistant_msg, str):
+            raise InvalidStatementError(f"the assistant message of {user_id!r} is not text")
+        check_unicode(check_message(assistant_msg, config, "the assistant message"), "the assistant message")
+    return None if at is None else check_representable(at, "at")

@@ -32,7 +32,7 @@ from .errors import (
     TombstonedError,
     UserInputError,
 )
-from .limits import check_reason, check_statement
+from .limits import check_exchange, check_query, check_reason, check_statement, check_unicode
 from .models import (
     AuditEvent,
     Candidate,
@@ -93,7 +93,7 @@ class Memory:
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise NotFoundError(f"directory {parent} does not exist")
-        self._db = await Database.open(self.path)
+        self._db = await Database.open(self.path, max_version=SCHEMA_VERSION)
         try:
             await self._migrate(check_embedder)
         except BaseException:
@@ -202,13 +202,17 @@ class Memory:
     async def add_exchange(
         self, user_id: str, user_msg: str, assistant_msg: str | None, at: datetime | None = None
     ) -> list[int]:
-        return await self.pipeline.add_exchange(user_id, user_msg, assistant_msg, at)
+        return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
     async def add_exchanges(
         self, exchanges: list[tuple[str, str, str | None, datetime | None]]
     ) -> list[list[int]]:
-        """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none."""
-        return await self.pipeline.add_exchanges(exchanges)
+        """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
+
+        Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),
+        so one bad exchange refuses the batch before anything is written."""
+        checked = [(u, m, a, check_exchange(u, m, a, at, self.config)) for u, m, a, at in exchanges]
+        return await self.pipeline.add_exchanges(checked)
 
     async def process(
         self, user_id: str | None = None, *, concurrency: int = 1, progress: Callable[[int, int], None] | None = None,
@@ -236,6 +240,7 @@ class Memory:
         self, query: str, user_id: str, top_k: int = 10, at_time: datetime | None = None,
         known_at: datetime | None = None, include_expired: bool = False,
     ) -> RetrievalResult:
+        check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
             self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
             include_expired=include_expired, vector_weight=self.config.vector_weight,
@@ -566,17 +571,18 @@ LEGACY_EMBEDDER = "hashing"
 
 
 def _statement(text: str) -> str:
-    cleaned = (text or "").strip()
+    """A non-empty statement of valid Unicode (its size is checked by the caller, against config)."""
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
-        raise InvalidStatementError("the statement is empty")
-    return cleaned
+        raise InvalidStatementError("the statement is empty" if cleaned is not None else "the statement is not text")
+    return check_unicode(cleaned, "the statement")
 
 
 def _reason(text: str, what: str) -> str:
-    cleaned = (text or "").strip()
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
     if not cleaned:
         raise InvalidStatementError(f"{what} needs a reason")
-    return cleaned
+    return check_unicode(cleaned, "the reason")
 
 
 def _user(user_id: str) -> str:

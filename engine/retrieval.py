@@ -18,8 +18,9 @@ from . import store
 from .db import Database
 from .embedders import Embedder
 from .errors import UserInputError
+from .limits import check_unicode
 from .models import RetrievalResult, RetrievedItem
-from .timeutil import to_us
+from .timeutil import check_representable, to_us
 
 RRF_K = 60
 MAX_TOP_K = 1000
@@ -35,18 +36,6 @@ def query_terms(text: str) -> list[str]:
     terms = [t.casefold() for t in _TERM.findall(text)]
     content = [t for t in terms if t not in _STOP] or terms
     return list(dict.fromkeys(content))
-
-
-def or_query(terms: list[str]) -> str | None:
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def fts_query(text: str) -> str | None:
-    """OR of quoted terms: BM25 ranks by how many and how rare, instead of FTS5's implicit AND
-    that drops a fact for missing one word of the question."""
-    return or_query(query_terms(text))
 
 
 def rrf(
@@ -65,26 +54,27 @@ async def retrieve(
     at_time: datetime | None = None, known_at: datetime | None = None, include_expired: bool = False,
     vector_weight: float = 1.0, text_weight: float = 1.0,
 ) -> RetrievalResult:
-    if not user_id:
+    if not isinstance(user_id, str) or not user_id:
         raise UserInputError("retrieve needs a user_id")
+    if not isinstance(query, str):
+        raise UserInputError("the query must be text")
+    check_unicode(user_id, "user_id")
+    check_unicode(query, "the query")
     if not 1 <= top_k <= MAX_TOP_K:
         raise UserInputError(f"top_k must be between 1 and {MAX_TOP_K}")
-    at_us, known_us = to_us(at_time, "at_time"), to_us(known_at, "known_at")
+    at_us = None if at_time is None else to_us(check_representable(at_time, "at_time"))
+    known_us = None if known_at is None else to_us(check_representable(known_at, "known_at"))
     [embedding] = await embedder.embed([query])
     pool = max(top_k * 2, 20)
     terms = query_terms(query)
     async with db.reading() as conn:
-        match = or_query(await store.informative_terms(conn, terms))
         vec_ids = await store.vector_arm(
             conn, user_id, embedding, min(pool, 4096), at_time=at_us, known_at=known_us,
             include_expired=include_expired,
         )
-        text_ids = (
-            await store.text_arm(
-                conn, user_id, match, pool, at_time=at_us, known_at=known_us, include_expired=include_expired
-            )
-            if match
-            else []
+        text_ids = await store.text_arm(
+            conn, user_id, await store.informative_terms(conn, user_id, terms), pool, at_time=at_us,
+            known_at=known_us, include_expired=include_expired,
         )
         fused = rrf([vec_ids, text_ids], weights=[vector_weight, text_weight])[:top_k]
         facts = await store.knowledge_by_ids(conn, [kid for kid, _ in fused])

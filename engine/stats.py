@@ -72,7 +72,7 @@ async def stats(mem: Memory, user_id: str | None = None, discarded_limit: int = 
             )
         }
 
-        decided_scope = "c.status IN ('approved', 'rejected')" + (" AND c.user_id = ?" if user_id else "")
+        decided_scope = "c.status IN ('approved', 'rejected')" + (" AND c.user_id = ?" if user_id is not None else "")
         by_kind: dict[str, dict[str, Any]] = {}
         by_extractor: dict[str, dict[str, Any]] = {}
         for kind, extractor, status, n in await rows(

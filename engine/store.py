@@ -8,8 +8,13 @@ file only.
 
 from __future__ import annotations
 
+import heapq
 import json
+import math
+import re
+import unicodedata
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -811,7 +816,7 @@ async def vector_arm(
     known_at: int | None, include_expired: bool,
 ) -> list[int]:
     """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status and
-    times) applied by the index before k is cut. The belief rule is `text_arm`'s, column for column:
+    times) applied by the index before k is cut. The belief rule is `_belief_filter`'s, column for column:
     `still_true` stands for its end_reason test, `believed_to` for the end a fact had while believed."""
     where = ["embedding MATCH ?", "k = ?", "user_id = ?"]
     args: list[Any] = [sqlite_vec.serialize_float32(embedding), k, user_id]
@@ -829,14 +834,13 @@ async def vector_arm(
     return [r[0] for r in rows]
 
 
-async def text_arm(
-    conn: aiosqlite.Connection, user_id: str, match: str, limit: int, *, at_time: int | None,
-    known_at: int | None, include_expired: bool,
-) -> list[int]:
-    """BM25 over FTS5, scoped to the user INSIDE the MATCH (the user's scope token ANDed with the
-    query terms, so FTS5 ranks only this user's rows), then joined to the fact rows for the status
-    and time predicates, all before the LIMIT. CROSS JOIN pins FTS as the outer loop: the other
-    order re-runs the MATCH once per fact of the user.
+BM25_K1 = 1.2  # FTS5's own bm25() parameters, so the scores mean what they meant before
+BM25_B = 0.75
+_IDF_FLOOR = 1e-6  # FTS5's floor for a term in half or more of the documents
+
+
+def _belief_filter(at_time: int | None, known_at: int | None, include_expired: bool) -> tuple[str, list[Any]]:
+    """The status and time predicates of the text arm, as one SQL condition on `k`.
 
     The belief rule (the README's "valid time and belief time"):
       - neither time: current belief, active facts only;
@@ -846,8 +850,8 @@ async def text_arm(
       - `known_at`: what the store held then (created <= known_at < expired); with `at_time` too,
         the valid interval as it was believed then (before a later supersession closed it);
       - `include_expired` (without known_at): no belief filter at all."""
-    where = ["knowledge_fts MATCH ?", "k.user_id = ?"]
-    args: list[Any] = [f'scope : "{fts_scope(user_id)}" AND ({match})', user_id]
+    where: list[str] = []
+    args: list[Any] = []
     if known_at is not None:
         where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
         args += [known_at, known_at]
@@ -860,53 +864,159 @@ async def text_arm(
         )
         where.append(f"(k.valid_at IS NULL OR k.valid_at <= ?) AND ({end} IS NULL OR {end} > ?)")
         args += [at_time, at_time]
-    rows = await (await conn.execute(
-        "SELECT k.id FROM knowledge_fts CROSS JOIN knowledge k ON k.id = knowledge_fts.rowid"
-        f" WHERE {' AND '.join(where)} ORDER BY bm25(knowledge_fts, 1.0, 0.0), k.id LIMIT ?",
-        (*args, limit),
-    )).fetchall()
-    return [r[0] for r in rows]
+    return (" AND ".join(where) or "1"), args
+
+
+_FTS_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def fts_tokens(text: str) -> list[str]:
+    """The tokens FTS5's `unicode61 remove_diacritics 2` tokenizer sees: runs of letters and
+    digits (not `_`), casefolded, diacritics removed. Used to find the query's terms in a
+    statement for the per-user BM25; FTS5 itself still decides which rows match."""
+    folded = text.casefold()
+    return _FTS_TOKEN.findall(folded if folded.isascii() else _fold(folded))
+
+
+# A statement's length for BM25, in words (runs of non-spaces), counted in SQL: the same measure
+# for a row's length and the user's average, without tokenizing every statement in Python.
+_WORDS = "length(trim(k.statement)) - length(replace(trim(k.statement), ' ', '')) + 1"
 
 
 COMMON_TERM_MIN_FACTS = 1000
-# term -> (facts holding it, facts in the index when counted), per connection. Counting a term in
-# every fact walks its whole doclist (3-5 ms for 120,000 facts), so a count is reused until the
-# index grew or shrank by more than 1%: the drop decision (>= half of all facts) barely moves.
-_TERM_DOCS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, tuple[int, int]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
-async def informative_terms(conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
-    """Drop the query terms found in at least half of all facts, and in at least
-    COMMON_TERM_MIN_FACTS of them. Such a term gets FTS5's floor IDF (1e-6): it cannot reorder the
-    facts that match a real term, yet FTS5 would still score every fact of the user that holds it.
-    Statements all phrased "User lives in...", queried with "where does the user live", made the
-    text arm rank all 22,000 facts of a large user (40 ms); without "user" it ranks the few
-    hundred that mention the place. The absolute floor keeps small stores exact: there, matching a
-    half-common word is still a signal worth a text rank, and scoring it costs nothing. A term the
-    vocabulary does not list verbatim (tokenizer folding differs) is kept."""
-    if not terms:
-        return terms
-    row = await (await conn.execute("SELECT count(*) FROM knowledge_fts_docsize")).fetchone()
-    total = int(row[0])  # type: ignore[index]
-    if total < 2 * COMMON_TERM_MIN_FACTS:
-        return terms
-    cache = _TERM_DOCS.setdefault(conn, {})
-    stale = [t for t in terms if t not in cache or abs(cache[t][1] - total) * 100 > total]
-    if stale:
-        await conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.knowledge_fts_terms"
-            " USING fts5vocab(main, 'knowledge_fts', 'row')"
-        )
-        found = await (await conn.execute(
-            f"SELECT term, doc FROM temp.knowledge_fts_terms WHERE term IN ({','.join('?' * len(stale))})", stale
-        )).fetchall()
-        docs = {str(r[0]): int(r[1]) for r in found}
+class _UserStats:
+    """One user's BM25 statistics as of one store generation: their fact count, the total of their
+    statements' lengths in tokens, and the document frequency of each term asked about so far."""
+
+    __slots__ = ("docs", "generation", "terms", "tokens", "top")
+
+    def __init__(self, generation: tuple[int, int], docs: int, top: int, tokens: int) -> None:
+        # tokens: the total length of the user's statements, in words (`_WORDS`)
+        self.generation, self.docs, self.top, self.tokens = generation, docs, top, tokens
+        self.terms: dict[str, int] = {}
+
+    @property
+    def avgdl(self) -> float:
+        return max(self.tokens / self.docs, 1.0) if self.docs else 1.0
+
+
+# user -> statistics, per connection. The store generation (PRAGMA data_version, which moves when
+# ANOTHER connection commits, and this connection's own total_changes) says whether anything was
+# written since they were counted; while nothing was, they are reused as they are (a query pays
+# nothing for them). After a write the fact count is taken again and term frequencies are
+# recounted as asked (~1 ms each); the words of a large user's facts (a few ms for 22,000) are
+# counted again only once their number moved by more than 1% (the average barely moves), a small
+# user's whenever their facts changed at all.
+_USER_STATS: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, _UserStats]] = weakref.WeakKeyDictionary()
+
+
+async def user_text_stats(conn: aiosqlite.Connection, user_id: str, terms: Sequence[str] = ()) -> _UserStats:
+    """This user's statistics for the text arm, with the document frequency of each of `terms`
+    (FTS tokens): only this user's facts are counted, all of them whatever their status, as FTS5
+    counted its own statistics over every row."""
+    row = await (await conn.execute("PRAGMA data_version")).fetchone()
+    generation = (int(row[0]), conn.total_changes)  # type: ignore[index]
+    cache = _USER_STATS.setdefault(conn, {})
+    stats = cache.get(user_id)
+    if stats is None or stats.generation != generation:
+        row = await (await conn.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
+        )).fetchone()
+        n, top = int(row[0]), int(row[1])  # type: ignore[index]
+        if stats is not None and (
+            (stats.docs, stats.top) == (n, top) or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
+        ):
+            tokens = stats.tokens * n // max(stats.docs, 1)
+        else:
+            row = await (await conn.execute(
+                f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
+            )).fetchone()
+            tokens = int(row[0])  # type: ignore[index]
         if len(cache) > 10_000:
             cache.clear()
-        cache.update({t: (docs.get(t, 0), total) for t in stale})
-    return [t for t in terms if 2 * cache[t][0] < total]
+        cache[user_id] = stats = _UserStats(generation, n, top, tokens)
+    scope = fts_scope(user_id)
+    for term in terms:
+        if term not in stats.terms:
+            row = await (await conn.execute(
+                "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?", (f'scope : "{scope}" AND "{term}"',)
+            )).fetchone()
+            stats.terms[term] = int(row[0])  # type: ignore[index]
+    return stats
+
+
+async def text_arm(
+    conn: aiosqlite.Connection, user_id: str, terms: list[str], limit: int, *, at_time: int | None,
+    known_at: int | None, include_expired: bool,
+) -> list[int]:
+    """BM25 over this user's facts only, with this user's statistics.
+
+    FTS5's own bm25() counts document frequencies and the average length over the whole table,
+    every user's rows included: 300 facts of another user holding a word lowered that word's IDF
+    for everyone, reordering this user's results and telling an agent what other users' facts
+    contain. So the scores are computed here, per user (`user_text_stats`: the user's fact count,
+    average length and each term's document frequency, each counted by FTS5 with the user's scope
+    token INSIDE the MATCH, so no other user's row is even visited). One FTS5 query then finds the
+    user's rows holding any of the terms that pass the status and time predicates, all before the
+    LIMIT; the query's terms are found in each row's statement as FTS5's tokenizer would find them
+    (the term frequencies), and its length is counted in words. The formula and parameters are
+    FTS5's (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
+    wanted = list(dict.fromkeys(token for term in terms for token in fts_tokens(term)))
+    if not wanted:
+        return []
+    stats = await user_text_stats(conn, user_id, wanted)
+    n, avgdl = stats.docs, stats.avgdl
+    wanted = [t for t in wanted if stats.terms[t]]
+    if not wanted:
+        return []
+    idf = [max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted]
+    condition, args = _belief_filter(at_time, known_at, include_expired)
+    match = " OR ".join(f'"{t}"' for t in wanted)
+    rows = await (await conn.execute(
+        f"SELECT k.id, k.statement, {_WORDS} FROM knowledge_fts CROSS JOIN knowledge k"
+        f" ON k.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? AND k.user_id = ? AND {condition}",
+        (f'scope : "{fts_scope(user_id)}" AND ({match})', user_id, *args),
+    )).fetchall()
+    weight = dict(zip(wanted, idf, strict=True))
+    # The terms as FTS5 found them: whole words of the casefolded, diacritic-free statement. (An
+    # underscore joins words for `\b` but not for FTS5; a row matched only across one scores 0.)
+    find = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b").findall
+    # Statements repeat their shapes: a score depends only on (length, the terms found), so it is
+    # computed once per shape, not once per row.
+    memo: dict[tuple[Any, ...], float] = {}
+    scored: list[tuple[float, int]] = []
+    for kid, statement, words in rows:
+        folded = statement.casefold()
+        shape = (words, *find(folded if folded.isascii() else _fold(folded)))
+        score = memo.get(shape)
+        if score is None:
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
+            counts = Counter(shape[1:])
+            score = memo[shape] = sum(weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items())
+        scored.append((-score, kid))
+    return [kid for _, kid in heapq.nsmallest(limit, scored)]
+
+
+async def informative_terms(conn: aiosqlite.Connection, user_id: str, terms: list[str]) -> list[str]:
+    """Drop the query terms found in at least half of THIS user's facts, when the user has at
+    least 2 * COMMON_TERM_MIN_FACTS of them. Such a term gets the floor IDF (1e-6): it cannot
+    reorder the facts that match a real term, yet every fact of the user holding it would be
+    scored. Statements all phrased "User lives in...", queried with "where does the user live",
+    made the text arm rank all 22,000 facts of a large user; without "user" it ranks the few
+    hundred that mention the place. Counted per user, like the BM25 statistics themselves: another
+    user's facts must not decide which of this user's terms count. The floor keeps small users
+    exact: there, matching a half-common word is still a signal worth a text rank."""
+    tokens = {t: fts_tokens(t) for t in terms}
+    stats = await user_text_stats(conn, user_id, [x for parts in tokens.values() for x in parts])
+    if stats.docs < 2 * COMMON_TERM_MIN_FACTS:
+        return terms
+    return [t for t in terms if all(2 * stats.terms[x] < stats.docs for x in tokens[t])]
 
 
 def fts_scope(user_id: str) -> str:

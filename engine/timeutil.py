@@ -41,12 +41,18 @@ def ensure_utc(value: datetime, what: str = "time") -> datetime:
 
 
 def check_representable(value: datetime, what: str = "date") -> datetime:
-    """Refuse a date outside EARLIEST..LATEST with a UserInputError naming the range; return it in UTC."""
-    from .errors import UserInputError
+    """Refuse a date outside EARLIEST..LATEST with a UserInputError naming the range; return it in UTC.
 
-    utc = ensure_utc(value, what)
-    if not EARLIEST <= utc <= LATEST:
-        raise UserInputError(
+    Converting to UTC can itself overflow (9999-12-31T23:00-05:00 is in year 10000 in UTC); that is
+    the same refusal, not an OverflowError escaping as a traceback. The error is an
+    InvalidIntervalError (a UserInputError), so the extraction pipeline drops an item with such a
+    date and counts it under its `invalid` gate, as it does an inverted interval."""
+    try:
+        utc = ensure_utc(value, what)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise InvalidIntervalError(
             f"{what} {value.isoformat()} is outside the supported range {EARLIEST.year}-{LATEST.year}"
         )
     return utc
@@ -70,11 +76,11 @@ def from_us(value: int | None) -> datetime | None:
 def check_interval(valid_at: datetime | None, invalid_at: datetime | None) -> tuple[int | None, int | None]:
     """Validate a valid-time interval and return it in storage form.
 
-    The rule: both ends timezone-aware; when both are set, invalid_at strictly after valid_at
-    (an empty interval would describe a fact that was never true).
+    The rule: both ends timezone-aware and inside EARLIEST..LATEST; when both are set, invalid_at
+    strictly after valid_at (an empty interval would describe a fact that was never true).
     """
-    start = to_us(valid_at, "valid_at")
-    end = to_us(invalid_at, "invalid_at")
+    start = None if valid_at is None else to_us(check_representable(valid_at, "valid_at"))
+    end = None if invalid_at is None else to_us(check_representable(invalid_at, "invalid_at"))
     if start is not None and end is not None and end <= start:
         raise InvalidIntervalError(
             f"invalid_at ({invalid_at.isoformat()}) must be after valid_at ({valid_at.isoformat()})"  # type: ignore[union-attr]
@@ -83,7 +89,11 @@ def check_interval(valid_at: datetime | None, invalid_at: datetime | None) -> tu
 
 
 def parse_datetime(text: str, what: str = "date") -> datetime:
-    """Parse an ISO 8601 date or datetime; a value without a zone is read as UTC (documented)."""
+    """Parse an ISO 8601 date or datetime; a value without a zone is read as UTC (documented).
+
+    Every date a person or a model types enters here (ingest, search flags, the workstation's date
+    fields, extractor output), so this is where the representable range is enforced: a date outside
+    EARLIEST..LATEST is refused now, instead of overflowing later in another process."""
     from .errors import UserInputError
 
     raw = text.strip()
@@ -96,4 +106,4 @@ def parse_datetime(text: str, what: str = "date") -> datetime:
         raise UserInputError(f"{what} {text!r} is not an ISO 8601 date ({example})") from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    return check_representable(value, what)

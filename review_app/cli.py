@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+from review_app.widgets.literal import visible
 
 T = TypeVar("T")
 
@@ -34,16 +35,48 @@ DEFAULT_DB = "memdesk.db"
 DEFAULT_DEMO_DB = "memdesk-demo.db"
 
 
+def echo(text: str = "", err: bool = False) -> None:
+    """The one way this command line prints: every text goes through `visible` (the workstation's
+    own convention, ESC shown as ␛), because facts, reasons, user ids and file names are written by
+    users and models, and a raw `\\x1b]2;...\\x07` would retitle the terminal or clear the screen."""
+    click.echo(visible(text), err=err)
+
+
 class BadInput(click.ClickException):
     """Exit 2: what the caller gave is wrong, and nothing was changed."""
 
     exit_code = 2
+
+    def format_message(self) -> str:
+        return visible(self.message)
 
 
 class Failure(click.ClickException):
     """Exit 1: the input was fine but the work could not be done."""
 
     exit_code = 1
+
+    def format_message(self) -> str:
+        return visible(self.message)
+
+
+class _EscapingGroup(click.Group):
+    """Click's own errors quote what was typed ("Invalid value for '--top-k': ..."); their text is
+    made visible before click prints it, like every other output of this command line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        return _escaping(lambda: super(_EscapingGroup, self).make_context(*args, **kwargs))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return _escaping(lambda: super(_EscapingGroup, self).invoke(ctx))
+
+
+def _escaping(call: Any) -> Any:
+    try:
+        return call()
+    except click.ClickException as exc:
+        exc.message = visible(exc.message)
+        raise
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -85,8 +118,17 @@ def _memdesk_version(path: Path) -> int:
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.DatabaseError:
-        raise BadInput(f"{path} is not a SQLite database") from None
+    except sqlite3.DatabaseError as exc:
+        from engine.db import read_only_reason
+
+        # A WAL database on a read-only file system cannot even be read (SQLite must create its
+        # shared-memory index beside it): that is where the file is, not what it is.
+        reason = read_only_reason(path)
+        if reason is not None:
+            raise Failure(reason) from None
+        if "not a database" in str(exc):
+            raise BadInput(f"{path} is not a SQLite database") from None
+        raise BadInput(f"{path} cannot be opened as a SQLite database ({exc})") from None
 
 
 def existing_db(db: str) -> str:
@@ -106,7 +148,7 @@ class Progress:
     because the total is known only then."""
 
     def __init__(self, label: str) -> None:
-        self.label = label
+        self.label = visible(label)  # it names the input file, which a user named
         self._bar: Any = None
         self._done = 0
 
@@ -127,8 +169,14 @@ class Progress:
             self._bar = None
 
 
+_C1 = {code: f"\\u{code:04x}" for code in (0x7F, *range(0x80, 0xA0))}
+
+
 def _json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    """JSON with non-ASCII kept readable. json.dumps escapes C0 controls but not DEL and the C1
+    range (0x9b is CSI on some terminals), so those are written as \\u escapes too: the same
+    JSON value, nothing a terminal acts on."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_C1)
 
 
 def _parse_date(value: str | None, what: str) -> Any:
@@ -148,28 +196,28 @@ def _print_mapping(data: dict[str, Any], indent: int = 0) -> None:
     width = max((len(str(k)) for k in data), default=0)
     for key, value in data.items():
         if isinstance(value, dict):
-            click.echo(f"{pad}{key}:")
+            echo(f"{pad}{key}:")
             if value:
                 _print_mapping(value, indent + 1)
             else:
-                click.echo(f"{pad}  (none)")
+                echo(f"{pad}  (none)")
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            click.echo(f"{pad}{key}:")
+            echo(f"{pad}{key}:")
             for item in value:
-                click.echo(f"{pad}  -")
+                echo(f"{pad}  -")
                 _print_mapping(item, indent + 2)
         else:
             if isinstance(value, list):
                 shown = ", ".join(map(str, value)) if value else "(none)"
             else:
                 shown = "-" if value is None else value
-            click.echo(f"{pad}{str(key).ljust(width)}  {shown}")
+            echo(f"{pad}{str(key).ljust(width)}  {shown}")
 
 
 # -- the command group -----------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_EscapingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="memdesk", prog_name="memdesk")
 def main() -> None:
     """memdesk: a memory engine for AI agents whose writes pass through a human.
@@ -207,7 +255,9 @@ async def _can_open(db: str) -> None:
 
 def _remove_db(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+        part = Path(f"{path}{suffix}")
+        if part.exists():
+            part.unlink()
 
 
 @main.command()
@@ -237,7 +287,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             _remove_db(path)
         else:
             existing_db(db)
-            click.echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
+            echo(f"Using the existing demo database {db} (--fresh rebuilds it).", err=True)
     if not path.exists():
         # Built under a temporary name and renamed when complete: an interrupted build must not
         # leave a half-built database that the next `memdesk demo` would silently reuse.
@@ -254,7 +304,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             partial.replace(path)
         finally:
             _remove_db(partial)
-        click.echo(
+        echo(
             f"Built {db}: {summary['users']} users, {summary['exchanges']} exchanges; "
             f"{summary['approved']} candidates approved by the seeded demo-curator, "
             f"{summary['pending']} candidates waiting for review "
@@ -328,11 +378,11 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
             raise BadInput(str(exc)) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
+        echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
     server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
 
     def ready(url: str) -> None:
-        click.echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
+        echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
         sys.stdout.flush()
 
     try:
@@ -388,7 +438,7 @@ def reviewer_add(name: str, config: str, password_stdin: bool, replace: bool) ->
         raise BadInput(str(exc)) from None
     entries[name] = hash_password(password)
     write_credentials(config, entries)
-    click.echo(f"{'Changed the password of' if existed else 'Added'} reviewer {name} in {config}.")
+    echo(f"{'Changed the password of' if existed else 'Added'} reviewer {name} in {config}.")
 
 
 @reviewer.command("remove")
@@ -403,7 +453,7 @@ def reviewer_remove(name: str, config: str) -> None:
         raise BadInput(f"no reviewer {name!r} in {config}")
     del entries[name]
     write_credentials(config, entries)
-    click.echo(f"Removed reviewer {name} from {config}.")
+    echo(f"Removed reviewer {name} from {config}.")
 
 
 @reviewer.command("list")
@@ -411,7 +461,7 @@ def reviewer_remove(name: str, config: str) -> None:
 def reviewer_list(config: str) -> None:
     """The reviewer names in the credentials file (never the hashes)."""
     for name in sorted(_load_credentials_or_empty(config)):
-        click.echo(name)
+        echo(name)
 
 
 # -- ingest / process ------------------------------------------------------------------------------
@@ -449,9 +499,9 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
     except UserInputError as exc:
         raise BadInput(str(exc)) from None
     for line in plan.skipped:
-        click.echo(f"skipped {line}", err=True)
+        echo(f"skipped {line}", err=True)
     for line in plan.notes:
-        click.echo(f"note: {line}", err=True)
+        echo(f"note: {line}", err=True)
     if not plan.exchanges:
         why = f"all {len(plan.skipped)} bad lines were skipped" if plan.skipped else "the file holds no exchanges"
         raise BadInput(f"{file}: nothing to ingest ({why})")
@@ -462,9 +512,15 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
         async with Memory(db) as mem:
             return await write(mem, plan)
 
-    count = _run(go())
+    created = not path.exists()
+    try:
+        count = _run(go())
+    except click.ClickException:
+        if created:  # the write failed: leave no empty database behind for the next command to trust
+            _remove_db(path)
+        raise
     users = plan.users
-    click.echo(
+    echo(
         f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {db} "
         f"({plan.format}{f', {len(plan.skipped)} skipped' if plan.skipped else ''})."
     )
@@ -535,19 +591,19 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
 
     data = to_jsonable(asdict(report))
     if as_json:
-        click.echo(_json(data))
+        echo(_json(data))
     else:
         width = max(len(label) for _, label in REPORT_FIELDS)
         for name, label in REPORT_FIELDS:
-            click.echo(f"{label.ljust(width)}  {data.get(name, 0)}")
+            echo(f"{label.ljust(width)}  {data.get(name, 0)}")
     if report.leased_elsewhere and report.leased_until is not None:
-        click.echo(
+        echo(
             f"{report.leased_elsewhere} episode(s) are leased by another worker until "
             f"{report.leased_until.isoformat(timespec='seconds')}; if that worker is gone, run process again after "
             "that time", err=True,
         )
     for error in report.errors:
-        click.echo(f"error: {error}", err=True)
+        echo(f"error: {error}", err=True)
     if report.failed:
         raise Failure(f"{report.failed} episode(s) failed; they stay retryable (run process again)")
 
@@ -585,10 +641,10 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
     except KeyboardInterrupt:
         raise Failure(f"interrupted; {db} still works with its old embedder; run the same command to resume") from None
     if report.audit_id is None:
-        click.echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
+        echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
         return
     resumed = f", resumed after {report.resumed_at}" if report.resumed_at else ""
-    click.echo(
+    echo(
         f"Re-embedded {report.facts} facts of {db}: {report.source} ({report.source_dimensions} dimensions) -> "
         f"{report.target} ({report.dimensions} dimensions){resumed}; audit row {report.audit_id}."
     )
@@ -632,11 +688,11 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 
     result = _run(go())
     if not as_json:
-        click.echo(result.to_prompt())
+        echo(result.to_prompt())
         return
     from engine.models import to_jsonable
 
-    click.echo(_json({
+    echo(_json({
         "query": result.query, "user_id": result.user_id, "at_time": to_jsonable(result.at_time),
         "known_at": to_jsonable(result.known_at), "include_expired": result.include_expired,
         "items": [
@@ -653,18 +709,25 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
               help="List this many of the statements the gates dropped most recently.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> None:
-    """Extraction rate, discards by gate (and the dropped statements), review outcomes and queue size."""
+    """Extraction rate, discards by gate (and the dropped statements), review outcomes and queue size.
+
+    With --user, a user the store holds nothing of is exit 2, as for `search` and `export`."""
+    if user is not None and not user.strip():
+        raise BadInput("--user is empty; leave it out for the figures of every user")
     existing_db(db)
 
     async def go() -> dict[str, Any]:
         from engine import Memory
+        from engine.errors import NotFoundError
 
         async with Memory(db) as mem:
+            if user is not None and user not in await mem.users():
+                raise NotFoundError(f"no data for user {user!r} in {db} (`memdesk stats {db}` counts what it holds)")
             return await mem.stats(user, discarded_limit)
 
     data = _run(go())
     if as_json:
-        click.echo(_json(data))
+        echo(_json(data))
     else:
         _print_mapping(data)
 
@@ -689,9 +752,9 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
     text = _json(_run(go()))
     if output:
         Path(output).write_text(text + "\n", encoding="utf-8")
-        click.echo(f"Wrote {output}.", err=True)
+        echo(f"Wrote {output}.", err=True)
     else:
-        click.echo(text)
+        echo(text)
 
 
 @main.command()
@@ -717,7 +780,7 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
             return await erase_user(mem, user, actor)
 
     report = _run(go())
-    click.echo(
+    echo(
         f"Erased user {user!r}: {report.messages} messages, {report.episodes} episodes, "
         f"{report.extraction_runs} extraction runs, {report.candidates} candidates, {report.knowledge} facts, "
         f"{report.tombstones} tombstones; {report.audit_redacted} audit rows redacted (audit row {report.audit_id})."

@@ -429,20 +429,23 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
         assert [(i.knowledge.id, i.text_rank, i.vector_rank) for i in bob.items] == [(2, None, 1)]  # vector only
 
 
-async def test_terms_in_half_of_a_large_store_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
+async def test_terms_in_half_of_a_large_users_facts_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
     async with Memory(tmp_path / "common.db", clock=fixed_clock) as mem:
         await mem.add_knowledge_many("small", [f"User likes item {i}" for i in range(10)], actor="seed")
-        async with mem.db.reading() as conn:  # a small store keeps every term (control)
-            assert await store.informative_terms(conn, ["user", "zebrafinch"]) == ["user", "zebrafinch"]
+        async with mem.db.reading() as conn:  # a small user keeps every term (control)
+            assert await store.informative_terms(conn, "small", ["user", "zebrafinch"]) == ["user", "zebrafinch"]
         await mem.add_knowledge_many("big", [f"User likes item {i}" for i in range(1999)], actor="seed")
         [target] = await mem.add_knowledge_many("big", ["User keeps Zebrafinch birds"], actor="seed")
         async with mem.db.reading() as conn:
-            assert await store.informative_terms(conn, ["user", "zebrafinch", "nowhere"]) == ["zebrafinch", "nowhere"]
+            got = await store.informative_terms(conn, "big", ["user", "zebrafinch", "nowhere"])
+            assert got == ["zebrafinch", "nowhere"]
+            # counted per user: the small user's "user" is still informative beside the big one
+            assert await store.informative_terms(conn, "small", ["user"]) == ["user"]
         res = await mem.retrieve("does the user keep a zebrafinch", user_id="big", top_k=5)
         assert (res.items[0].knowledge.id, res.items[0].text_rank) == (target.id, 1)
         assert [i.text_rank for i in res.items[1:]] == [None] * 4  # "user" alone no longer gives a text rank
         assert len(res.items) == 5
-        # the counts are cached, but not frozen: once "user" is in fewer than half the facts, it counts again
-        await mem.add_knowledge_many("other", [f"Cat naps {i}" for i in range(2100)], actor="seed")
+        # the counts are cached, but not frozen: once "user" is in fewer than half of big's facts, it counts again
+        await mem.add_knowledge_many("big", [f"Cat naps {i}" for i in range(2100)], actor="seed")
         async with mem.db.reading() as conn:
-            assert await store.informative_terms(conn, ["user", "zebrafinch"]) == ["user", "zebrafinch"]
+            assert await store.informative_terms(conn, "big", ["user", "zebrafinch"]) == ["user", "zebrafinch"]

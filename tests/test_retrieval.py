@@ -10,7 +10,7 @@ import pytest
 from engine_helpers import Clock, open_memory
 
 from engine import Memory, store
-from engine.retrieval import RRF_K, fts_query, rrf
+from engine.retrieval import RRF_K, query_terms, rrf
 
 
 @pytest.fixture
@@ -177,11 +177,11 @@ async def test_fts_arm_is_an_or_of_terms(mem: Memory) -> None:
     for i in range(40):
         await mem.add_knowledge("ana", f"Ana has meeting {i} on Tuesday", actor="s")
     question = "which island inspired Zanzibar hobby"  # one word of five in the fact
-    assert fts_query(question) == '"which" OR "island" OR "inspired" OR "zanzibar" OR "hobby"'
+    assert query_terms(question) == ["which", "island", "inspired", "zanzibar", "hobby"]
     result = await mem.retrieve(question, user_id="ana", top_k=3)
     hit = next(i for i in result.items if i.knowledge.id == target.id)
     assert hit.text_rank == 1
-    assert fts_query("the? !!") == '"the"' and fts_query("") is None and fts_query("?!") is None
+    assert query_terms("the? !!") == ["the"] and query_terms("") == [] and query_terms("?!") == []
     # Quotes and FTS syntax in a question are terms, not operators.
     quoted = await mem.retrieve('Zanzibar" OR NEAR(x', user_id="ana", top_k=3)
     assert target.id in ids(quoted)

@@ -159,7 +159,7 @@ async def check(mem: Memory, facts: list[Fact], moments: list[datetime]) -> None
                     want = expected(facts, at, known, include_expired)
                     args = {"at_time": to_us(at), "known_at": to_us(known), "include_expired": include_expired}
                     vec = await store.vector_arm(conn, "ana", embedding, 500, **args)
-                    text = await store.text_arm(conn, "ana", '"ana" OR "fact"', 500, **args)
+                    text = await store.text_arm(conn, "ana", ["ana", "fact"], 500, **args)
                     assert set(vec) == want, ("vector", at, known, include_expired)
                     assert set(text) == want, ("text", at, known, include_expired)
     for at in ats[1:]:
