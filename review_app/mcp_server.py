@@ -47,7 +47,10 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
         with the dates it is valid for."""
         if not query.strip():
             raise ToolError("the query is empty")
-        result = await mem.retrieve(query, user_id=user_id, top_k=top_k)
+        try:
+            result = await mem.retrieve(query, user_id=user_id, top_k=top_k)
+        except MemdeskError as exc:  # an over-long query: the agent must learn which limit it hit
+            raise ToolError(str(exc)) from None
         return result.to_prompt()
 
     @server.tool(structured_output=False)

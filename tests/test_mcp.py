@@ -222,6 +222,20 @@ async def test_a_huge_id_is_a_clean_tool_error(db: Path, errlog: Any) -> None:
     assert "Traceback" not in errlog.read()
 
 
+async def test_an_over_long_query_is_refused_naming_the_limit(db: Path, errlog: Any) -> None:
+    """An 8 MB search_memory query is refused (bounded cost), and the agent is told why: the engine's
+    UserInputError used to escape the tool, so the client saw only "Error executing tool
+    search_memory", with no word of the limit it hit."""
+    from engine import MemoryConfig
+
+    limit = MemoryConfig().max_query_chars
+    async with session(db, "u1", errlog) as client:
+        at_limit, at_err = await call(client, "search_memory", query="Porto river " + "x" * (limit - 12))  # control
+        over, over_err = await call(client, "search_memory", query="Porto river " + "x" * (limit - 11))
+    assert not at_err and "Lives in Porto" in at_limit
+    assert over_err and "max_query_chars" in over and f"{limit:,}" in over
+
+
 async def test_the_pending_proposal_limit_is_refused_clearly(db: Path, errlog: Any) -> None:
     from engine import MemoryConfig
 
