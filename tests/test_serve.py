@@ -332,6 +332,9 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
         await read_until("Ana keeps bees")
         await apoll(lambda: row(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == (REVIEWER,),
                     "the lease on the first candidate")
+        # The lease is taken before the candidate's panes load; a key pressed in between finds no
+        # candidate selected (the reviewer is told so). Wait for the gap pane, as a person would.
+        await read_until("Confidence")
         await ws.send_str(json.dumps(["stdin", "a"]))
         await apoll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"])
                     == ("approved", REVIEWER), "the approval")
@@ -442,13 +445,18 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                                                "AND status = 'pending'", REVIEWER), "the first lease")
                 stream.wait_for(page, first[1])
                 page.focus("#terminal .xterm-helper-textarea")
+                # The lease is taken before the candidate's panes load; a key pressed in between finds
+                # no candidate selected. Wait for the gap pane, as a person would, before each key.
+                stream.wait_for(page, "Confidence")
 
+                shown = stream.mark()
                 page.keyboard.press("a")
                 poll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", first[0])
                      == ("approved", REVIEWER), "the approval")
                 second = poll(lambda: row(path, "SELECT id, statement FROM candidates WHERE claimed_by = ? "
                                                 "AND status = 'pending' AND id != ?", REVIEWER, first[0]),
                               "the next lease")
+                stream.wait_for(page, "Confidence", since=shown)
                 mark = stream.mark()
                 page.keyboard.press("r")
                 stream.wait_for(page, "Write a tombstone", since=mark)
