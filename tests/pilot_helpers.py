@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,3 +28,16 @@ def then(*keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
             await settle(pilot)
 
     return run
+
+
+async def keys(pilot: Pilot[Any], *pressed: str) -> None:
+    """Press each key as a curator would, letting the app settle after each one."""
+    for key in pressed:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+def db(path: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Rows from the workstation's database, read on a connection of the test's own."""
+    with sqlite3.connect(path) as conn:
+        return conn.execute(sql, args).fetchall()

@@ -5,7 +5,6 @@ Discarded screen queues a dropped statement anyway; bulk approve decides exactly
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,22 +19,11 @@ from review_app.modals import ConfirmModal, EditModal, PickFactModal, ReasonModa
 from review_app.screens.discarded import DiscardedScreen
 from review_app.screens.knowledge import KnowledgeScreen
 from review_app.screens.queue import QueueScreen
-from tests.pilot_helpers import settle
+from tests.pilot_helpers import db, keys, settle
 from tests.test_tui_list import queue, row_ids
 from tests.tui_seed import T0, SeededDb, fixed_clock, seed_chain
 
 SIZE = (160, 48)
-
-
-def db(path: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(sql, args).fetchall()
-
-
-async def keys(pilot: Pilot[Any], *pressed: str) -> None:
-    for key in pressed:
-        await pilot.press(key)
-        await settle(pilot)
 
 
 async def go_to(pilot: Pilot[Any], app: ReviewApp, candidate_id: int) -> None:

@@ -5,13 +5,10 @@ presses; decisions are checked in the database afterwards."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
-from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Static
 
@@ -26,7 +23,7 @@ from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.candidate_detail import CandidateDetail
 from review_app.widgets.keybar import KeyBar
 from review_app.widgets.literal import visible
-from tests.pilot_helpers import settle
+from tests.pilot_helpers import db, keys, settle
 from tests.test_tui_hostile import screen_text
 from tests.tui_seed import MARKUP_STATEMENT, T0, SeededDb, fixed_clock
 
@@ -47,17 +44,6 @@ def cells(app: ReviewApp, column: str) -> list[str]:
 
 def row_ids(app: ReviewApp) -> list[int]:
     return [int(str(key.value)) for key in queue(app).query_one(DataTable).rows]
-
-
-def db(path: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(sql, args).fetchall()
-
-
-async def keys(pilot: Pilot[Any], *pressed: str) -> None:
-    for key in pressed:
-        await pilot.press(key)
-        await settle(pilot)
 
 
 def shown_text(widget: Static) -> str:
