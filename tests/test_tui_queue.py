@@ -226,7 +226,10 @@ async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> Non
         await settle(pilot)
         await go_to(pilot, ids["madrid"])
         await pilot.press("s")
-        await settle(pilot)
+        # the decision is committed before the screen records it for undo; a `u` in between is
+        # answered with a bell, so wait for the screen as a reviewer waits for the row to leave
+        await settle_until(pilot, lambda: len(queue(app).undo_stack) == 2 and not queue(app)._deciding,
+                           "recording both decisions")
         changed = _state(path)
         assert changed != before  # positive control: the two decisions did change the database
         assert row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("superseded",)
@@ -237,8 +240,10 @@ async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> Non
             "active", None, None)
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("rejected",)
         assert queue(app).current_id == ids["madrid"]  # the undone candidate is shown again
+        await settle_until(pilot, lambda: not queue(app)._deciding, "finishing the first undo")
         await pilot.press("u")  # ... then the rejection
-        await settle(pilot)
+        await settle_until(pilot, lambda: not queue(app).undo_stack and not queue(app)._deciding,
+                           "undoing the rejection")
         await pilot.press("u")  # nothing left: a message, no change
         await settle(pilot)
         assert any("Nothing to undo" in n for n in notes(app))
