@@ -31,6 +31,10 @@ def test_placeholders_outside_literals_only() -> None:
     assert to_dollar("SELECT '?', \"a?\", ? -- ?\n, /* ? */ ?") == "SELECT '?', \"a?\", $1 -- ?\n, /* ? */ $2"
     assert to_dollar("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', $1"
     assert to_dollar("SELECT 1") == "SELECT 1"
+    # SQLite's LIKE ignores case, PostgreSQL's does not: ILIKE, outside literals only
+    assert to_dollar("SELECT 1 WHERE s LIKE ? ESCAPE '\\' AND t = 'LIKE' AND unlike = 1") == (
+        "SELECT 1 WHERE s ILIKE $1 ESCAPE '\\' AND t = 'LIKE' AND unlike = 1"
+    )
 
 
 def test_status_counts() -> None:
@@ -59,6 +63,11 @@ async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:
             assert cur.rowcount == 2
             cur = await conn.execute("UPDATE messages SET at = 0 WHERE user_id = ?", ("nobody",))
             assert cur.rowcount == 0
+            # executemany counts what each UPDATE touched, as sqlite3's rowcount does
+            cur = await conn.executemany("UPDATE messages SET at = at WHERE id = ?", [(ids[0],), (-1,), (ids[1],)])
+            assert cur.rowcount == 2
+            found = await (await conn.execute("SELECT id FROM messages WHERE content LIKE ?", ("A ?%",))).fetchall()
+            assert [r[0] for r in found] == [ids[0]]
             row = await (await conn.execute("SELECT id, content FROM messages WHERE id = ?", (ids[0],))).fetchone()
             assert row is not None and row[1] == "a ? b" and row["id"] == ids[0]
         async with store.reading() as conn:

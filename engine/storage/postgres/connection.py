@@ -64,29 +64,36 @@ _TOKENS = re.compile(
     | --[^\n]*                # a line comment
     | /\*.*?\*/               # a block comment
     | \?                      # a placeholder
+    | \bLIKE\b               # SQLite's case-insensitive LIKE
     """,
-    re.VERBOSE | re.DOTALL,
+    re.VERBOSE | re.DOTALL | re.IGNORECASE,
 )
 
 
 @lru_cache(maxsize=4096)
 def to_dollar(sql: str) -> str:
-    """`?` placeholders rewritten to `$1..$n`, in order; a `?` inside a string literal, a quoted
-    identifier or a comment is left alone. Cached per SQL text (the engine's SQL is a fixed set)."""
+    """The portable SQL as PostgreSQL must read it, cached per SQL text (the engine's SQL is a
+    fixed set): `?` placeholders become `$1..$n` in order, and `LIKE` becomes `ILIKE`, because
+    SQLite's LIKE ignores case (ASCII letters) and PostgreSQL's does not: a search for "lisbon"
+    must find "Lisbon" on both. Nothing inside a string literal, a quoted identifier or a comment
+    is touched."""
     counter = 0
 
     def replace(match: re.Match[str]) -> str:
         nonlocal counter
         token = match.group(0)
-        if token != "?":
-            return token
-        counter += 1
-        return f"${counter}"
+        if token == "?":
+            counter += 1
+            return f"${counter}"
+        if token.upper() == "LIKE":
+            return "ILIKE"
+        return token
 
     return _TOKENS.sub(replace, sql)
 
 
 _RETURNS_ROWS = re.compile(r"^\s*(?:SELECT|WITH|VALUES|SHOW|EXPLAIN|TABLE)\b", re.IGNORECASE)
+_COUNTED = re.compile(r"^\s*(?:UPDATE|DELETE)\b", re.IGNORECASE)
 _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 
 
@@ -96,7 +103,7 @@ def _returns_rows(sql: str) -> bool:
     fetch; other writes through execute, whose status ("UPDATE 3") carries the row count."""
     if _RETURNS_ROWS.match(sql):
         return True
-    return bool(_RETURNING.search(_TOKENS.sub(lambda m: m.group(0) if m.group(0) == "?" else " ", sql)))
+    return bool(_RETURNING.search(_TOKENS.sub(lambda m: m.group(0) if m.group(0) in ("?", "LIKE") else " ", sql)))
 
 
 def _status_count(status: str) -> int:
@@ -172,10 +179,26 @@ class PgConn:
         also runs several statements at once (the migrations rely on that)."""
         return await self.raw.execute(query)
 
-    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+        """The statement once per row. Its cursor's rowcount is the total of rows touched, as
+        sqlite3's is: an INSERT of one VALUES row inserts exactly one row or raises, so inserts go
+        through asyncpg's pipelined executemany (which reports no counts); an UPDATE or DELETE
+        can touch none, so those run row by row and their statuses are added up."""
         batch = [tuple(r) for r in rows]
-        if batch:
-            await self.raw.executemany(to_dollar(sql), batch)
+        query = to_dollar(sql)
+        if not batch:
+            return PgCursor([], 0)
+        if _COUNTED.match(sql):
+            total = 0
+            for args in batch:
+                total += _status_count(await self.raw.execute(query, *args))
+            return PgCursor([], total)
+        await self.raw.executemany(query, batch)
+        return PgCursor([], len(batch))
+
+    async def execute_fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[asyncpg.Record]:
+        """aiosqlite's shortcut: execute, then every row."""
+        return await (await self.execute(sql, args)).fetchall()
 
     async def fetchval(self, sql: str, args: Sequence[Any] = ()) -> Any:
         """The first column of the first row, or None (PostgreSQL-side code; not part of the
