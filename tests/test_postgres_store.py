@@ -17,7 +17,7 @@ from engine.storage.postgres.connection import PgConn, _status_count, connect, m
 from engine.storage.postgres.store import PostgresStore
 
 
-def _raw_tx(conn: PgConn, store: PostgresStore) -> PgConn:
+def _raw_tx(conn: PgConn, writing: bool) -> PgConn:
     """Transactions hand out the bare PgConn here: these tests speak SQL, not engine operations."""
     return conn
 

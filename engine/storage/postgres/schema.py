@@ -34,7 +34,7 @@ with IDENTICAL table and column names, so the portable SQL of `SqlTx` reads the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -366,12 +366,15 @@ async def current_version(conn: asyncpg.Connection) -> int:
     return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations"))
 
 
-async def migrate(conn: asyncpg.Connection, dimensions: int, *, max_version: int | None = None,
-                  target: str = "the database") -> int:
+async def migrate(conn: asyncpg.Connection, dimensions: int, *, embedder: str | None = None,
+                  max_version: int | None = None, target: str = "the database",
+                  verify: Callable[[int], Awaitable[None]] | None = None) -> int:
     """Bring the database to SCHEMA_VERSION; its version before. Each migration is one transaction
     with its `schema_migrations` row, under an advisory lock, so processes opening a new database
     at once migrate it once. A database of a newer schema than this memdesk knows (or than
-    `max_version`) is refused before anything is written."""
+    `max_version`) is refused before anything is written, and so is one `verify(version)` refuses
+    (called with the version found, before any migration). A new database records `dimensions`
+    and, when given, the `embedder` its vectors come from (meta)."""
     from ...errors import ConfigurationError
 
     known = SCHEMA_VERSION if max_version is None else min(max_version, SCHEMA_VERSION)
@@ -382,6 +385,8 @@ async def migrate(conn: asyncpg.Connection, dimensions: int, *, max_version: int
             raise ConfigurationError(
                 f"{target} has schema version {before}; this memdesk knows up to {known}: upgrade memdesk"
             )
+        if verify is not None:
+            await verify(before)
         if before == SCHEMA_VERSION:
             return before
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -394,6 +399,8 @@ async def migrate(conn: asyncpg.Connection, dimensions: int, *, max_version: int
                 for statement in MIGRATIONS[version](dimensions):
                     await conn.execute(statement)
                 await conn.execute("INSERT INTO schema_migrations(version) VALUES ($1)", version)
+                if version == 1 and embedder is not None:
+                    await conn.execute("INSERT INTO meta(key, value) VALUES ('embedder', $1)", embedder)
         return before
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)

@@ -38,6 +38,10 @@ from .connection import PgConn, connect, create_pool, mask_url
 
 log = logging.getLogger(__name__)
 
+TxFactory = Callable[[PgConn, bool], Any]
+"""Makes the transaction object from (connection, writing); tests that speak SQL pass their own."""
+Verify = Callable[[Any], Awaitable[None]]
+
 # The logical tables in an order where each table's references point backwards as far as possible
 # (STORAGE.md). `load` copes with the references that still point forward (messages -> episodes,
 # candidates <-> knowledge, knowledge.superseded_by -> a later fact).
@@ -67,11 +71,14 @@ class PostgresStore:
     backend = "postgres"
     TABLES = TABLES
 
-    def __init__(self, url: str, pool: asyncpg.Pool, tx_factory: Callable[[PgConn, PostgresStore], Any]) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool, tx_factory: TxFactory | None = None) -> None:
         self.url = url
         self.target = mask_url(url)
         self.pool = pool
         self._tx_factory = tx_factory
+        # BM25 statistics per user, shared by every pooled connection: each use re-checks them
+        # against the user's fact count and largest id (PostgresTx.store_generation).
+        self._stats: dict[str, Any] = {}
         self._columns: dict[str, list[str]] = {}
         # Forward references `load` could not set yet: (table, column, target) -> {row id: value}.
         self._pending_refs: dict[tuple[str, str, str], dict[int, int]] = {}
@@ -79,21 +86,29 @@ class PostgresStore:
 
     @classmethod
     async def open(
-        cls, url: str, *, dimensions: int, max_version: int | None = None, min_size: int = 1, max_size: int = 10,
-        tx_factory: Callable[[PgConn, PostgresStore], Any] | None = None,
+        cls, url: str, *, dimensions: int, embedder: str | None = None, verify: Verify | None = None,
+        max_version: int | None = None, min_size: int = 1, max_size: int = 10, tx_factory: TxFactory | None = None,
     ) -> PostgresStore:
-        """Migrate the database (refusing one of a newer schema), then open the pool."""
+        """Migrate the database (creating the schema in an empty one), then open the pool. A
+        database of a newer schema is refused before anything is written to it, and so is one
+        that `verify` (given a read transaction on an existing store, before any migration)
+        refuses. `dimensions` and `embedder` describe a NEW store's vectors."""
         conn = await connect(url, vector=False)
         try:
-            await schema.migrate(conn, dimensions, max_version=max_version, target=mask_url(url))
+            async def check(version: int) -> None:
+                if version >= 1 and verify is not None:
+                    async with conn.transaction(isolation="repeatable_read", readonly=True):
+                        await verify(_make_tx(tx_factory, PgConn(conn), {}, writing=False))
+
+            await schema.migrate(conn, dimensions, embedder=embedder, max_version=max_version,
+                                 target=mask_url(url), verify=check)
         finally:
             await conn.close()
         pool = await create_pool(url, min_size=min_size, max_size=max_size)
-        if tx_factory is None:
-            from .tx import PostgresTx
-
-            tx_factory = PostgresTx
         return cls(url, pool, tx_factory)
+
+    def _tx(self, conn: asyncpg.Connection, *, writing: bool) -> Any:
+        return _make_tx(self._tx_factory, PgConn(conn), self._stats, writing=writing)
 
     # -- transactions ---------------------------------------------------------------------------------
 
@@ -103,14 +118,14 @@ class PostgresStore:
         back on any exception (a cancelled caller included: asyncpg resets the connection before
         the pool hands it out again)."""
         async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
-            yield self._tx_factory(PgConn(conn), self)
+            yield self._tx(conn, writing=True)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[Any]:
         """A consistent read-only snapshot (REPEATABLE READ READ ONLY): every statement of the read
         sees the same committed state, and no writer waits for it."""
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            yield self._tx_factory(PgConn(conn), self)
+            yield self._tx(conn, writing=False)
 
     async def close(self) -> None:
         for stop in list(self._listeners):
@@ -300,6 +315,14 @@ class PostgresStore:
 
         self._listeners.append(stop)
         return stop
+
+
+def _make_tx(factory: TxFactory | None, conn: PgConn, stats: dict[str, Any], *, writing: bool) -> Any:
+    if factory is not None:
+        return factory(conn, writing)
+    from .tx import PostgresTx
+
+    return PostgresTx(conn, stats, writing=writing)
 
 
 def _floats(value: Any) -> list[float]:
