@@ -17,7 +17,8 @@ with IDENTICAL table and column names, so the portable SQL of `SqlTx` reads the 
   `embedding_dimensions` records the embedder's, as on SQLite, and is checked at open). Retrieval
   scans one user's facts exactly (`knowledge_user_status` narrows to them), so no ANN index: an
   HNSW index would answer a per-user, time-filtered query approximately and, without iterative
-  scans, with fewer than top_k rows.
+  scans, with fewer than top_k rows. Nullable, like SQLite's mirror rows are separate: the engine
+  always writes one, and a row written without (raw SQL) is simply found by neither arm.
 - a fact's words are `knowledge.search tsvector` with a GIN index (the text arm's candidate rows).
   It holds the tokens `SqlTx`'s BM25 counts (`fts_tokens`: runs of letters and digits, casefolded,
   diacritics removed, as FTS5's unicode61 tokenizer sees them) through the 'simple' configuration,
@@ -185,8 +186,8 @@ CREATE TABLE knowledge (
     created_by TEXT NOT NULL,
     valid_closed INTEGER NOT NULL DEFAULT 0,
     prior_invalid_at BIGINT,
-    embedding vector NOT NULL,
-    search tsvector NOT NULL,
+    embedding vector,
+    search tsvector,
     CHECK (invalid_at IS NULL OR valid_at IS NULL OR invalid_at > valid_at),
     CHECK ((status = 'active') = (expired_at IS NULL)),
     CHECK (valid_closed = 1 OR prior_invalid_at IS NULL)

@@ -125,6 +125,19 @@ class PostgresTx(SqlTx):
         await self.lock_user(user_id)
         return await super().user_row_counts(user_id)
 
+    async def unprocessed_messages(self, user_id: str) -> list[tuple[int, str, str, int]]:
+        # two workers cutting the same user's new messages into episodes: the second waits, then
+        # reads what is still unprocessed (on SQLite the write lock did the same)
+        await self.lock_user(user_id)
+        return await super().unprocessed_messages(user_id)
+
+    async def audit_events(
+        self, user_id: str | None, entity: str | None = None, entity_ids: Sequence[int] | None = None,
+        limit: int = 1000,
+    ) -> list[Any]:
+        # SQLite reads LIMIT -1 as "no limit"; PostgreSQL refuses a negative LIMIT
+        return await super().audit_events(user_id, entity, entity_ids, limit if limit >= 0 else 2**62)
+
     # -- facts: one row, vector and words included ---------------------------------------------------
 
     async def insert_knowledge(
@@ -181,8 +194,8 @@ class PostgresTx(SqlTx):
         condition, args = _belief_filter(at_time, known_at, include_expired)
         rows = await fetchall(
             self.conn,
-            f"SELECT k.id FROM knowledge k WHERE k.user_id = ? AND {_condition(condition)}"
-            " ORDER BY k.embedding <=> ?, k.id LIMIT ?",
+            f"SELECT k.id FROM knowledge k WHERE k.user_id = ? AND k.embedding IS NOT NULL"
+            f" AND {_condition(condition)} ORDER BY k.embedding <=> ?, k.id LIMIT ?",
             (user_id, *args, list(embedding), int(k)),
         )
         return [int(r[0]) for r in rows]
