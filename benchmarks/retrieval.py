@@ -35,8 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine import Memory
-from engine.db import sqlite_module
 from engine.memory import NewFact
+from engine.storage.sqlite.connection import sqlite_module
 
 RESULTS = Path(__file__).parent / "results"
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -25,7 +25,7 @@ from typing import Any
 
 import aiosqlite
 
-from .errors import ConfigurationError
+from ...errors import ConfigurationError
 
 BUSY_TIMEOUT_MS = 60_000
 
