@@ -288,3 +288,54 @@ async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_ser
             assert [r[0] for r in await (await conn.execute("SELECT content FROM messages")).fetchall()] == ["kept"]
     finally:
         await store.close()
+
+
+# -- PostgresTx: what SQLite's single writer gave for free ----------------------------------------
+
+
+async def test_two_processes_deciding_one_candidate_decide_it_once(pg_url: str) -> None:
+    """Two Memory objects (two pools, as two hosts would have) have two reviewers reject the same
+    candidate at once: one decision lands, the other is told it was already decided; one decision
+    audit row, one tombstone. Positive control: a second candidate decided by one of them alone
+    succeeds."""
+    from engine import Memory
+    from engine.errors import AlreadyDecidedError
+
+    async with Memory(pg_url) as a, Memory(pg_url) as b:
+        first = await a.queue_candidate("ana", "Ana keeps bees", actor="t")
+        second = await a.queue_candidate("ana", "Ana plays chess", actor="t")
+        outcomes = await asyncio.gather(
+            a.review.reject(first, "ann", "not said"), b.review.reject(first, "bob", "not true"),
+            return_exceptions=True,
+        )
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(errors) == 1 and isinstance(errors[0], AlreadyDecidedError), outcomes
+        decided = [e for e in await a.history("ana") if e.entity == "candidate" and e.entity_id == first]
+        assert len([e for e in decided if e.action == "reject"]) == 1
+        assert len(await a.tombstones("ana")) == 1
+        assert (await b.review.approve(second, "bob")).statement == "Ana plays chess"
+
+
+async def test_episode_claims_skip_rows_another_worker_is_claiming(pg_url: str) -> None:
+    """claim_episodes takes its rows FOR UPDATE SKIP LOCKED: while one transaction holds an
+    episode's row, another worker's claim passes it by at once instead of waiting; once that
+    transaction ends the episode can be claimed (the positive control)."""
+    from engine.storage.postgres.tx import PostgresTx
+
+    store = await PostgresStore.open(pg_url, dimensions=3)
+    try:
+        async with store.transaction() as tx:
+            await tx.conn.execute("INSERT INTO episodes(id, user_id, title, narrative, start_at, created_at)"
+                                  " VALUES (1, 'ana', 't', 'n', 5, 1), (2, 'ana', 't', 'n', NULL, 1)")
+        async with store.transaction() as holder:
+            assert isinstance(holder, PostgresTx)
+            await holder.conn.execute("SELECT id FROM episodes WHERE id = 1 FOR UPDATE")
+            async with store.pool.acquire() as raw, raw.transaction():
+                other = PostgresTx(PgConn(raw), {}, writing=False)  # no user lock: the holder keeps it
+                taken = await asyncio.wait_for(other.claim_episodes("ana", "w2", 10, 20), timeout=5)
+                assert taken == [2]
+        async with store.transaction() as tx:
+            assert await tx.claim_episodes("ana", "w3", 10, 20) == [1]  # free again; 2 is leased by w2
+            assert await tx.claim_episodes("ana", "w2", 10, 30) == [2]  # its own lease is renewed
+    finally:
+        await store.close()

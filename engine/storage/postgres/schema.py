@@ -39,8 +39,10 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from ..base import NEW_CANDIDATES
+
 SCHEMA_VERSION = 1
-NOTIFY_CHANNEL = "memdesk_candidates"
+NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
 # knowledge <-> candidates references form a cycle). `PostgresStore.load` reads this too.
@@ -193,6 +195,8 @@ CREATE TABLE knowledge (
     CHECK (valid_closed = 1 OR prior_invalid_at IS NULL)
 );
 CREATE INDEX knowledge_user_status ON knowledge(user_id, status, key);
+-- the text arm's per-user statistics check (count and largest id) as an index-only scan
+CREATE INDEX knowledge_user_id ON knowledge(user_id, id);
 CREATE INDEX knowledge_superseded_by ON knowledge(superseded_by) WHERE superseded_by IS NOT NULL;
 CREATE INDEX knowledge_candidate ON knowledge(candidate_id);
 CREATE INDEX knowledge_search ON knowledge USING gin (search);

@@ -33,6 +33,7 @@ from typing import Any
 
 import asyncpg
 
+from ..base import TABLES, Store
 from . import schema
 from .connection import PgConn, connect, create_pool, mask_url
 
@@ -41,14 +42,6 @@ log = logging.getLogger(__name__)
 TxFactory = Callable[[PgConn, bool], Any]
 """Makes the transaction object from (connection, writing); tests that speak SQL pass their own."""
 Verify = Callable[[Any], Awaitable[None]]
-
-# The logical tables in an order where each table's references point backwards as far as possible
-# (STORAGE.md). `load` copes with the references that still point forward (messages -> episodes,
-# candidates <-> knowledge, knowledge.superseded_by -> a later fact).
-TABLES: tuple[str, ...] = (
-    "meta", "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log",
-    "discarded", "flags", "second_reviews", "assignments",
-)
 
 # Tables an erasure deletes from or redacts: what compact() rewrites.
 ERASE_TABLES: tuple[str, ...] = (
@@ -65,8 +58,10 @@ def _key(table: str) -> str:
     return "key" if table == "meta" else "id"
 
 
-class PostgresStore:
-    """A memdesk store in one PostgreSQL database (STORAGE.md's Store)."""
+class PostgresStore(Store):
+    """A memdesk store in one PostgreSQL database. `load` copes with references that point
+    forward in TABLES order (messages -> episodes, candidates <-> knowledge, a fact superseded by
+    a later fact)."""
 
     backend = "postgres"
     TABLES = TABLES
