@@ -93,7 +93,7 @@ QUEUE_SORTS: dict[str, str] = {
     "age": "",
     "user": "c.user_id, ",
     "kind": "c.kind, ",
-    "confidence": "c.confidence DESC, ",
+    "confidence": "c.confidence DESC NULLS LAST, ",  # NULL (not measured) last on both backends
 }
 """How the queue may be ordered (and so grouped): a key first, then age within it, so pages stay
 stable while reviewers work and a user's (or a kind's) candidates sit together."""
