@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot, sql
+from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import HashingEmbedder, Memory, MemoryConfig, UserInputError
 from engine.storage.sqlite.connection import Database
@@ -176,7 +176,10 @@ def test_hashing_embedder_featurises_only_the_first_max_chars() -> None:
 # -- guarded rollback -------------------------------------------------------------------------------
 
 
-async def test_a_transaction_sqlite_already_rolled_back_keeps_the_original_error(new_target: Callable[[str], str]) -> None:
+@sqlite_only("provokes SQLite's own automatic rollback")
+async def test_a_transaction_sqlite_already_rolled_back_keeps_the_original_error(
+    new_target: Callable[[str], str],
+) -> None:
     """SQLite rolls a transaction back by itself on "database or disk is full"; a second ROLLBACK
     then failed with "cannot rollback - no transaction is active" and hid what happened."""
     db = await Database.open(str(new_target("tx")))

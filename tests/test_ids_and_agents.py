@@ -105,7 +105,9 @@ async def test_undo_then_write_reuses_no_knowledge_id(mem: Memory) -> None:
 
 
 @sqlite_only("builds a SQLite v4 file and runs SQLite migration 5")
-async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_log_named(new_target: Callable[[str], str]) -> None:
+async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_log_named(
+    new_target: Callable[[str], str],
+) -> None:
     path = str(new_target("v4"))
     embedder = HashingEmbedder()
     [vector] = await embedder.embed(["Ana lives in Lisbon"])

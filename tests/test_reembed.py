@@ -103,7 +103,9 @@ async def test_a_new_store_records_its_embedder_and_refuses_another(new_target: 
         assert len(await mem.knowledge("ana")) == len(FACTS)
 
 
-async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(new_target: Callable[[str], str]) -> None:
+async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(
+    new_target: Callable[[str], str],
+) -> None:
     db = new_target("w")
     async with Memory(db, embedder=WordLlamaEmbedder(256)) as mem:
         await mem.add_knowledge("ana", "User lives in Porto", actor="t")
@@ -113,7 +115,9 @@ async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_re
         pass
 
 
-async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(new_target: Callable[[str], str]) -> None:
+async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(
+    new_target: Callable[[str], str],
+) -> None:
     db = new_target("legacy")
     await build(db, HashingEmbedder())
     with closing(sqlite3.connect(db)) as conn:  # what a v4 database holds: the width only
@@ -198,7 +202,9 @@ class Interrupt(KeyboardInterrupt):
     pass
 
 
-async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(new_target: Callable[[str], str]) -> None:
+async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(
+    new_target: Callable[[str], str],
+) -> None:
     original = new_target("orig")
     await build(original, HashingEmbedder())
     straight = copy_db(original, new_target("straight"))

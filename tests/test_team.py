@@ -21,7 +21,7 @@ from engine.errors import (
 )
 from engine.storage.sqlite.schema import SCHEMA_VERSION
 from engine.team import sample_point, sampled
-from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
+from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql, sqlite_only
 
 
 async def queue(mem: Memory, user: str, *statements: str) -> list[int]:
@@ -36,6 +36,7 @@ async def table_rows(mem: Memory, query: str) -> list[tuple[object, ...]]:
 # -- schema -------------------------------------------------------------------------------------------
 
 
+@sqlite_only("reads sqlite_master and PRAGMA user_version (PostgreSQL's migrations: test_postgres_store)")
 async def test_a_new_database_has_the_team_tables(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m")) as mem:
         names = {r[0] for r in await table_rows(mem, "SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -47,7 +48,9 @@ async def test_a_new_database_has_the_team_tables(new_target: Callable[[str], st
 # -- progress -----------------------------------------------------------------------------------------
 
 
-async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewers_pace(new_target: Callable[[str], str]) -> None:
+async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewers_pace(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock()
     async with open_memory(new_target("m"), clock) as mem:
         a = await queue(mem, "u1", "User likes tea", "User has a cat", "User rides a bike", "User reads")
@@ -104,7 +107,9 @@ async def test_progress_defaults_to_the_current_utc_day(new_target: Callable[[st
 # -- second opinions ----------------------------------------------------------------------------------
 
 
-async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewer_can(new_target: Callable[[str], str]) -> None:
+async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewer_can(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock()
     async with open_memory(new_target("m"), clock) as mem:
         [cid] = await queue(mem, "u1", "User is a pilot")

@@ -70,7 +70,9 @@ async def test_lisbon_to_porto(new_target: Callable[[str], str]) -> None:
         assert await homes(mem, known_at=day(2026, 5, 3)) == {"She lives in Porto": "active"}
 
 
-async def test_corrected_and_retracted_facts_are_never_read_as_true_for_their_period(new_target: Callable[[str], str]) -> None:
+async def test_corrected_and_retracted_facts_are_never_read_as_true_for_their_period(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock(day(2025))
     async with open_memory(new_target("wrong"), clock) as mem:
         typo = await mem.add_knowledge("ana", "She lives in Lisbom", actor="support", valid_at=day(2020))

@@ -287,7 +287,9 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_pa
         assert (await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")).kind == "new"
 
 
-async def test_stats_lists_discarded_statements_text_and_json(tmp_path: Path, new_target: Callable[[str], str], clock: Clock) -> None:
+async def test_stats_lists_discarded_statements_text_and_json(
+    tmp_path: Path, new_target: Callable[[str], str], clock: Clock,
+) -> None:
     async with memory(tmp_path, clock, every_gate) as mem:
         await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
@@ -315,7 +317,9 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(new_target: Callable[[str], str]) -> None:
+async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(
+    new_target: Callable[[str], str],
+) -> None:
     db = new_target("batch")
     assert run_cli("ingest", db, conversations_path()).returncode == 0
     done = run_cli("process", db, "--json")
@@ -340,7 +344,9 @@ async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_upda
     assert len(chained) >= 11  # before: 0 (every change of a pending value was queued as `new`)
 
 
-async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(new_target: Callable[[str], str]) -> None:
+async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(
+    new_target: Callable[[str], str],
+) -> None:
     from engine import OfflineExtractor, OpenAIExtractor
     from engine.extraction import Extractor
 
