@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -81,8 +80,8 @@ def copy_db(source: Path, target: Path) -> Path:
 # -- the recorded embedder and the refusal --------------------------------------------------------
 
 
-async def test_a_new_store_records_its_embedder_and_refuses_another(new_target: Callable[[str], str]) -> None:
-    db = new_target("h")
+async def test_a_new_store_records_its_embedder_and_refuses_another(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
     await build(db, HashingEmbedder())
     assert meta(db)["embedder"] == "hashing" and meta(db)["embedding_dimensions"] == "384"
     before = db.read_bytes()
@@ -103,10 +102,8 @@ async def test_a_new_store_records_its_embedder_and_refuses_another(new_target: 
         assert len(await mem.knowledge("ana")) == len(FACTS)
 
 
-async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(
-    new_target: Callable[[str], str],
-) -> None:
-    db = new_target("w")
+async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
     async with Memory(db, embedder=WordLlamaEmbedder(256)) as mem:
         await mem.add_knowledge("ana", "User lives in Porto", actor="t")
     with pytest.raises(EmbeddingDimensionError, match="memdesk reembed"):
@@ -115,10 +112,8 @@ async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_re
         pass
 
 
-async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(
-    new_target: Callable[[str], str],
-) -> None:
-    db = new_target("legacy")
+async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(tmp_path: Path) -> None:
+    db = tmp_path / "legacy.db"
     await build(db, HashingEmbedder())
     with closing(sqlite3.connect(db)) as conn:  # what a v4 database holds: the width only
         conn.execute("DELETE FROM meta WHERE key = 'embedder'")
@@ -132,8 +127,8 @@ async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_bu
 # -- the move -------------------------------------------------------------------------------------
 
 
-async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(new_target: Callable[[str], str]) -> None:
-    db = new_target("m")
+async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
     ids = await build(db, HashingEmbedder())
     seen: list[tuple[int, int]] = []
     report = await reembed(
@@ -185,8 +180,8 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(new_
     assert len(rows(db, "SELECT id FROM audit_log WHERE action = 'reembed'")) == 1
 
 
-async def test_reembed_back_from_256_to_384_dimensions(new_target: Callable[[str], str]) -> None:
-    db = new_target("back")
+async def test_reembed_back_from_256_to_384_dimensions(tmp_path: Path) -> None:
+    db = tmp_path / "back.db"
     async with Memory(db) as mem:  # the default: WordLlama, 256
         await mem.add_knowledge_many("ana", FACTS[:10], actor="t")
     report = await reembed(str(db), HashingEmbedder(), actor="ops", batch_size=3)
@@ -202,13 +197,11 @@ class Interrupt(KeyboardInterrupt):
     pass
 
 
-async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(
-    new_target: Callable[[str], str],
-) -> None:
-    original = new_target("orig")
+async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(tmp_path: Path) -> None:
+    original = tmp_path / "orig.db"
     await build(original, HashingEmbedder())
-    straight = copy_db(original, new_target("straight"))
-    broken = copy_db(original, new_target("broken"))
+    straight = copy_db(original, tmp_path / "straight.db")
+    broken = copy_db(original, tmp_path / "broken.db")
     await reembed(str(straight), WordLlamaEmbedder(), actor="ops", batch_size=5)
 
     calls = 0
@@ -239,8 +232,8 @@ async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_
     assert len(rows(broken, "SELECT id FROM audit_log WHERE action = 'reembed'")) == 1
 
 
-async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(new_target: Callable[[str], str]) -> None:
-    db = new_target("live")
+async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(tmp_path: Path) -> None:
+    db = tmp_path / "live.db"
     await build(db, HashingEmbedder())
 
     def stop(done: int, total: int) -> None:
@@ -264,8 +257,8 @@ async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(ne
         assert await mem.knowledge("ana") == []
 
 
-async def test_another_target_discards_what_an_interrupted_move_staged(new_target: Callable[[str], str]) -> None:
-    db = new_target("switch")
+async def test_another_target_discards_what_an_interrupted_move_staged(tmp_path: Path) -> None:
+    db = tmp_path / "switch.db"
     await build(db, HashingEmbedder())
 
     def stop(done: int, total: int) -> None:
@@ -296,8 +289,8 @@ def memdesk(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.
                           env={**base, "NO_COLOR": "1", **(env or {})}, check=False)
 
 
-def test_the_cli_refuses_then_reembeds_with_a_progress_bar(new_target: Callable[[str], str]) -> None:
-    db = new_target("cli")
+def test_the_cli_refuses_then_reembeds_with_a_progress_bar(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
     asyncio.run(build(db, HashingEmbedder()))
     refused = memdesk("search", db, "--user", "bob", "where", "do", "they", "live")
     assert refused.returncode == 1
@@ -318,14 +311,14 @@ def test_the_cli_refuses_then_reembeds_with_a_progress_bar(new_target: Callable[
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
-def test_the_cli_move_survives_a_signal_and_resumes(new_target: Callable[[str], str], how: signal.Signals) -> None:
+def test_the_cli_move_survives_a_signal_and_resumes(tmp_path: Path, how: signal.Signals) -> None:
     facts = [f"User noted detail {i} about their week" for i in range(1500)]
-    original = new_target("orig")
+    original = tmp_path / "orig.db"
     asyncio.run(build(original, HashingEmbedder(), facts))
-    straight = copy_db(original, new_target("straight"))
+    straight = copy_db(original, tmp_path / "straight.db")
     assert memdesk("reembed", straight, "--actor", "ops").returncode == 0
 
-    db = copy_db(original, new_target("sig"))
+    db = copy_db(original, tmp_path / "sig.db")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     proc = subprocess.Popen([str(MEMDESK), "reembed", str(db), "--actor", "ops", "--batch-size", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)
@@ -357,11 +350,11 @@ def test_the_cli_move_survives_a_signal_and_resumes(new_target: Callable[[str], 
 
 
 def test_the_workstation_refuses_another_embedders_store_with_the_message_not_a_traceback(
-    new_target: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from review_app.cli import _can_open
 
-    db = new_target("tui")
+    db = tmp_path / "tui.db"
     asyncio.run(build(db, HashingEmbedder()))
     refused = memdesk("review", db, "--reviewer", "ana")
     assert refused.returncode == 1

@@ -82,9 +82,9 @@ def clock() -> Clock:
     return Clock(T0)
 
 
-def memory(new_target: Callable[[str], str], clock: Clock, script: Callable[..., Extraction] = facts_in_messages,
+def memory(tmp_path: Path, clock: Clock, script: Callable[..., Extraction] = facts_in_messages,
            config: MemoryConfig | None = None) -> Memory:
-    return Memory(new_target("q"), extractor=Scripted(script), clock=clock, config=config)
+    return Memory(tmp_path / "q.db", extractor=Scripted(script), clock=clock, config=config)
 
 
 # -- 1. prediction and every gate see pending candidates -------------------------------------------
@@ -287,9 +287,7 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_pa
         assert (await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")).kind == "new"
 
 
-async def test_stats_lists_discarded_statements_text_and_json(
-    tmp_path: Path, new_target: Callable[[str], str], clock: Clock,
-) -> None:
+async def test_stats_lists_discarded_statements_text_and_json(tmp_path: Path, clock: Clock) -> None:
     async with memory(tmp_path, clock, every_gate) as mem:
         await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
@@ -298,7 +296,7 @@ async def test_stats_lists_discarded_statements_text_and_json(
         assert data["discarded"]["total"] == 5 and data["discarded"]["by_gate"]["duplicate"] == 2
         assert data["discarded"]["by_gate"]["predicted"] == 1
         assert {d["statement"] for d in data["discarded"]["latest"]} >= {"Ana hums", "Ana keeps bees"}
-    db = new_target("q")
+    db = tmp_path / "q.db"
     as_json = subprocess.run([str(MEMDESK), "stats", str(db), "--json"], capture_output=True, text=True, check=False)
     assert as_json.returncode == 0, as_json.stderr
     latest = json.loads(as_json.stdout)["discarded"]["latest"]
@@ -317,10 +315,8 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(
-    new_target: Callable[[str], str],
-) -> None:
-    db = new_target("batch")
+async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(tmp_path: Path) -> None:
+    db = tmp_path / "batch.db"
     assert run_cli("ingest", db, conversations_path()).returncode == 0
     done = run_cli("process", db, "--json")
     assert done.returncode == 0, done.stderr
@@ -344,16 +340,14 @@ async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_upda
     assert len(chained) >= 11  # before: 0 (every change of a pending value was queued as `new`)
 
 
-async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(
-    new_target: Callable[[str], str],
-) -> None:
+async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(tmp_path: Path) -> None:
     from engine import OfflineExtractor, OpenAIExtractor
     from engine.extraction import Extractor
 
     for cls in (OfflineExtractor, OpenAIExtractor, Scripted):
         assert {"name", "model", "prompt_version"} <= set(dir(cls)), cls
     assert isinstance(OfflineExtractor(), Extractor)
-    db = new_target("v")
+    db = tmp_path / "v.db"
     for version, texts in (("v1", ["FACT: Ana sails", "FACT: Ana rows"]), ("v2", ["FACT: Ana hikes"])):
         extractor = Scripted(facts_in_messages)
         extractor.prompt_version = version
