@@ -52,13 +52,6 @@ def sqlite_only(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("backend", ["sqlite"])
 
 
-def xfail_on_postgres(request: pytest.FixtureRequest, backend: str, reason: str) -> None:
-    """Mark the running test an expected failure on PostgreSQL: a known gap of that backend named by
-    `reason`. Strict, so the mark has to go as soon as the gap is closed."""
-    if backend == "postgres":
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-
-
 class Clock:
     """A clock the test moves by hand: decisions stamp times a test can name exactly."""
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine import CoveredClaim, Episode, Extraction, GapItem, Knowledge, Memory, MemoryConfig
-from tests.engine_helpers import sql, xfail_on_postgres
+from tests.engine_helpers import sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -255,10 +255,8 @@ async def test_extraction_sources_are_original_messages_not_the_narrative(mem: M
 
 
 async def test_two_concurrent_process_calls_never_process_the_same_messages(
-    new_target: Callable[[str], str], backend: str, request: pytest.FixtureRequest,
+    new_target: Callable[[str], str],
 ) -> None:
-    xfail_on_postgres(request, backend, "PostgreSQL: the second concurrent process() raises MemdeskError"
-                      " 'messages were claimed by another process; retry'")
     path = new_target("m")
     a_ext, b_ext = ScriptedExtractor(claims_from_user), ScriptedExtractor(claims_from_user)
     async with Memory(path, extractor=a_ext) as a, Memory(path, extractor=b_ext) as b:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, open_memory, vec_row, xfail_on_postgres
+from engine_helpers import Clock, open_memory, vec_row
 
 from engine import Memory
 from tests.tui_seed import ScriptedExtractor
@@ -135,9 +135,8 @@ async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(new_ta
 
 @pytest.mark.parametrize("flag", ["--as-of", "--known-at"])
 async def test_cli_search_says_which_time_it_answers(
-    new_target: Callable[[str], str], flag: str, backend: str, request: pytest.FixtureRequest,
+    new_target: Callable[[str], str], flag: str,
 ) -> None:
-    xfail_on_postgres(request, backend, "the CLI's existing_db() takes the target for a file path and refuses a URL")
     clock = Clock()
     db = new_target("cli")
     async with open_memory(db, clock) as mem:
