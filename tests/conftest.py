@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
 from tests.tui_seed import seed_sync
 
 
