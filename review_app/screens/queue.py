@@ -209,6 +209,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._wanted: int | None = None
         self.columns: tuple[str, ...] = ()
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
+        self._last_count: int | None = None
+        """Pending candidates (under the filter) at the last look for new ones."""
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -256,15 +258,18 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
-        """Reload only when the number pending changed: an announcement may be spurious (SQLite
-        reports every commit, this screen's own leases included), and a reload at every lease
-        would re-claim and so announce again. While a decision is being saved the list is about to
-        change under it: look again a little later instead."""
+        """Reload only when more candidates are pending than at the last look: an announcement may
+        be spurious (SQLite reports every commit, this screen's own leases included, and a reload
+        at every lease would re-claim and so announce again). Fewer pending (decided elsewhere) is
+        left alone: rows moving under the reviewer's cursor would make the next key decide another
+        candidate; deciding a gone one is refused by the engine and refreshes the list. While a
+        decision is being saved the list is about to change: look again a little later."""
         if self._deciding:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
         total = await self.review_app.memory.review.count(**self.filter.kwargs())
-        if total != self.total and not self._deciding:
+        seen, self._last_count = self._last_count, total
+        if seen is not None and total > seen and not self._deciding:
             self.reload()
 
     def on_resize(self, event: Resize) -> None:
@@ -403,7 +408,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         previous_row = table.cursor_row
         keep = select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
-        self.total = await memory.review.count(**kwargs)
+        self.total = self._last_count = await memory.review.count(**kwargs)
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
         now = self.review_app.now()
         self.candidates = {c.id: c for c in page}
