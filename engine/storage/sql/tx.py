@@ -39,6 +39,8 @@ from .records import (
     knowledge_from_row,
     tombstone_from_row,
 )
+from .stats import StatsOps
+from .team import TeamOps
 
 STILL_TRUE_SQL = (
     "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
@@ -285,13 +287,14 @@ async def recorded_embedder(tx: SqlTx) -> tuple[str, int | None]:
     return name or LEGACY_EMBEDDER, None if width is None else int(width)
 
 
-class SqlTx:
+class SqlTx(TeamOps, StatsOps):
     """One transaction (or one consistent read) on a store: the engine's operations on it.
 
     `conn` has aiosqlite's cursor API (`execute(sql, args) -> cursor` with async `fetchall()` and
     `fetchone()`, `rowcount`; `executemany`), which the SQLite backend passes as it is and the
     PostgreSQL backend provides over asyncpg. `text_stats` is the store's per-connection cache of
-    BM25 statistics (`user_text_stats`)."""
+    BM25 statistics (`user_text_stats`). The team and stats statements live in the mixins
+    `TeamOps` (sql/team.py) and `StatsOps` (sql/stats.py), kept apart only for size."""
 
     backend = "sql"
 
