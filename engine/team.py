@@ -216,7 +216,7 @@ class BlindReview:
     knowledge_id: int
     statement: str
     kind: str
-    confidence: float
+    confidence: float | None  # None for an approved agent proposal (no extractor confidence)
     evidence: str
     valid_at: datetime | None
     invalid_at: datetime | None
@@ -297,12 +297,11 @@ class TeamService:
         unknown = set(filters) - set(keys)
         if unknown:
             raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")
-        values = [filters.get(k) for k in keys]
         async with self._ctx.store.reading() as tx:
             remaining = await tx.pending_count(**filters)
-            done = await tx.decided_since_count(values, start_us)
-            flagged_by_me = await tx.live_flag_count(values, reviewer, by_reviewer=True)
-            others = await tx.live_flag_count(values, reviewer, by_reviewer=False)
+            done = await tx.decided_since_count(filters, start_us)
+            flagged_by_me = await tx.live_flag_count(filters, reviewer, by_reviewer=True)
+            others = await tx.live_flag_count(filters, reviewer, by_reviewer=False)
             times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
         return Progress(

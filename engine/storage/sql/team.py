@@ -9,7 +9,7 @@ function, the sample hash is integer arithmetic both backends evaluate identical
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
@@ -27,6 +27,16 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
+def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'pending'") -> tuple[str, list[Any]]:
+    """queue_filters for the keyword filters of ReviewService.count (what SqlTx.pending_count takes)."""
+    from .tx import queue_filters
+
+    return queue_filters(
+        filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"), filters.get("max_confidence"),
+        filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"), status_clause=status_clause,
+    )
+
+
 class TeamOps:
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
@@ -38,21 +48,15 @@ class TeamOps:
 
     # -- progress and figures -------------------------------------------------------------------
 
-    async def decided_since_count(self, filters: Sequence[Any], since_us: int) -> int:
-        """Candidates matching the queue filter (queue_filters' positional values) decided since then."""
-        from .tx import queue_filters
-
-        where, args = queue_filters(
-            *filters, status_clause=f"c.status != 'pending' AND c.decided_at >= {int(since_us)}"
-        )
+    async def decided_since_count(self, filters: Mapping[str, Any], since_us: int) -> int:
+        """Candidates matching the queue filter (pending_count's keywords) decided since then."""
+        where, args = _queue_where(filters, f"c.status != 'pending' AND c.decided_at >= {int(since_us)}")
         return await self._count(f"SELECT count(*) FROM candidates c WHERE {where}", args)
 
-    async def live_flag_count(self, filters: Sequence[Any], reviewer: str, *, by_reviewer: bool) -> int:
+    async def live_flag_count(self, filters: Mapping[str, Any], reviewer: str, *, by_reviewer: bool) -> int:
         """Pending candidates matching the queue filter with a live flag raised by `reviewer`
         (`by_reviewer`) or by anyone else."""
-        from .tx import queue_filters
-
-        where, args = queue_filters(*filters)
+        where, args = _queue_where(filters)
         op = "=" if by_reviewer else "!="
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"

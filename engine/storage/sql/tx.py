@@ -65,7 +65,8 @@ def queue_filters(
 ) -> tuple[str, list[Any]]:
     """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
     candidates of the very same filter; `assigned_to` is the "my queue" filter."""
-    where, args = [status_clause], []  # type: ignore[var-annotated]
+    where: list[str] = [status_clause]
+    args: list[Any] = []
     if assigned_to is not None:
         where.append("c.user_id IN (SELECT a.user_id FROM assignments a WHERE a.reviewer = ?)")
         args.append(assigned_to)
@@ -306,7 +307,7 @@ class SqlTx(TeamOps, StatsOps):
 
     async def insert_knowledge(
         self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
+        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
         candidate_id: int | None = None, episode_id: int | None = None,
     ) -> int:
         """A new active fact with its search and vector data; returns its id (never one an undone
@@ -365,7 +366,8 @@ class SqlTx(TeamOps, StatsOps):
     async def audit_events(self, user_id: str | None, entity: str | None = None,
         entity_ids: Sequence[int] | None = None, limit: int = 1000,
     ) -> list[AuditEvent]:
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if user_id is not None:
             where.append("user_id = ?")
             args.append(user_id)
@@ -515,7 +517,8 @@ class SqlTx(TeamOps, StatsOps):
     ) -> list[Knowledge]:
         """One user's facts, oldest first. Without `include_expired`: current belief (active facts), or
         with `at_time` the valid-time rule of `text_arm` (facts still believed true for their period)."""
-        where, args = ["user_id = ?"], [user_id]  # type: ignore[list-item]
+        where: list[str] = ["user_id = ?"]
+        args: list[Any] = [user_id]
         if not include_expired:
             where.append(STILL_TRUE_SQL.format(k="knowledge") + " = 1" if at_time is not None else "status = 'active'")
         if at_time is not None:
@@ -760,7 +763,8 @@ class SqlTx(TeamOps, StatsOps):
 
     async def list_tombstones(self, user_id: str | None, include_lifted: bool = False
     ) -> list[Tombstone]:
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if user_id is not None:
             where.append("user_id = ?")
             args.append(user_id)
