@@ -106,7 +106,7 @@ async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit:
             ],
         },
         "daily": [
-            {"day": from_us(int(day) * 86_400_000_000).date().isoformat(), "queued": q, "decided": d}  # type: ignore[union-attr]
+            {"day": from_us(int(day) * 86_400_000_000).date().isoformat(), "queued": q, "decided": d}
             for day, q, d in daily_rows
         ],
     }

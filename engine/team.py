@@ -250,18 +250,18 @@ class Assignment:
 
 
 def _flag(r: Any) -> Flag:
-    return Flag(id=r[0], candidate_id=r[1], user_id=r[2], flagged_by=r[3], flagged_at=from_us(r[4]),  # type: ignore[arg-type]
+    return Flag(id=r[0], candidate_id=r[1], user_id=r[2], flagged_by=r[3], flagged_at=from_us(r[4]),
                 note=r[5], lean=r[6], withdrawn_at=from_us(r[7]), withdrawn_by=r[8])
 
 
 def _second_review(r: Any) -> SecondReview:
     return SecondReview(id=r[0], candidate_id=r[1], knowledge_id=r[2], user_id=r[3], first_reviewer=r[4],
-                        first_decision=r[5], reviewer=r[6], verdict=r[7], decided_at=from_us(r[8]),  # type: ignore[arg-type]
+                        first_decision=r[5], reviewer=r[6], verdict=r[7], decided_at=from_us(r[8]),
                         reason=r[9], note=r[10])
 
 
 def _assignment(r: Any) -> Assignment:
-    return Assignment(id=r[0], user_id=r[1], reviewer=r[2], assigned_at=from_us(r[3]), assigned_by=r[4])  # type: ignore[arg-type]
+    return Assignment(id=r[0], user_id=r[1], reviewer=r[2], assigned_at=from_us(r[3]), assigned_by=r[4])
 
 
 def _median_gap(times_us: list[int], break_seconds: float) -> float | None:
@@ -292,7 +292,7 @@ class TeamService:
     async def progress(self, reviewer: str, *, since: datetime | None = None, **filters: Any) -> Progress:
         """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
         start = since or _start_of_day(self._ctx.now())
-        start_us: int = to_us(start, "since")  # type: ignore[assignment]
+        start_us: int = to_us(start, "since")
         keys = ("user_id", "kind", "min_confidence", "max_confidence", "unsupported", "search", "assigned_to")
         unknown = set(filters) - set(keys)
         if unknown:
@@ -314,8 +314,8 @@ class TeamService:
         self, *, since: datetime | None = None, until: datetime | None = None, user_id: str | None = None,
     ) -> TeamFigures:
         """Per-reviewer figures, decisions per reviewer per UTC day, and every two-reviewer comparison."""
-        lo: int = to_us(since, "since") if since is not None else -(2**62)  # type: ignore[assignment]
-        hi: int = to_us(until, "until") if until is not None else 2**62  # type: ignore[assignment]
+        lo: int = to_us(since, "since") if since is not None else -(2**62)
+        hi: int = to_us(until, "until") if until is not None else 2**62
         by: dict[str, ReviewerFigures] = {}
 
         def fig(name: str) -> ReviewerFigures:
@@ -353,7 +353,7 @@ class TeamService:
             since=since,
             reviewers=sorted(by.values(), key=lambda f: (-f.decisions, f.reviewer)),
             daily=[
-                DailyFigures(day=from_us(d * _DAY_US).date(), reviewer=name, decisions=n, approved=a, rejected=r)  # type: ignore[union-attr]
+                DailyFigures(day=from_us(d * _DAY_US).date(), reviewer=name, decisions=n, approved=a, rejected=r)
                 for (d, name), (n, a, r) in sorted(daily.items(), key=lambda kv: (-kv[0][0], kv[0][1]))
             ],
             comparisons=comparisons,
@@ -365,10 +365,10 @@ class TeamService:
         out: list[Comparison] = []
         for cid, uid, first, second, verdict, at in await tx.second_review_comparison_rows(lo, hi, user_id):
             out.append(Comparison("second_review", cid, uid, first, "approve", second,
-                                  "approve" if verdict == "agree" else "reject", from_us(at)))  # type: ignore[arg-type]
+                                  "approve" if verdict == "agree" else "reject", from_us(at)))
         for cid, uid, flagger, lean, decider, status, at in await tx.flag_comparison_rows(lo, hi, user_id):
             out.append(Comparison("second_opinion", cid, uid, flagger, lean, decider,
-                                  "approve" if status == "approved" else "reject", from_us(at)))  # type: ignore[arg-type]
+                                  "approve" if status == "approved" else "reject", from_us(at)))
         out.sort(key=lambda c: (c.at, c.candidate_id))
         return out
 
@@ -384,7 +384,7 @@ class TeamService:
         if lean is not None and lean not in LEANS:
             raise UserInputError(f"lean must be one of {', '.join(LEANS)} (or none), not {lean!r}")
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status != "pending":
@@ -394,7 +394,7 @@ class TeamService:
                     f"candidate {cand.id} is already flagged for a second opinion by {cand.flagged_by}"
                 )
             if cand.claimed_by not in (None, reviewer) and cand.claimed_until is not None and cand.claimed_until > now:
-                raise ClaimedError(cand.id, cand.claimed_by)  # type: ignore[arg-type]
+                raise ClaimedError(cand.id, cand.claimed_by)
             check_may_decide(cand, reviewer)
             flag_id = await tx.insert_flag(cand.id, cand.user_id, reviewer, text, lean, now_us)
             await tx.release_candidate(cand.id, reviewer)
@@ -405,7 +405,7 @@ class TeamService:
 
     async def withdraw_flag(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Flag:
         """The flagger takes the item back (only the flagger: a flag is their request)."""
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             row = await tx.live_flag_row(cand.id)
@@ -491,7 +491,7 @@ class TeamService:
         text = _optional_text(note, self._ctx.config, "the note")
         if not approve and why is None:
             raise UserInputError("overturning an approval needs a reason")
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
@@ -521,7 +521,7 @@ class TeamService:
         else holds needs `force=True` (a lead reassigning work); both are audited."""
         if not user_id or not user_id.strip():
             raise UserInputError("a user_id is required")
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             if await tx.user_candidate_count(user_id) == 0:
                 raise NotFoundError(f"user {user_id!r} has no candidates to take")
@@ -542,7 +542,7 @@ class TeamService:
 
     async def release_user(self, user_id: str, reviewer: str) -> Assignment:
         """Give a user's items back to the whole team (only the assignee)."""
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             before = await _get_assignment(tx, user_id)
             if before is None:

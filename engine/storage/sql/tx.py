@@ -429,7 +429,7 @@ class SqlTx(TeamOps, StatsOps):
             "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
             (entity, entity_id, after_id),
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
@@ -685,7 +685,7 @@ class SqlTx(TeamOps, StatsOps):
             " AND kind IN ('proposed', 'retraction')",
             (user_id,),
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None
     ) -> Knowledge | None:
@@ -736,7 +736,7 @@ class SqlTx(TeamOps, StatsOps):
                 filters.get("assigned_to"),
         )
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def insert_tombstone(self, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
         candidate_id: int | None = None, knowledge_id: int | None = None,
@@ -885,7 +885,7 @@ class SqlTx(TeamOps, StatsOps):
             row = await (await self.conn.execute(
                 "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
             )).fetchone()
-            n, top = int(row[0]), int(row[1])  # type: ignore[index]
+            n, top = int(row[0]), int(row[1])
             if stats is not None and (
                 (stats.docs, stats.top) == (n, top)
                 or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
@@ -896,7 +896,7 @@ class SqlTx(TeamOps, StatsOps):
                 row = await (await self.conn.execute(
                     f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
                 )).fetchone()
-                tokens = int(row[0])  # type: ignore[index]
+                tokens = int(row[0])
                 known = {}
             if len(cache) > 10_000:
                 cache.clear()
@@ -1017,7 +1017,7 @@ class SqlTx(TeamOps, StatsOps):
             list(episode_ids),
         )).fetchall()
         for m in msgs:
-            out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))  # type: ignore[arg-type]
+            out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))
         return out
 
     async def candidate_context(self, cand: Candidate) -> CandidateContext:
@@ -1075,7 +1075,7 @@ class SqlTx(TeamOps, StatsOps):
         row = await (await self.conn.execute(
             "SELECT count(*) FROM messages WHERE user_id = ? AND episode_id IS NULL", (user_id,)
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def users_with_work(self) -> list[str]:
         rows = await (await self.conn.execute(
@@ -1140,7 +1140,7 @@ class SqlTx(TeamOps, StatsOps):
             " AND claimed_until > ? AND claimed_by != ?",
             (user_id, now, token),
         )).fetchone()
-        return int(row[0]), (int(row[1]) if row[1] is not None else None)  # type: ignore[index]
+        return int(row[0]), (int(row[1]) if row[1] is not None else None)
 
     async def renew_leases(self, token: str, until: int) -> int:
         """Extend every lease this worker still holds (its episodes not yet finished)."""
@@ -1186,11 +1186,11 @@ class SqlTx(TeamOps, StatsOps):
         for table in USER_TABLES:
             row = await (await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                 (user_id,))).fetchone()
-            counts[table] = int(row[0])  # type: ignore[index]
+            counts[table] = int(row[0])
         row = await (await self.conn.execute(
             "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'", (user_id,)
         )).fetchone()
-        counts["audit_log"] = int(row[0])  # type: ignore[index]
+        counts["audit_log"] = int(row[0])
         return counts
 
     async def user_candidates(self, user_id: str) -> list[Candidate]:
