@@ -39,9 +39,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import asyncpg
-
 from ..base import NEW_CANDIDATES
+from .connection import Conn
 
 SCHEMA_VERSION = 1
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
@@ -366,7 +365,7 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1}
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 
 
-async def current_version(conn: asyncpg.Connection) -> int:
+async def current_version(conn: Conn) -> int:
     """The schema version of the database: 0 when memdesk has never migrated it."""
     exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
     if not exists:
@@ -374,7 +373,7 @@ async def current_version(conn: asyncpg.Connection) -> int:
     return int(await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations"))
 
 
-async def migrate(conn: asyncpg.Connection, dimensions: int, *, embedder: str | None = None,
+async def migrate(conn: Conn, dimensions: int, *, embedder: str | None = None,
                   max_version: int | None = None, target: str = "the database",
                   verify: Callable[[int], Awaitable[None]] | None = None) -> int:
     """Bring the database to SCHEMA_VERSION; its version before. Each migration is one transaction
@@ -414,7 +413,7 @@ async def migrate(conn: asyncpg.Connection, dimensions: int, *, embedder: str | 
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_KEY)
 
 
-async def sync_sequences(conn: asyncpg.Connection, tables: tuple[str, ...] = IDENTITY_TABLES) -> None:
+async def sync_sequences(conn: Conn, tables: tuple[str, ...] = IDENTITY_TABLES) -> None:
     """Move each table's identity sequence past its largest id (after rows were loaded with their
     ids), so the next generated id is new. Never moves a sequence back: ids stay unique over time."""
     for table in tables:

@@ -131,13 +131,6 @@ class PostgresTx(SqlTx):
         await self.lock_user(user_id)
         return await super().unprocessed_messages(user_id)
 
-    async def audit_events(
-        self, user_id: str | None, entity: str | None = None, entity_ids: Sequence[int] | None = None,
-        limit: int | None = 1000,
-    ) -> list[Any]:
-        # SQLite reads LIMIT -1 as "no limit"; PostgreSQL refuses a negative LIMIT
-        return await super().audit_events(user_id, entity, entity_ids, limit if limit is None or limit >= 0 else 2**62)
-
     # -- facts: one row, vector and words included ---------------------------------------------------
 
     async def insert_knowledge(
