@@ -45,8 +45,8 @@ Verify = Callable[[Any], Awaitable[None]]
 
 # Tables an erasure deletes from or redacts: what compact() rewrites.
 ERASE_TABLES: tuple[str, ...] = (
-    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log", "discarded",
-    "flags", "second_reviews", "assignments",
+    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "knowledge_stats", "tombstones",
+    "audit_log", "discarded", "flags", "second_reviews", "assignments",
 )
 
 # Columns a dump leaves out: `search` is derived from the statement (PostgresTx.search_text), and
