@@ -77,7 +77,9 @@ def _floats(blob: bytes) -> list[float]:
     return array("f", blob).tolist()
 
 
-async def dump_rows(conn: aiosqlite.Connection, table: str, *, batch: int = 1000) -> AsyncIterator[list[dict[str, Any]]]:
+async def dump_rows(
+    conn: aiosqlite.Connection, table: str, *, batch: int = 1000,
+) -> AsyncIterator[list[dict[str, Any]]]:
     """Every row of `table`, ordered by its key, `batch` rows at a time (keyset pagination, so a
     batch costs the same at the end of a large table as at its start). Fact rows carry their
     vector as "embedding". A fact without a vector row is an error, not a row to copy without one:
