@@ -159,7 +159,7 @@ def test_a_non_empty_destination_is_refused_and_left_as_it_was(source: str, tmp_
 
     asyncio.run(one_message())
     before = asyncio.run(_dump(dst))
-    with pytest.raises(UserInputError, match="not empty.*messages"):
+    with pytest.raises(UserInputError, match=r"not empty.*messages"):
         asyncio.run(copy_store(source, dst))
     assert asyncio.run(_dump(dst)) == before
 
