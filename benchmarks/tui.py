@@ -2,7 +2,7 @@
 
     uv run python benchmarks/tui.py [--pending 50000] [--decisions 200]
 
-Builds a database with N pending candidates (one bulk transaction through engine.store), then
+Builds a database with N pending candidates (one bulk transaction through the store's SqlTx), then
 drives the real ReviewApp headless through Pilot:
 
 - first paint: from creating the app to the pending list populated (and, separately, to the first
@@ -31,7 +31,7 @@ from typing import Any
 
 from textual import events
 
-from engine import Memory, store
+from engine import Memory
 from engine.timeutil import to_us
 from review_app.app import ReviewApp
 from review_app.screens.queue import PendingTable, QueueScreen
@@ -51,15 +51,15 @@ async def build(path: str, pending: int, users: int = 500, seed: int = 11) -> fl
     rng = random.Random(seed)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     began = time.perf_counter()
-    async with Memory(path) as mem, mem.db.transaction() as conn:
+    async with Memory(path) as mem, mem.store.transaction() as tx:
         for i in range(pending):
             user = f"user{rng.randrange(users):04d}"
             text = rng.choice(STATEMENTS).format(
                 u=user, c=rng.choice(CITIES), j=rng.choice(JOBS), p=rng.choice(PETS), l=rng.choice(LANGS),
                 f=rng.choice(FOODS),
             ) + f" (#{i})"
-            await store.insert_candidate(
-                conn, user_id=user, statement=text, kind=rng.choice(["new", "new", "new", "proposed"]),
+            await tx.insert_candidate(
+                user_id=user, statement=text, kind=rng.choice(["new", "new", "new", "proposed"]),
                 confidence=round(rng.uniform(0.7, 1.0), 2), created_at=to_us(start + timedelta(seconds=i)),  # type: ignore[arg-type]
                 evidence=text, unsupported=rng.random() < 0.05, created_by="bench",
             )

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import store
 from .errors import InvalidStatementError, NotFoundError
+from .storage.sql.tx import USER_TABLES
 from .timeutil import to_us
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .context import EngineContext
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class ErasureReport:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-async def erase_user(mem: Memory, user_id: str, actor: str, *, compact: bool = True) -> ErasureReport:
+async def erase_user(mem: EngineContext, user_id: str, actor: str, *, compact: bool = True) -> ErasureReport:
     """Erase every trace of `user_id` but the (redacted) audit rows; audited as `erase` by `actor`.
 
     `compact=False` skips VACUUM and the checkpoint (the rows are gone, but their old pages may
@@ -58,14 +58,14 @@ async def erase_user(mem: Memory, user_id: str, actor: str, *, compact: bool = T
     if not actor or not actor.strip():
         raise InvalidStatementError("erasure needs an actor (who carried it out)")
     now_us: int = to_us(mem.now())  # type: ignore[assignment]
-    async with mem.db.transaction() as conn:
-        counts = await store.user_row_counts(conn, user_id)
+    async with mem.store.transaction() as tx:
+        counts = await tx.user_row_counts(user_id)
         if not any(counts.values()):
             raise NotFoundError(f"no data for user {user_id!r}: nothing to erase")
-        await store.erase_user_rows(conn, user_id, redacted_at=now_us)
-        summary = {table: counts[table] for table in store.USER_TABLES}
+        await tx.erase_user_rows(user_id, redacted_at=now_us)
+        summary = {table: counts[table] for table in USER_TABLES}
         summary["audit_redacted"] = counts["audit_log"]
-        audit_id = await store.audit(conn, at=now_us, actor=actor.strip(), action="erase", user_id=user_id,
+        audit_id = await tx.audit(at=now_us, actor=actor.strip(), action="erase", user_id=user_id,
                                      entity="user", entity_id=None, after=summary)
     truncated = await compact_file(mem) if compact else False
     return ErasureReport(
@@ -76,15 +76,7 @@ async def erase_user(mem: Memory, user_id: str, actor: str, *, compact: bool = T
     )
 
 
-async def compact_file(mem: Memory) -> bool:
-    """VACUUM, then checkpoint the WAL with TRUNCATE; True when the log was emptied.
-
-    Runs under the connection's lock, outside any transaction (VACUUM refuses to run inside one)."""
-    db = mem.db
-    async with db.lock:
-        await db.conn.execute("VACUUM")
-        if mem.path == ":memory:":
-            return True
-        row = await (await db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")).fetchone()
-    # (busy, log frames, checkpointed frames): busy=0 means the log was reset to zero bytes
-    return row is not None and int(row[0]) == 0
+async def compact_file(mem: EngineContext) -> bool:
+    """Rewrite the store so no deleted text lingers (SQLite: VACUUM and a TRUNCATE checkpoint of
+    the write-ahead log; PostgreSQL: VACUUM of the tables an erasure touches); True when done."""
+    return await mem.store.compact()

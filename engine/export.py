@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import store
 from .errors import NotFoundError
 from .models import AuditEvent, Knowledge, to_jsonable
+from .storage.sql.tx import USER_TABLES
 from .timeutil import from_us
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .context import EngineContext
 
 EXPORT_FORMAT = "memdesk-export/1"
 _NO_LIMIT = -1  # SQLite: LIMIT -1 means no limit
@@ -34,17 +34,17 @@ def _fact(k: Knowledge, history: list[AuditEvent]) -> dict[str, Any]:
     return out
 
 
-async def export_user(mem: Memory, user_id: str, *, include_messages: bool = False) -> dict[str, Any]:
+async def export_user(mem: EngineContext, user_id: str, *, include_messages: bool = False) -> dict[str, Any]:
     """The user's data as one JSON-ready dict; NotFoundError when the store holds nothing of them."""
-    async with mem.db.reading() as conn:
-        counts = await store.user_row_counts(conn, user_id)
+    async with mem.store.reading() as tx:
+        counts = await tx.user_row_counts(user_id)
         if not any(counts.values()):
             raise NotFoundError(f"no data for user {user_id!r}")
-        facts = await store.list_knowledge(conn, user_id, include_expired=True)
-        candidates = await store.user_candidates(conn, user_id)
-        stones = await store.list_tombstones(conn, user_id, include_lifted=True)
-        events = await store.audit_events(conn, user_id, limit=_NO_LIMIT)
-        messages = await store.user_messages(conn, user_id) if include_messages else None
+        facts = await tx.list_knowledge(user_id, include_expired=True)
+        candidates = await tx.user_candidates(user_id)
+        stones = await tx.list_tombstones(user_id, include_lifted=True)
+        events = await tx.audit_events(user_id, limit=_NO_LIMIT)
+        messages = await tx.user_messages(user_id) if include_messages else None
     by_fact: dict[int, list[AuditEvent]] = {}
     for e in events:
         if e.entity == "knowledge" and e.entity_id is not None:
@@ -53,7 +53,7 @@ async def export_user(mem: Memory, user_id: str, *, include_messages: bool = Fal
         "format": EXPORT_FORMAT,
         "user_id": user_id,
         "exported_at": mem.now().isoformat(),
-        "counts": {**{t: counts[t] for t in store.USER_TABLES}, "audit_log": len(events)},
+        "counts": {**{t: counts[t] for t in USER_TABLES}, "audit_log": len(events)},
         "facts": [_fact(k, by_fact.get(k.id, [])) for k in facts],
         "candidates": [to_jsonable(c) for c in candidates],
         "tombstones": [to_jsonable(t) for t in stones],

@@ -11,27 +11,22 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import aiosqlite
-
-from . import store
 from .config import MemoryConfig
-from .db import Database
+from .context import EngineContext
 from .embedders import EMBEDDERS, Embedder, default_embedder, embedder_name
 from .errors import (
-    ConfigurationError,
     DuplicateFactError,
     EmbedderMismatchError,
     EmbeddingDimensionError,
     InvalidStatementError,
-    NotFoundError,
     StaleSupersessionError,
     TombstonedError,
     UserInputError,
 )
+from .knowledge import retract_in
 from .limits import check_exchange, check_query, check_reason, check_statement, check_unicode
 from .models import (
     AuditEvent,
@@ -45,7 +40,8 @@ from .models import (
 )
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .storage import SqlTx, Store, masked, open_store
+from .storage.sql.tx import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, check_interval, from_us, system_clock, to_us
 
@@ -73,33 +69,45 @@ class Memory:
         clock: Clock | None = None,
     ) -> None:
         self.path = str(path)
-        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
-        self.config = config or MemoryConfig()
-        self._clock = clock or system_clock
+        embedder = embedder if embedder is not None else default_embedder()
+        self.ctx = EngineContext(embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock,
+                                 target=masked(str(path)))
         self._extractor = extractor
-        self._db: Database | None = None
-        self.review = ReviewService(self)
-        self.team = TeamService(self)
+        self.review = ReviewService(self.ctx)
+        self.team = TeamService(self.ctx)
         self._pipeline: Any = None
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.ctx.embedder
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self.ctx.config
+
+    @property
+    def target(self) -> str:
+        """Where the store is, for messages (a URL's password masked)."""
+        return self.ctx.target
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def open(self, *, check_embedder: bool = True) -> Memory:
         """Open (creating and migrating as needed). `check_embedder=False` is for `engine.reembed`
         alone, which opens a store in order to move it to `self.embedder`."""
-        if self._db is not None:
+        if self.ctx._store is not None:
             return self
-        if self.path != ":memory:":
-            parent = Path(self.path).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise NotFoundError(f"directory {parent} does not exist")
-        self._db = await Database.open(self.path, max_version=SCHEMA_VERSION)
-        try:
-            await self._migrate(check_embedder)
-        except BaseException:
-            await self._db.close()
-            self._db = None
-            raise
+        self.ctx._store = await open_store(
+            self.path, dimensions=self.embedder.dimensions, embedder=embedder_name(self.embedder),
+            verify=self._check_embedder if check_embedder else None,
+        )
+        if check_embedder:
+            try:
+                async with self.store.reading() as tx:
+                    await self._check_embedder(tx)
+            except BaseException:
+                await self.close()
+                raise
         return self
 
     async def close(self, wait: bool = True) -> None:
@@ -107,9 +115,9 @@ class Memory:
         if self._pipeline is not None:
             await self._pipeline.shutdown(wait=wait)
             self._pipeline = None
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
+        if self.ctx._store is not None:
+            await self.ctx._store.close()
+            self.ctx._store = None
 
     async def __aenter__(self) -> Memory:
         return await self.open()
@@ -120,43 +128,13 @@ class Memory:
         await self.close()
 
     @property
-    def db(self) -> Database:
-        if self._db is None:
-            raise RuntimeError("Memory is not open: use `async with Memory(...)` or `await mem.open()`")
-        return self._db
+    def store(self) -> Store:
+        return self.ctx.store
 
     def now(self) -> datetime:
-        return self._clock()
+        return self.ctx.now()
 
-    async def _migrate(self, check_embedder: bool = True) -> None:
-        conn = self.db.conn
-        version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
-        if version > SCHEMA_VERSION:
-            raise ConfigurationError(
-                f"{self.path} has schema version {version}; this memdesk knows up to {SCHEMA_VERSION}: upgrade memdesk"
-            )
-        if version >= 1 and check_embedder:
-            # before migrating: refuse before anything is written
-            await self._check_embedder()
-        if version < SCHEMA_VERSION:
-            async with self.db.transaction() as tx:
-                # re-read inside the write lock: another process may have migrated meanwhile
-                version = (await (await tx.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
-                # a migration that rebuilds the vector table keeps the width the database has
-                stored = await recorded_embedder(tx) if version >= 1 else None
-                width = stored[1] if stored and stored[1] is not None else self.embedder.dimensions
-                for target in sorted(v for v in MIGRATIONS if version < v <= SCHEMA_VERSION):
-                    for statement in MIGRATIONS[target](width):
-                        await tx.execute(statement)
-                    await tx.execute(f"PRAGMA user_version = {target}")
-                if version == 0:
-                    await tx.execute(
-                        "INSERT INTO meta(key, value) VALUES ('embedder', ?)", (embedder_name(self.embedder),)
-                    )
-        if check_embedder:
-            await self._check_embedder()
-
-    async def _check_embedder(self) -> None:
+    async def _check_embedder(self, tx: SqlTx) -> None:
         """Refuse an embedder other than the one that built the vectors: a query vector from another
         model (or of another width) would rank facts by noise, or fail inside the KNN query.
 
@@ -165,27 +143,27 @@ class Memory:
         offline default of that time, `HashingEmbedder`, and is treated as `hashing`. A database
         someone built with another embedder before that (OpenAIEmbedder, say) is therefore refused
         until `memdesk reembed DB` moves it, which re-embeds from the stored statements."""
-        name, stored = await recorded_embedder(self.db.conn)
+        name, stored = await recorded_embedder(tx)
         given, width = embedder_name(self.embedder), self.embedder.dimensions
         if name == given and stored == width:
             return
         if given in EMBEDDERS:
-            move = f"Run `memdesk reembed {self.path} --embedder {given}` to re-embed every fact with {given}"
+            move = f"Run `memdesk reembed {self.target} --embedder {given}` to re-embed every fact with {given}"
         else:  # an embedder the command line cannot build: the library call takes any
-            move = (f"Run `memdesk reembed {self.path}` to move it to an offline embedder, or "
-                    f"engine.reembed.reembed({self.path!r}, embedder) to this one")
+            move = (f"Run `memdesk reembed {self.target}` to move it to an offline embedder, or "
+                    f"engine.reembed.reembed({self.target!r}, embedder) to this one")
         reopen = f"set MEMDESK_EMBEDDER={name}" if name in EMBEDDERS else "pass that embedder to Memory"
         fix = f"{move}; or open it with the embedder it was built with ({reopen})."
-        pending = await meta_value(self.db.conn, "reembed_target")
+        pending = await tx.meta_value("reembed_target")
         if pending is not None:
-            fix += f" A reembed to {pending} was interrupted: `memdesk reembed {self.path}` resumes it."
+            fix += f" A reembed to {pending} was interrupted: `memdesk reembed {self.target}` resumes it."
         if name == given:
             raise EmbeddingDimensionError(
-                f"{self.path} was built with {stored}-dimensional embeddings ({name}); the embedder given has "
+                f"{self.target} was built with {stored}-dimensional embeddings ({name}); the embedder given has "
                 f"{width}. {fix}"
             )
         raise EmbedderMismatchError(
-            f"{self.path} was built with the {name} embedder ({stored} dimensions); the embedder given is "
+            f"{self.target} was built with the {name} embedder ({stored} dimensions); the embedder given is "
             f"{given} ({width} dimensions). {fix}"
         )
 
@@ -196,7 +174,7 @@ class Memory:
         if self._pipeline is None:
             from .extraction.pipeline import Pipeline  # late: extraction builds on the engine core
 
-            self._pipeline = Pipeline(self, self._extractor)
+            self._pipeline = Pipeline(self.ctx, self._extractor)
         return self._pipeline
 
     async def add_exchange(
@@ -232,7 +210,7 @@ class Memory:
     async def stats(self, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
         from .stats import stats
 
-        return await stats(self, user_id, discarded_limit)
+        return await stats(self.ctx, user_id, discarded_limit)
 
     # -- retrieval --------------------------------------------------------------------------------
 
@@ -242,7 +220,7 @@ class Memory:
     ) -> RetrievalResult:
         check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
-            self.db, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
+            self.store, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
             include_expired=include_expired, vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
         )
@@ -260,13 +238,12 @@ class Memory:
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            kid = await store.insert_knowledge(
-                conn, user_id=_user(user_id), statement=text, embedding=embedding, created_at=now_us,
+        async with self.store.transaction() as tx:
+            kid = await tx.insert_knowledge(user_id=_user(user_id), statement=text, embedding=embedding, created_at=now_us,
                 created_by=actor, confidence=confidence, valid_at=start, invalid_at=end,
             )
-            fact = await store.get_knowledge(conn, user_id, kid)
-            await store.audit(conn, at=now_us, actor=actor, action="inject", user_id=user_id, entity="knowledge",
+            fact = await tx.get_knowledge(user_id, kid)
+            await tx.audit(at=now_us, actor=actor, action="inject", user_id=user_id, entity="knowledge",
                               entity_id=kid, after=fact, reason=reason)
             return fact
 
@@ -292,9 +269,8 @@ class Memory:
             embeddings = await self.embedder.embed([text for text, _, _, _ in batch])
             now_us: int = to_us(self.now())  # type: ignore[assignment]
             created: datetime = from_us(now_us)  # type: ignore[assignment]
-            async with self.db.transaction() as conn:
-                ids = await store.insert_knowledge_many(
-                    conn, [(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
+            async with self.store.transaction() as tx:
+                ids = await tx.insert_knowledge_many([(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
                     created_at=now_us, created_by=actor,
                 )
                 facts_out = [
@@ -303,7 +279,7 @@ class Memory:
                     for kid, (text, s, e, c) in zip(ids, batch, strict=True)
                 ]
                 # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
-                await store.audit_many(conn, [
+                await tx.audit_many([
                     {"at": now_us, "actor": actor, "action": "inject", "user_id": uid, "entity": "knowledge",
                      "entity_id": k.id, "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
                      "reason": reason}
@@ -323,29 +299,28 @@ class Memory:
         why = check_reason(_reason(reason, "a correction"), self.config)
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            old = await store.get_knowledge(conn, user_id, knowledge_id)
+        async with self.store.transaction() as tx:
+            old = await tx.get_knowledge(user_id, knowledge_id)
             if old.status != "active":
                 raise StaleSupersessionError(
                     f"fact {knowledge_id} is {old.status}; only an active fact can be corrected"
                 )
-            same = await store.active_with_key(conn, user_id, text, excluding=old.id)
+            same = await tx.active_with_key(user_id, text, excluding=old.id)
             if same is not None:
                 raise DuplicateFactError(same.id, same.statement)
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
-            kid = await store.insert_knowledge(
-                conn, user_id=user_id, statement=text, embedding=embedding, created_at=now_us, created_by=actor,
+            kid = await tx.insert_knowledge(user_id=user_id, statement=text, embedding=embedding, created_at=now_us, created_by=actor,
                 confidence=1.0, valid_at=start, invalid_at=end, episode_id=old.episode_id,
             )
-            await store.end_knowledge(conn, old.id, status="superseded", expired_at=now_us, end_reason="corrected",
+            await tx.end_knowledge(old.id, status="superseded", expired_at=now_us, end_reason="corrected",
                                       superseded_by=kid)
-            new = await store.get_knowledge(conn, user_id, kid)
-            await store.audit(conn, at=now_us, actor=actor, action="create", user_id=user_id, entity="knowledge",
+            new = await tx.get_knowledge(user_id, kid)
+            await tx.audit(at=now_us, actor=actor, action="create", user_id=user_id, entity="knowledge",
                               entity_id=kid, after=new, reason=why)
-            await store.audit(conn, at=now_us, actor=actor, action="correct", user_id=user_id, entity="knowledge",
-                              entity_id=old.id, before=old, after=await store.get_knowledge(conn, user_id, old.id),
+            await tx.audit(at=now_us, actor=actor, action="correct", user_id=user_id, entity="knowledge",
+                              entity_id=old.id, before=old, after=await tx.get_knowledge(user_id, old.id),
                               reason=why)
             return new
 
@@ -356,89 +331,71 @@ class Memory:
         extraction does not bring it back."""
         why = check_reason(_reason(reason, "a retraction"), self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            fact = await store.get_knowledge(conn, user_id, knowledge_id)
+        async with self.store.transaction() as tx:
+            fact = await tx.get_knowledge(user_id, knowledge_id)
             if fact.status != "active":
                 raise StaleSupersessionError(f"fact {knowledge_id} is already {fact.status}")
-            await self._retract_in(conn, fact, actor, why, tombstone, now_us)
-            return await store.get_knowledge(conn, user_id, knowledge_id)
-
-    async def _retract_in(
-        self, conn: aiosqlite.Connection, fact: Knowledge, actor: str, reason: str, tombstone: bool, now_us: int,
-        candidate_id: int | None = None, note: str | None = None,
-    ) -> None:
-        await store.end_knowledge(conn, fact.id, status="retracted", expired_at=now_us, end_reason=reason)
-        await store.audit(conn, at=now_us, actor=actor, action="retract", user_id=fact.user_id, entity="knowledge",
-                          entity_id=fact.id, before=fact, after=await store.get_knowledge(conn, fact.user_id, fact.id),
-                          reason=reason, note=note)
-        if tombstone:
-            tid = await store.insert_tombstone(
-                conn, user_id=fact.user_id, statement=fact.statement, reason=reason, created_by=actor,
-                created_at=now_us, knowledge_id=fact.id, candidate_id=candidate_id,
-            )
-            await store.audit(conn, at=now_us, actor=actor, action="create", user_id=fact.user_id, entity="tombstone",
-                              entity_id=tid, after=await store.get_tombstone(conn, fact.user_id, tid), reason=reason,
-                              note=note)
+            await retract_in(tx, fact, actor, why, tombstone, now_us)
+            return await tx.get_knowledge(user_id, knowledge_id)
 
     async def knowledge(
         self, user_id: str, include_expired: bool = False, *, at_time: datetime | None = None,
         search: str | None = None, limit: int | None = None, offset: int = 0,
     ) -> list[Knowledge]:
-        async with self.db.reading() as conn:
-            return await store.list_knowledge(
-                conn, user_id, include_expired=include_expired, at_time=to_us(at_time, "at_time"), search=search,
+        async with self.store.reading() as tx:
+            return await tx.list_knowledge(user_id, include_expired=include_expired, at_time=to_us(at_time, "at_time"), search=search,
                 limit=limit, offset=offset,
             )
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
-        async with self.db.reading() as conn:
-            return await store.get_knowledge(conn, user_id, knowledge_id)
+        async with self.store.reading() as tx:
+            return await tx.get_knowledge(user_id, knowledge_id)
 
     async def versions(self, user_id: str, knowledge_id: int) -> list[Knowledge]:
         """The fact's chain of versions, oldest first."""
-        async with self.db.reading() as conn:
-            return await store.version_chain(conn, user_id, knowledge_id)
+        async with self.store.reading() as tx:
+            return await tx.version_chain(user_id, knowledge_id)
 
     async def history(self, user_id: str, knowledge_id: int | None = None) -> list[AuditEvent]:
         """Audit events of one user, or of one fact and every version in its chain."""
-        async with self.db.reading() as conn:
+        async with self.store.reading() as tx:
             if knowledge_id is None:
-                return await store.audit_events(conn, user_id)
-            chain = await store.version_chain(conn, user_id, knowledge_id)
-            return await store.audit_events(conn, user_id, "knowledge", [k.id for k in chain])
+                return await tx.audit_events(user_id)
+            chain = await tx.version_chain(user_id, knowledge_id)
+            return await tx.audit_events(user_id, "knowledge", [k.id for k in chain])
 
     async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
         """One user's tombstones, or every user's with user_id=None (the curator's view)."""
-        async with self.db.reading() as conn:
-            return await store.list_tombstones(conn, user_id, include_lifted)
+        async with self.store.reading() as tx:
+            return await tx.list_tombstones(user_id, include_lifted)
 
     async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
         why = check_reason(_reason(reason, "lifting a tombstone"), self.config)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            stone = await store.get_tombstone(conn, user_id, tombstone_id)
+        async with self.store.transaction() as tx:
+            stone = await tx.get_tombstone(user_id, tombstone_id)
             if stone.lifted_at is not None:
                 raise StaleSupersessionError(f"tombstone {tombstone_id} was already lifted by {stone.lifted_by}")
-            await store.lift_tombstone(conn, tombstone_id, at=now_us, by=actor, reason=why)
-            lifted = await store.get_tombstone(conn, user_id, tombstone_id)
-            await store.audit(conn, at=now_us, actor=actor, action="lift", user_id=user_id, entity="tombstone",
+            await tx.lift_tombstone(tombstone_id, at=now_us, by=actor, reason=why)
+            lifted = await tx.get_tombstone(user_id, tombstone_id)
+            await tx.audit(at=now_us, actor=actor, action="lift", user_id=user_id, entity="tombstone",
                               entity_id=tombstone_id, before=stone, after=lifted, reason=why)
             return lifted
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
         """The live tombstone of this user matching the statement's value (exact key or near match)."""
-        async with self.db.reading() as conn:
-            return await store.matching_tombstone(conn, user_id, statement)
+        async with self.store.reading() as tx:
+            return await tx.matching_tombstone(user_id, statement)
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
         the same value (engine.text's rule), or None."""
-        async with self.db.reading() as conn:
-            return await store.duplicate_of(conn, user_id, statement)
+        async with self.store.reading() as tx:
+            return await tx.duplicate_of(user_id, statement)
 
     async def users(self) -> list[str]:
-        async with self.db.reading() as conn:
-            return await store.users(conn)
+        async with self.store.reading() as tx:
+            return await tx.users()
 
     async def queue_candidate(
         self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",
@@ -453,24 +410,23 @@ class Memory:
             check_reason(reason, self.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
+        async with self.store.transaction() as tx:
             if supersedes_id is not None:
-                await store.get_knowledge(conn, user_id, supersedes_id)  # refuses another user's id
+                await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
-                await store.get_candidate(conn, supersedes_candidate_id, user_id)  # same rule for a chain
-            cid = await store.insert_candidate(
-                conn, user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
+                await tx.get_candidate(supersedes_candidate_id, user_id)  # same rule for a chain
+            cid = await tx.insert_candidate(user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
                 evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
                 reason=reason, supersedes_candidate_id=supersedes_candidate_id,
             )
-            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
-                              entity_id=cid, after=await store.get_candidate(conn, cid), reason=reason)
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid), reason=reason)
             return cid
 
     # -- requests from agents (the MCP server's two writes) ---------------------------------------
 
-    async def _agent_room(self, conn: aiosqlite.Connection, user_id: str) -> None:
-        waiting = await store.pending_agent_requests(conn, user_id)
+    async def _agent_room(self, tx: SqlTx, user_id: str) -> None:
+        waiting = await tx.pending_agent_requests(user_id)
         if waiting >= self.config.max_pending_proposals_per_user:
             raise UserInputError(
                 f"refused: {waiting} requests of this user already await review, the limit is"
@@ -487,20 +443,19 @@ class Memory:
         text = check_statement(_statement(statement), self.config)
         uid = _user(user_id)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            stone = await store.matching_tombstone(conn, uid, text)
+        async with self.store.transaction() as tx:
+            stone = await tx.matching_tombstone(uid, text)
             if stone is not None:
                 raise TombstonedError(stone.id)
-            duplicate = await store.duplicate_of(conn, uid, text)
+            duplicate = await tx.duplicate_of(uid, text)
             if duplicate is not None:
                 return ProposalOutcome(duplicate_of=duplicate)
-            await self._agent_room(conn, uid)
-            cid = await store.insert_candidate(
-                conn, user_id=uid, statement=text, kind="proposed", confidence=None, created_at=now_us,
+            await self._agent_room(tx, uid)
+            cid = await tx.insert_candidate(user_id=uid, statement=text, kind="proposed", confidence=None, created_at=now_us,
                 created_by=actor,
             )
-            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
-                              entity_id=cid, after=await store.get_candidate(conn, cid))
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid))
             return ProposalOutcome(candidate_id=cid)
 
     async def request_forget(self, user_id: str, knowledge_id: int, actor: str, reason: str) -> ProposalOutcome:
@@ -511,20 +466,19 @@ class Memory:
         why = check_reason(_reason(reason, "a request to forget"), self.config)
         uid = _user(user_id)
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            fact = await store.get_knowledge(conn, uid, knowledge_id)
+        async with self.store.transaction() as tx:
+            fact = await tx.get_knowledge(uid, knowledge_id)
             if fact.status != "active":
                 raise StaleSupersessionError(f"memory {knowledge_id} is already {fact.status}")
-            waiting = await store.pending_retraction(conn, uid, knowledge_id)
+            waiting = await tx.pending_retraction(uid, knowledge_id)
             if waiting is not None:
                 return ProposalOutcome(duplicate_of=("candidate", waiting))
-            await self._agent_room(conn, uid)
-            cid = await store.insert_candidate(
-                conn, user_id=uid, statement=fact.statement, kind="retraction", confidence=None, created_at=now_us,
+            await self._agent_room(tx, uid)
+            cid = await tx.insert_candidate(user_id=uid, statement=fact.statement, kind="retraction", confidence=None, created_at=now_us,
                 supersedes_id=fact.id, created_by=actor, reason=why,
             )
-            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
-                              entity_id=cid, after=await store.get_candidate(conn, cid), reason=why)
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid), reason=why)
             return ProposalOutcome(candidate_id=cid)
 
     async def supersede(
@@ -540,34 +494,18 @@ class Memory:
         if old_id == new_id:
             raise UserInputError("a fact cannot supersede itself")
         now_us: int = to_us(self.now())  # type: ignore[assignment]
-        async with self.db.transaction() as conn:
-            old = await store.get_knowledge(conn, user_id, old_id)
-            new = await store.get_knowledge(conn, user_id, new_id)
+        async with self.store.transaction() as tx:
+            old = await tx.get_knowledge(user_id, old_id)
+            new = await tx.get_knowledge(user_id, new_id)
             for fact in (old, new):
                 if fact.status != "active":
                     raise StaleSupersessionError(f"fact {fact.id} is {fact.status}; both facts must be active")
-            await store.supersede_fact(conn, old, new.id, to_us(new.valid_at), expired_at=now_us,
+            await tx.supersede_fact(old, new.id, to_us(new.valid_at), expired_at=now_us,
                                        end_reason="superseded")
-            ended = await store.get_knowledge(conn, user_id, old.id)
-            await store.audit(conn, at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
+            ended = await tx.get_knowledge(user_id, old.id)
+            await tx.audit(at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
                               entity_id=old.id, before=old, after=ended, reason=why, note=note)
             return ended
-
-
-async def meta_value(conn: aiosqlite.Connection, key: str) -> str | None:
-    row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (key,))).fetchone()
-    return None if row is None else str(row[0])
-
-
-async def recorded_embedder(conn: aiosqlite.Connection) -> tuple[str, int | None]:
-    """(name, dimensions) of the embedder the database's vectors come from; `hashing` when no name
-    was recorded (databases made before names were: see `Memory._check_embedder`)."""
-    name = await meta_value(conn, "embedder")
-    width = await meta_value(conn, "embedding_dimensions")
-    return name or LEGACY_EMBEDDER, None if width is None else int(width)
-
-
-LEGACY_EMBEDDER = "hashing"
 
 
 def _statement(text: str) -> str:

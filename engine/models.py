@@ -345,3 +345,14 @@ class CandidateContext:
     episode: Episode | None = None
     superseded: Knowledge | None = None
     existing: list[Knowledge] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedReport:
+    source: str
+    source_dimensions: int | None
+    target: str
+    dimensions: int
+    facts: int  # facts re-embedded by the whole move (0 when the store already used the target)
+    resumed_at: int  # facts already staged by an earlier, interrupted run
+    audit_id: int | None  # None: nothing to do

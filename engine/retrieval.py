@@ -4,22 +4,22 @@ benchmarks/paraphrase.py, whose README section says what each setting trades).
 
 Both arms receive the user and the time predicates and apply them inside their own query, before
 their LIMIT (memv filtered after fusion, so an as-of query over a long history came back short).
-The belief rule for at_time and known_at is written out once, on `store.text_arm`. Each arm asks
+The belief rule for at_time and known_at is written out once, on `SqlTx.text_arm`. Each arm asks
 for more than top_k so that fusion has something to reorder; the vector arm alone already yields
 min(top_k, matching facts), so the fused list is never short.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import datetime
 
-from . import store
-from .db import Database
 from .embedders import Embedder
 from .errors import UserInputError
 from .limits import check_unicode
 from .models import RetrievalResult, RetrievedItem
+from .storage import Store
 from .timeutil import check_representable, to_us
 
 RRF_K = 60
@@ -50,7 +50,7 @@ def rrf(
 
 
 async def retrieve(
-    db: Database, embedder: Embedder, query: str, *, user_id: str, top_k: int = 10,
+    store: Store, embedder: Embedder, query: str, *, user_id: str, top_k: int = 10,
     at_time: datetime | None = None, known_at: datetime | None = None, include_expired: bool = False,
     vector_weight: float = 1.0, text_weight: float = 1.0,
 ) -> RetrievalResult:
@@ -67,17 +67,28 @@ async def retrieve(
     [embedding] = await embedder.embed([query])
     pool = max(top_k * 2, 20)
     terms = query_terms(query)
-    async with db.reading() as conn:
-        vec_ids = await store.vector_arm(
-            conn, user_id, embedding, min(pool, 4096), at_time=at_us, known_at=known_us,
-            include_expired=include_expired,
-        )
-        text_ids = await store.text_arm(
-            conn, user_id, await store.informative_terms(conn, user_id, terms), pool, at_time=at_us,
-            known_at=known_us, include_expired=include_expired,
-        )
-        fused = rrf([vec_ids, text_ids], weights=[vector_weight, text_weight])[:top_k]
-        facts = await store.knowledge_by_ids(conn, [kid for kid, _ in fused])
+    fetch = min(pool, 4096)
+
+    async def vector() -> list[int]:
+        async with store.reading() as tx:
+            return await tx.vector_arm(
+                user_id, embedding, fetch, at_time=at_us, known_at=known_us, include_expired=include_expired
+            )
+
+    async def text() -> list[int]:
+        async with store.reading() as tx:
+            return await tx.text_arm(
+                user_id, await tx.informative_terms(user_id, terms), pool, at_time=at_us, known_at=known_us,
+                include_expired=include_expired,
+            )
+
+    # The two arms on two read connections at once (each waits on its own database work).
+    vec_ids, text_ids = await asyncio.gather(vector(), text())
+    fused = rrf([vec_ids, text_ids], weights=[vector_weight, text_weight])[:top_k]
+    async with store.reading() as tx:
+        facts = await tx.knowledge_by_ids([kid for kid, _ in fused])
+    # a fact erased between the arms and this read is left out, not reported as a KeyError
+    fused = [(kid, score) for kid, score in fused if kid in facts]
     vec_rank = {kid: i for i, kid in enumerate(vec_ids, start=1)}
     text_rank = {kid: i for i, kid in enumerate(text_ids, start=1)}
     # known_at: each fact as the store held it then (its status and interval as of known_at, not today's)

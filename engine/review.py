@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-import aiosqlite
 from rapidfuzz import fuzz
 
-from . import store, team
+from . import team
+from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
     ChainOrderError,
@@ -39,12 +39,12 @@ from .errors import (
     UndoRefusedError,
     UserInputError,
 )
+from .knowledge import retract_in
 from .limits import check_reason, check_statement
 from .models import BulkResult, Candidate, CandidateContext, Knowledge, Tombstone
+from .storage import SqlTx
+from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 
 class _Keep:
@@ -76,8 +76,8 @@ def _target_text(cand: Candidate) -> str:
 
 
 class ReviewService:
-    def __init__(self, memory: Memory) -> None:
-        self._m = memory
+    def __init__(self, ctx: EngineContext) -> None:
+        self._ctx = ctx
 
     # -- reading the queue ------------------------------------------------------------------------
 
@@ -90,44 +90,43 @@ class ReviewService:
     ) -> list[Candidate]:
         """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
         ("age", "user", "kind", "confidence": highest first) orders by that key, then by age."""
-        async with self._m.db.reading() as conn:
-            return await store.pending(
-                conn, user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
+        async with self._ctx.store.reading() as tx:
+            return await tx.pending(user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
                 unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
                 assigned_to=assigned_to,
                 sort=sort,
             )
 
     async def count(self, user_id: str | None = None, **filters: Any) -> int:
-        async with self._m.db.reading() as conn:
-            return await store.pending_count(conn, user_id=user_id, **filters)
+        async with self._ctx.store.reading() as tx:
+            return await tx.pending_count(user_id=user_id, **filters)
 
     async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
-        async with self._m.db.reading() as conn:
-            return await store.get_candidate(conn, candidate_id, user_id)
+        async with self._ctx.store.reading() as tx:
+            return await tx.get_candidate(candidate_id, user_id)
 
     async def context(self, candidate_id: int, user_id: str | None = None) -> CandidateContext:
         """The candidate with its prediction, source messages and the fact it would supersede."""
-        async with self._m.db.reading() as conn:
-            cand = await store.get_candidate(conn, candidate_id, user_id)
-            return await store.candidate_context(conn, cand)
+        async with self._ctx.store.reading() as tx:
+            cand = await tx.get_candidate(candidate_id, user_id)
+            return await tx.candidate_context(cand)
 
     # -- leases -----------------------------------------------------------------------------------
 
     async def claim(self, candidate_id: int, reviewer: str, ttl_seconds: float | None = None) -> Candidate:
         """Lease a candidate to `reviewer` so that a second reviewer is not shown the same item."""
-        now = self._m.now()
-        ttl = self._m.config.claim_ttl_seconds if ttl_seconds is None else ttl_seconds
+        now = self._ctx.now()
+        ttl = self._ctx.config.claim_ttl_seconds if ttl_seconds is None else ttl_seconds
         until = now + timedelta(seconds=ttl)
-        async with self._m.db.transaction() as conn:
-            cand = await store.get_candidate(conn, candidate_id)
+        async with self._ctx.store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id)
             self._check_open(cand, reviewer, now)
-            await store.claim_candidate(conn, candidate_id, reviewer, to_us(now), to_us(until))  # type: ignore[arg-type]
+            await tx.claim_candidate(candidate_id, reviewer, to_us(now), to_us(until))  # type: ignore[arg-type]
             return replace(cand, claimed_by=reviewer, claimed_until=until)
 
     async def release(self, candidate_id: int, reviewer: str) -> None:
-        async with self._m.db.transaction() as conn:
-            await store.release_candidate(conn, candidate_id, reviewer)
+        async with self._ctx.store.transaction() as tx:
+            await tx.release_candidate(candidate_id, reviewer)
 
     @staticmethod
     def _check_open(cand: Candidate, reviewer: str, now: datetime) -> None:
@@ -153,7 +152,7 @@ class ReviewService:
         must choose `confirm_supersession` or `keep_both`. A retraction request, approved,
         retracts its target."""
         cand = await self.get(candidate_id, user_id)
-        self._check_open(cand, reviewer, self._m.now())  # decided or leased first: that is the news
+        self._check_open(cand, reviewer, self._ctx.now())  # decided or leased first: that is the news
         if cand.kind == "retraction":
             return await self._approve_retraction(cand, reviewer, reason, note)
         if replaces(cand):
@@ -168,7 +167,7 @@ class ReviewService:
         audited as `keep_both`). With no start given, a change starts at the time of the message
         that states it (see `confirm_supersession`)."""
         cand = await self.get(candidate_id, user_id)
-        self._check_open(cand, reviewer, self._m.now())
+        self._check_open(cand, reviewer, self._ctx.now())
         if cand.kind == "retraction":
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
         if not replaces(cand):
@@ -189,7 +188,7 @@ class ReviewService:
         message), or the candidate's creation time when it came from no conversation.
         A candidate chained to a candidate still pending is refused (ChainOrderError)."""
         cand = await self.get(candidate_id, user_id)
-        self._check_open(cand, reviewer, self._m.now())
+        self._check_open(cand, reviewer, self._ctx.now())
         if cand.kind == "retraction" or not replaces(cand) or (
             cand.supersedes_id is None and cand.supersedes_candidate_id is None
         ):
@@ -198,12 +197,12 @@ class ReviewService:
             )
         return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="confirm")
 
-    async def _target(self, conn: aiosqlite.Connection, cand: Candidate) -> Knowledge:
+    async def _target(self, tx: SqlTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
         candidate became (normally re-pointed already; this covers a chain made meanwhile)."""
         kid = cand.supersedes_id
         if kid is None and cand.supersedes_candidate_id is not None:
-            earlier = await store.get_candidate(conn, cand.supersedes_candidate_id, cand.user_id)
+            earlier = await tx.get_candidate(cand.supersedes_candidate_id, cand.user_id)
             if earlier.status == "pending":
                 raise ChainOrderError(cand.id, earlier.id)
             if earlier.status != "approved" or earlier.knowledge_id is None:
@@ -212,24 +211,24 @@ class ReviewService:
                     f" approve candidate {cand.id} as a new fact instead"
                 )
             kid = earlier.knowledge_id
-        old = await store.get_knowledge(conn, cand.user_id, kid)  # type: ignore[arg-type]
+        old = await tx.get_knowledge(cand.user_id, kid)  # type: ignore[arg-type]
         if old.status != "active":
             raise StaleSupersessionError(
                 f"fact {old.id} is already {old.status}; approve candidate {cand.id} as a new fact instead"
             )
         return old
 
-    async def _stated_at(self, conn: aiosqlite.Connection, cand: Candidate) -> datetime:
+    async def _stated_at(self, tx: SqlTx, cand: Candidate) -> datetime:
         """When the change was said: the user message of the candidate's episode holding its
         evidence quote, else that episode's last user message, else the candidate's creation."""
         if cand.episode_id is not None:
-            episode = await store.episode_with_messages(conn, cand.episode_id)
+            episode = await tx.episode_with_messages(cand.episode_id)
             said = [m for m in (episode.messages if episode else []) if m.role == "user"]
             quote = cand.evidence.strip().casefold()
             if quote:
                 for m in said:
                     text = m.content.casefold()
-                    if quote in text or fuzz.partial_ratio(quote, text) >= self._m.config.evidence_threshold:
+                    if quote in text or fuzz.partial_ratio(quote, text) >= self._ctx.config.evidence_threshold:
                         return m.at
             if said:
                 return said[-1].at
@@ -237,9 +236,9 @@ class ReviewService:
 
     def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
         if reason is not None:
-            check_reason(reason, self._m.config)
+            check_reason(reason, self._ctx.config)
         if note is not None:
-            check_reason(note, self._m.config, "the note")
+            check_reason(note, self._ctx.config, "the note")
             note = note.strip() or None
         return reason, note
 
@@ -254,20 +253,20 @@ class ReviewService:
         if not text:
             raise InvalidStatementError("the statement is empty")
         if statement is not None:
-            check_statement(text, self._m.config)
-        [embedding] = await self._m.embedder.embed([text])
-        now = self._m.now()
+            check_statement(text, self._ctx.config)
+        [embedding] = await self._ctx.embedder.embed([text])
+        now = self._ctx.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            current = await store.get_candidate(conn, cand.id)
+        async with self._ctx.store.transaction() as tx:
+            current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
             if mode == "approve" and replaces(current):
                 raise DecisionRequiredError(current.id, _target_text(current))  # retargeted meanwhile
-            old = await self._target(conn, current) if mode == "confirm" else None
+            old = await self._target(tx, current) if mode == "confirm" else None
             start_dt = current.valid_at if valid_at is KEEP else valid_at
             end_dt = current.invalid_at if invalid_at is KEEP else invalid_at
             if valid_at is KEEP and start_dt is None and replaces(current):
-                stated = await self._stated_at(conn, current)
+                stated = await self._stated_at(tx, current)
                 if end_dt is None or stated < end_dt:
                     start_dt = stated
             start, end = check_interval(start_dt, end_dt)
@@ -277,58 +276,52 @@ class ReviewService:
             decision = {"confirm": "confirm_supersession", "keep_both": "keep_both"}.get(
                 mode, "edit_approve" if edited else "approve"
             )
-            kid = await store.insert_knowledge(
-                conn, user_id=current.user_id, statement=text, embedding=embedding, created_at=now_us,
+            kid = await tx.insert_knowledge(user_id=current.user_id, statement=text, embedding=embedding, created_at=now_us,
                 created_by=reviewer, confidence=current.confidence, valid_at=start, invalid_at=end,
                 candidate_id=current.id, episode_id=current.episode_id,
             )
-            if not await store.mark_decided(
-                conn, current.id, status="approved", decision=decision, decided_by=reviewer, decided_at=now_us,
+            if not await tx.mark_decided(current.id, status="approved", decision=decision, decided_by=reviewer, decided_at=now_us,
                 reason=reason, knowledge_id=kid, statement=text, valid_at=start, invalid_at=end,
                 edited=edited or start != to_us(current.valid_at),
             ):
                 raise AlreadyDecidedError(current.id, "decided", None)
-            created = await store.get_knowledge(conn, current.user_id, kid)
-            await store.audit(
-                conn, at=now_us, actor=reviewer, action="create", user_id=current.user_id, entity="knowledge",
+            created = await tx.get_knowledge(current.user_id, kid)
+            await tx.audit(at=now_us, actor=reviewer, action="create", user_id=current.user_id, entity="knowledge",
                 entity_id=kid, after=created, reason=reason, note=note,
             )
             if old is not None:
                 end_reason = "contradicted" if current.kind == "contradiction" else "superseded"
-                await store.supersede_fact(conn, old, kid, start, expired_at=now_us, end_reason=end_reason)
-                await store.audit(
-                    conn, at=now_us, actor=reviewer, action="supersede", user_id=current.user_id,
+                await tx.supersede_fact(old, kid, start, expired_at=now_us, end_reason=end_reason)
+                await tx.audit(at=now_us, actor=reviewer, action="supersede", user_id=current.user_id,
                     entity="knowledge", entity_id=old.id, before=old,
-                    after=await store.get_knowledge(conn, current.user_id, old.id), reason=reason or end_reason,
+                    after=await tx.get_knowledge(current.user_id, old.id), reason=reason or end_reason,
                     note=note,
                 )
-            await self._cut_chain(conn, current, kid, reviewer, now_us, note)
-            await store.audit(
-                conn, at=now_us, actor=reviewer, action=decision, user_id=current.user_id, entity="candidate",
-                entity_id=current.id, before=current, after=await store.get_candidate(conn, current.id),
+            await self._cut_chain(tx, current, kid, reviewer, now_us, note)
+            await tx.audit(at=now_us, actor=reviewer, action=decision, user_id=current.user_id, entity="candidate",
+                entity_id=current.id, before=current, after=await tx.get_candidate(current.id),
                 reason=reason, note=note,
             )
             return created
 
     async def _cut_chain(
-        self, conn: aiosqlite.Connection, decided: Candidate, knowledge_id: int | None, reviewer: str, now_us: int,
+        self, tx: SqlTx, decided: Candidate, knowledge_id: int | None, reviewer: str, now_us: int,
         note: str | None,
     ) -> None:
         """The pending candidates that would replace `decided`: approved (knowledge_id given), they
         now replace the fact it became; rejected (None), they become `new`. Audited one by one
         (before this decision's own candidate row, which stays the transaction's last)."""
-        for later in await store.chained_to(conn, decided.id):
+        for later in await tx.chained_to(decided.id):
             if knowledge_id is not None:
-                await store.set_candidate_target(conn, later.id, kind=later.kind, supersedes_id=knowledge_id,
+                await tx.set_candidate_target(later.id, kind=later.kind, supersedes_id=knowledge_id,
                                                  supersedes_candidate_id=None)
                 action, why = "chain_repoint", f"candidate {decided.id} was approved as fact {knowledge_id}"
             else:
-                await store.set_candidate_target(conn, later.id, kind="new", supersedes_id=None,
+                await tx.set_candidate_target(later.id, kind="new", supersedes_id=None,
                                                  supersedes_candidate_id=None)
                 action, why = "chain_unlink", f"candidate {decided.id} was rejected"
-            await store.audit(
-                conn, at=now_us, actor=reviewer, action=action, user_id=later.user_id, entity="candidate",
-                entity_id=later.id, before=later, after=await store.get_candidate(conn, later.id), reason=why,
+            await tx.audit(at=now_us, actor=reviewer, action=action, user_id=later.user_id, entity="candidate",
+                entity_id=later.id, before=later, after=await tx.get_candidate(later.id), reason=why,
                 note=note,
             )
 
@@ -336,26 +329,24 @@ class ReviewService:
         self, cand: Candidate, reviewer: str, reason: str | None, note: str | None
     ) -> Knowledge:
         reason, note = self._check_note(reason, note)
-        now = self._m.now()
+        now = self._ctx.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            current = await store.get_candidate(conn, cand.id)
+        async with self._ctx.store.transaction() as tx:
+            current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
-            target = await store.get_knowledge(conn, current.user_id, current.supersedes_id)  # type: ignore[arg-type]
+            target = await tx.get_knowledge(current.user_id, current.supersedes_id)  # type: ignore[arg-type]
             if target.status != "active":
                 raise StaleSupersessionError(f"fact {target.id} is already {target.status}")
             why = reason or current.reason or "retraction requested"
-            await self._m._retract_in(conn, target, reviewer, why, True, now_us, candidate_id=current.id, note=note)
-            await store.mark_decided(
-                conn, current.id, status="approved", decision="approve_retraction", decided_by=reviewer,
+            await retract_in(tx, target, reviewer, why, True, now_us, candidate_id=current.id, note=note)
+            await tx.mark_decided(current.id, status="approved", decision="approve_retraction", decided_by=reviewer,
                 decided_at=now_us, reason=why, knowledge_id=target.id,
             )
-            await store.audit(
-                conn, at=now_us, actor=reviewer, action="approve_retraction", user_id=current.user_id,
+            await tx.audit(at=now_us, actor=reviewer, action="approve_retraction", user_id=current.user_id,
                 entity="candidate", entity_id=current.id, before=current,
-                after=await store.get_candidate(conn, current.id), reason=why, note=note,
+                after=await tx.get_candidate(current.id), reason=why, note=note,
             )
-            return await store.get_knowledge(conn, current.user_id, target.id)
+            return await tx.get_knowledge(current.user_id, target.id)
 
     async def reject(
         self, candidate_id: int, reviewer: str, reason: str, *, tombstone: bool = True, note: str | None = None,
@@ -368,30 +359,26 @@ class ReviewService:
             raise InvalidStatementError("a rejection needs a reason")
         why = reason.strip()
         _, note = self._check_note(why, note)
-        now = self._m.now()
+        now = self._ctx.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            current = await store.get_candidate(conn, candidate_id, user_id)
+        async with self._ctx.store.transaction() as tx:
+            current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
             stone: Tombstone | None = None
             if tombstone and current.kind != "retraction":
-                tid = await store.insert_tombstone(
-                    conn, user_id=current.user_id, statement=current.statement, reason=why,
+                tid = await tx.insert_tombstone(user_id=current.user_id, statement=current.statement, reason=why,
                     created_by=reviewer, created_at=now_us, candidate_id=current.id,
                 )
-                stone = await store.get_tombstone(conn, current.user_id, tid)
-                await store.audit(
-                    conn, at=now_us, actor=reviewer, action="create", user_id=current.user_id,
+                stone = await tx.get_tombstone(current.user_id, tid)
+                await tx.audit(at=now_us, actor=reviewer, action="create", user_id=current.user_id,
                     entity="tombstone", entity_id=tid, after=stone, reason=why, note=note,
                 )
-            await store.mark_decided(
-                conn, current.id, status="rejected", decision="reject", decided_by=reviewer, decided_at=now_us,
+            await tx.mark_decided(current.id, status="rejected", decision="reject", decided_by=reviewer, decided_at=now_us,
                 reason=why,
             )
-            await self._cut_chain(conn, current, None, reviewer, now_us, note)
-            await store.audit(
-                conn, at=now_us, actor=reviewer, action="reject", user_id=current.user_id, entity="candidate",
-                entity_id=current.id, before=current, after=await store.get_candidate(conn, current.id),
+            await self._cut_chain(tx, current, None, reviewer, now_us, note)
+            await tx.audit(at=now_us, actor=reviewer, action="reject", user_id=current.user_id, entity="candidate",
+                entity_id=current.id, before=current, after=await tx.get_candidate(current.id),
                 reason=why, note=note,
             )
             return stone
@@ -436,31 +423,31 @@ class ReviewService:
         candidate becomes kind `update`; an update or contradiction keeps its kind. Another user's
         fact reads as not found. Audited as `retarget`; the candidate stays pending."""
         _, note = self._check_note(None, note)
-        now = self._m.now()
+        now = self._ctx.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            current = await store.get_candidate(conn, candidate_id, user_id)
+        async with self._ctx.store.transaction() as tx:
+            current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
             if current.kind == "retraction":
                 raise UserInputError("a retraction request names the fact it retracts; it cannot be retargeted")
             if supersedes_id is not None:
-                target = await store.get_knowledge(conn, current.user_id, supersedes_id)
+                target = await tx.get_knowledge(current.user_id, supersedes_id)
                 if target.status != "active":
                     raise StaleSupersessionError(
                         f"fact {supersedes_id} is {target.status}; only an active fact can be replaced"
                     )
                 kind = current.kind if current.kind in SUPERSEDING_KINDS else "update"
-                await store.set_candidate_target(conn, current.id, kind=kind, supersedes_id=supersedes_id,
+                await tx.set_candidate_target(current.id, kind=kind, supersedes_id=supersedes_id,
                                                  supersedes_candidate_id=None)
                 why = f"now replaces fact {supersedes_id}"
             else:
                 if not replaces(current):
                     raise UserInputError(f"candidate {candidate_id} replaces nothing: there is no link to remove")
-                await store.set_candidate_target(conn, current.id, kind="new", supersedes_id=None,
+                await tx.set_candidate_target(current.id, kind="new", supersedes_id=None,
                                                  supersedes_candidate_id=None)
                 why = "now replaces nothing"
-            after = await store.get_candidate(conn, current.id)
-            await store.audit(conn, at=now_us, actor=reviewer, action="retarget", user_id=current.user_id,
+            after = await tx.get_candidate(current.id)
+            await tx.audit(at=now_us, actor=reviewer, action="retarget", user_id=current.user_id,
                               entity="candidate", entity_id=current.id, before=current, after=after, reason=why,
                               note=note)
             return after
@@ -475,23 +462,19 @@ class ReviewService:
         re-pointed or cut are restored. Refused when anything the decision wrote was changed
         afterwards (a later correction, supersession, lift, a re-pointed candidate decided...)."""
         _, note = self._check_note(None, note)
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            cand = await store.get_candidate(conn, candidate_id, user_id)
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":
                 raise UndoRefusedError(f"candidate {candidate_id} is pending: there is no decision to undo")
-            row = await (await conn.execute(
-                "SELECT id, before FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action = ?"
-                " ORDER BY id DESC LIMIT 1",
-                (candidate_id, cand.decision),
-            )).fetchone()
+            row = await tx.decision_audit_row(candidate_id, cand.decision or "")
             if row is None or row[1] is None:
                 raise UndoRefusedError(f"no recorded decision for candidate {candidate_id}")
-            decision_row = int(row[0])
-            before = store.candidate_from_row_json(row[1])
+            decision_row = row[0]
+            before = candidate_from_row_json(row[1])
 
             async def untouched(entity: str, entity_id: int) -> None:
-                if await store.later_audit_rows(conn, entity, entity_id, decision_row):
+                if await tx.later_audit_rows(entity, entity_id, decision_row):
                     raise UndoRefusedError(
                         f"cannot undo the decision on candidate {candidate_id}: {entity} {entity_id} "
                         "was changed after it, and undo never rewrites later history"
@@ -500,7 +483,7 @@ class ReviewService:
             async def unreferenced(knowledge_id: int) -> None:
                 # Deleting the fact would leave another candidate's supersedes_id dangling (and the
                 # foreign key would refuse the DELETE with a bare IntegrityError).
-                naming = await store.candidates_naming(conn, knowledge_id, excluding=candidate_id)
+                naming = await tx.candidates_naming(knowledge_id, excluding=candidate_id)
                 if naming:
                     raise UndoRefusedError(
                         f"cannot undo the decision on candidate {candidate_id}: candidate(s)"
@@ -510,49 +493,40 @@ class ReviewService:
             uid = cand.user_id
             # the chain links this decision re-pointed or cut: its own transaction's rows, between
             # the candidate's previous audit row and its decision row
-            prev = await (await conn.execute(
-                "SELECT coalesce(max(id), 0) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND id < ?",
-                (candidate_id, decision_row),
-            )).fetchone()
-            chain_rows = await (await conn.execute(
-                "SELECT entity_id, before FROM audit_log WHERE entity = 'candidate' AND action IN (?, ?)"
-                " AND id > ? AND id < ? AND json_extract(before, '$.supersedes_candidate_id') = ? ORDER BY id",
-                (*CHAIN_ACTIONS, int(prev[0]), decision_row, candidate_id),  # type: ignore[index]
-            )).fetchall()
-            for later_id, later_json in chain_rows:
-                await untouched("candidate", int(later_id))
-                was = store.candidate_from_row_json(later_json)
-                now_row = await store.get_candidate(conn, int(later_id))
-                await store.set_candidate_target(conn, was.id, kind=was.kind, supersedes_id=was.supersedes_id,
+            for later_id, later_json in await tx.chain_audit_rows(candidate_id, decision_row, CHAIN_ACTIONS):
+                await untouched("candidate", later_id)
+                was = candidate_from_row_json(later_json)
+                now_row = await tx.get_candidate(int(later_id))
+                await tx.set_candidate_target(was.id, kind=was.kind, supersedes_id=was.supersedes_id,
                                                  supersedes_candidate_id=was.supersedes_candidate_id)
-                await store.audit(conn, at=now_us, actor=reviewer, action="undo_chain", user_id=uid,
+                await tx.audit(at=now_us, actor=reviewer, action="undo_chain", user_id=uid,
                                   entity="candidate", entity_id=was.id, before=now_row,
-                                  after=await store.get_candidate(conn, was.id), note=note)
+                                  after=await tx.get_candidate(was.id), note=note)
             if cand.decision == "reject":
-                stone = await store.tombstone_for(conn, candidate_id=candidate_id)
+                stone = await tx.tombstone_for(candidate_id=candidate_id)
                 if stone is not None:
                     await untouched("tombstone", stone.id)
-                    await store.delete_tombstone(conn, stone.id)
-                    await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
+                    await tx.delete_tombstone(stone.id)
+                    await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
                                       entity="tombstone", entity_id=stone.id, before=stone, note=note)
             elif cand.decision == "approve_retraction":
-                target = await store.get_knowledge(conn, uid, cand.knowledge_id)  # type: ignore[arg-type]
+                target = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", target.id)
-                stone = await store.tombstone_for(conn, candidate_id=candidate_id)
+                stone = await tx.tombstone_for(candidate_id=candidate_id)
                 if stone is not None:
                     await untouched("tombstone", stone.id)
-                    await store.delete_tombstone(conn, stone.id)
-                    await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
+                    await tx.delete_tombstone(stone.id)
+                    await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
                                       entity="tombstone", entity_id=stone.id, before=stone, note=note)
-                await store.reactivate_knowledge(conn, target.id)
-                await store.audit(conn, at=now_us, actor=reviewer, action="undo_retract", user_id=uid,
+                await tx.reactivate_knowledge(target.id)
+                await tx.audit(at=now_us, actor=reviewer, action="undo_retract", user_id=uid,
                                   entity="knowledge", entity_id=target.id, before=target,
-                                  after=await store.get_knowledge(conn, uid, target.id), note=note)
+                                  after=await tx.get_knowledge(uid, target.id), note=note)
             else:
-                created = await store.get_knowledge(conn, uid, cand.knowledge_id)  # type: ignore[arg-type]
+                created = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", created.id)
                 await unreferenced(created.id)
-                replaced = await store.replaced_by(conn, created.id)
+                replaced = await tx.replaced_by(created.id)
                 mine = [
                     k for k in replaced if cand.decision == "confirm_supersession" and k.expired_at == cand.decided_at
                 ]
@@ -564,16 +538,16 @@ class ReviewService:
                     )
                 for old in mine:
                     await untouched("knowledge", old.id)
-                    await store.reactivate_knowledge(conn, old.id)
-                    await store.audit(conn, at=now_us, actor=reviewer, action="undo_supersede", user_id=uid,
+                    await tx.reactivate_knowledge(old.id)
+                    await tx.audit(at=now_us, actor=reviewer, action="undo_supersede", user_id=uid,
                                       entity="knowledge", entity_id=old.id, before=old,
-                                      after=await store.get_knowledge(conn, uid, old.id), note=note)
-                await store.delete_knowledge(conn, created.id)
-                await store.audit(conn, at=now_us, actor=reviewer, action="undo_create", user_id=uid,
+                                      after=await tx.get_knowledge(uid, old.id), note=note)
+                await tx.delete_knowledge(created.id)
+                await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
                                   entity="knowledge", entity_id=created.id, before=created, note=note)
-            await store.restore_candidate(conn, before)
-            restored = await store.get_candidate(conn, candidate_id)
-            await store.audit(conn, at=now_us, actor=reviewer, action="undo", user_id=uid, entity="candidate",
+            await tx.restore_candidate(before)
+            restored = await tx.get_candidate(candidate_id)
+            await tx.audit(at=now_us, actor=reviewer, action="undo", user_id=uid, entity="candidate",
                               entity_id=candidate_id, before=cand, after=restored, reason=f"undo {cand.decision}",
                               note=note)
             return restored

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import store
 from .models import to_jsonable
 from .timeutil import from_us
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .context import EngineContext
 
 _GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicates")
 DISCARD_GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicate")
@@ -25,15 +24,15 @@ def _rate(num: int, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
 
-async def stats(mem: Memory, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
+async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
     """The figures, plus the `discarded_limit` statements the gates dropped most recently (all of
     them through `Memory.discarded`)."""
     scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
     and_scope = "AND c.user_id = ?" if user_id is not None else ""
-    async with mem.db.reading() as conn:
+    async with mem.store.reading() as tx:
 
         async def rows(sql: str, params: list[Any] | None = None) -> list[Any]:
-            return list(await (await conn.execute(sql, params if params is not None else args)).fetchall())
+            return list(await (await tx.conn.execute(sql, params if params is not None else args)).fetchall())
 
         queue = {s: 0 for s in ("pending", "approved", "rejected")}
         for status, n in await rows(f"SELECT status, count(*) FROM candidates {scope} GROUP BY status"):
@@ -112,7 +111,7 @@ async def stats(mem: Memory, user_id: str | None = None, discarded_limit: int = 
             "SELECT count(*) FROM discarded WHERE queued_candidate_id IS NOT NULL"
             + (" AND user_id = ?" if user_id is not None else "")
         ))[0][0]
-        latest = await store.list_discarded(conn, user_id, limit=discarded_limit)
+        latest = await tx.list_discarded(user_id, limit=discarded_limit)
 
         daily_rows = await rows(
             "SELECT day, sum(q), sum(d) FROM ("

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from . import store
+from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
     AssignedError,
@@ -51,15 +51,16 @@ from .errors import (
     SecondOpinionError,
     UserInputError,
 )
+from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
+from .storage import SqlTx
+from .storage.sql.tx import queue_filters, returned_id
 from .timeutil import from_us, to_us
 
 if TYPE_CHECKING:
-    import aiosqlite
 
     from .config import MemoryConfig
-    from .memory import Memory
 
 DECISIONS: tuple[str, ...] = (
     "approve", "edit_approve", "confirm_supersession", "keep_both", "approve_retraction", "reject",
@@ -292,43 +293,43 @@ def _optional_text(text: str | None, config: MemoryConfig, what: str) -> str | N
 
 
 class TeamService:
-    def __init__(self, memory: Memory) -> None:
-        self._m = memory
+    def __init__(self, ctx: EngineContext) -> None:
+        self._ctx = ctx
 
     # -- progress and figures -------------------------------------------------------------------
 
     async def progress(self, reviewer: str, *, since: datetime | None = None, **filters: Any) -> Progress:
         """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
-        start = since or _start_of_day(self._m.now())
+        start = since or _start_of_day(self._ctx.now())
         start_us: int = to_us(start, "since")  # type: ignore[assignment]
         keys = ("user_id", "kind", "min_confidence", "max_confidence", "unsupported", "search", "assigned_to")
         unknown = set(filters) - set(keys)
         if unknown:
             raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")
         values = [filters.get(k) for k in keys]
-        async with self._m.db.reading() as conn:
-            remaining = await store.pending_count(conn, **filters)
-            where, args = store._queue_filters(
+        async with self._ctx.store.reading() as tx:
+            remaining = await tx.pending_count(**filters)
+            where, args = queue_filters(
                 *values, status_clause=f"c.status != 'pending' AND c.decided_at >= {start_us}"
             )
-            done = await _count(conn, f"SELECT count(*) FROM candidates c WHERE {where}", args)
-            pending_where, pending_args = store._queue_filters(*values)
+            done = await _count(tx, f"SELECT count(*) FROM candidates c WHERE {where}", args)
+            pending_where, pending_args = queue_filters(*values)
             flagged_by_me = await _count(
-                conn, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
+                tx, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
                 f" AND f.withdrawn_at IS NULL WHERE {pending_where} AND f.flagged_by = ?", [*pending_args, reviewer],
             )
             others = await _count(
-                conn, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
+                tx, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
                 f" AND f.withdrawn_at IS NULL WHERE {pending_where} AND f.flagged_by != ?", [*pending_args, reviewer],
             )
-            times = [int(r[0]) for r in await (await conn.execute(
+            times = [int(r[0]) for r in await (await tx.conn.execute(
                 f"SELECT at FROM audit_log WHERE entity = 'candidate' AND actor = ? AND at >= ?"
                 f" AND action IN ({_in(DECISIONS)}) ORDER BY at, id", (reviewer, start_us, *DECISIONS),
             )).fetchall()]
-            waiting = await self._second_review_count(conn, reviewer)
+            waiting = await self._second_review_count(tx, reviewer)
         return Progress(
             reviewer=reviewer, since=start, done=done, remaining=remaining, reviewer_decisions=len(times),
-            seconds_per_decision=_median_gap(times, self._m.config.decision_break_seconds),
+            seconds_per_decision=_median_gap(times, self._ctx.config.decision_break_seconds),
             flagged_by_me=flagged_by_me, second_opinions=others, second_reviews=waiting,
         )
 
@@ -346,8 +347,8 @@ class TeamService:
 
         daily: dict[tuple[int, str], list[int]] = {}
         times: dict[str, list[int]] = {}
-        async with self._m.db.reading() as conn:
-            for actor, action, at in await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            for actor, action, at in await (await tx.conn.execute(
                 f"SELECT actor, action, at FROM audit_log WHERE entity = 'candidate' AND at >= ? AND at < ? {scope}"
                 f" AND action IN ({_in(DECISIONS)}, 'undo', 'flag') ORDER BY at, id",
                 (lo, hi, *scope_args, *DECISIONS),
@@ -367,9 +368,9 @@ class TeamService:
                 day = daily.setdefault((int(at) // _DAY_US, actor), [0, 0, 0])
                 day[0] += 1
                 day[1 if approved else 2] += 1
-            comparisons = await self._comparisons(conn, lo, hi, scope, scope_args)
+            comparisons = await self._comparisons(tx, lo, hi, scope, scope_args)
         for name, ts in times.items():
-            by[name].seconds_per_decision = _median_gap(ts, self._m.config.decision_break_seconds)
+            by[name].seconds_per_decision = _median_gap(ts, self._ctx.config.decision_break_seconds)
         for comp in comparisons:
             if comp.source == "second_review":
                 fig(comp.second).second_reviews_done += 1
@@ -387,17 +388,17 @@ class TeamService:
         )
 
     async def _comparisons(
-        self, conn: aiosqlite.Connection, lo: int, hi: int, scope: str, scope_args: list[Any],
+        self, tx: SqlTx, lo: int, hi: int, scope: str, scope_args: list[Any],
     ) -> list[Comparison]:
         out: list[Comparison] = []
-        for cid, uid, first, second, verdict, at in await (await conn.execute(
+        for cid, uid, first, second, verdict, at in await (await tx.conn.execute(
             "SELECT candidate_id, user_id, first_reviewer, reviewer, verdict, decided_at FROM second_reviews"
             f" WHERE decided_at >= ? AND decided_at < ? {scope} ORDER BY decided_at, id", (lo, hi, *scope_args),
         )).fetchall():
             out.append(Comparison("second_review", cid, uid, first, "approve", second,
                                   "approve" if verdict == "agree" else "reject", from_us(at)))  # type: ignore[arg-type]
         c_scope = scope.replace("user_id", "c.user_id")
-        for cid, uid, flagger, lean, decider, status, at in await (await conn.execute(
+        for cid, uid, flagger, lean, decider, status, at in await (await tx.conn.execute(
             "SELECT c.id, c.user_id, f.flagged_by, f.lean, c.decided_by, c.status, c.decided_at FROM flags f"
             " JOIN candidates c ON c.id = f.candidate_id WHERE f.withdrawn_at IS NULL AND f.lean IS NOT NULL"
             f" AND c.status != 'pending' AND c.decided_at >= ? AND c.decided_at < ? {c_scope}"
@@ -416,13 +417,13 @@ class TeamService:
     ) -> Flag:
         """Ask for a second opinion on a pending candidate: from now on another reviewer decides it.
         The flagger's own lease on it is released, so the next reviewer can take it at once."""
-        text = _optional_text(note, self._m.config, "the note")
+        text = _optional_text(note, self._ctx.config, "the note")
         if lean is not None and lean not in LEANS:
             raise UserInputError(f"lean must be one of {', '.join(LEANS)} (or none), not {lean!r}")
-        now = self._m.now()
+        now = self._ctx.now()
         now_us: int = to_us(now)  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            cand = await store.get_candidate(conn, candidate_id, user_id)
+        async with self._ctx.store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status != "pending":
                 raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
             if cand.flagged_by is not None:
@@ -432,23 +433,23 @@ class TeamService:
             if cand.claimed_by not in (None, reviewer) and cand.claimed_until is not None and cand.claimed_until > now:
                 raise ClaimedError(cand.id, cand.claimed_by)  # type: ignore[arg-type]
             check_may_decide(cand, reviewer)
-            cur = await conn.execute(
+            cur = await tx.conn.execute(
                 "INSERT INTO flags(candidate_id, user_id, flagged_by, note, lean, flagged_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (cand.id, cand.user_id, reviewer, text, lean, now_us),
             )
-            await store.release_candidate(conn, cand.id, reviewer)
-            flag = await _get_flag(conn, int(cur.lastrowid or 0))
-            await store.audit(conn, at=now_us, actor=reviewer, action="flag", user_id=cand.user_id,
+            await tx.release_candidate(cand.id, reviewer)
+            flag = await _get_flag(tx, await returned_id(cur))
+            await tx.audit(at=now_us, actor=reviewer, action="flag", user_id=cand.user_id,
                               entity="candidate", entity_id=cand.id, after=flag, reason=text)
             return flag
 
     async def withdraw_flag(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Flag:
         """The flagger takes the item back (only the flagger: a flag is their request)."""
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            cand = await store.get_candidate(conn, candidate_id, user_id)
-            row = await (await conn.execute(
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id, user_id)
+            row = await (await tx.conn.execute(
                 f"SELECT {_FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (cand.id,)
             )).fetchone()
             if row is None:
@@ -460,10 +461,10 @@ class TeamService:
                 )
             if cand.status != "pending":
                 raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
-            await conn.execute("UPDATE flags SET withdrawn_at = ?, withdrawn_by = ? WHERE id = ?",
+            await tx.conn.execute("UPDATE flags SET withdrawn_at = ?, withdrawn_by = ? WHERE id = ?",
                                (now_us, reviewer, before.id))
-            after = await _get_flag(conn, before.id)
-            await store.audit(conn, at=now_us, actor=reviewer, action="withdraw_flag", user_id=cand.user_id,
+            after = await _get_flag(tx, before.id)
+            await tx.audit(at=now_us, actor=reviewer, action="withdraw_flag", user_id=cand.user_id,
                               entity="candidate", entity_id=cand.id, before=before, after=after)
             return after
 
@@ -477,8 +478,8 @@ class TeamService:
             where.append("f.user_id = ?")
             args.append(user_id)
         cols = ", ".join(f"f.{c.strip()}" for c in _FLAG_COLS.split(","))
-        async with self._m.db.reading() as conn:
-            rows = await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            rows = await (await tx.conn.execute(
                 f"SELECT {cols} FROM flags f JOIN candidates c ON c.id = f.candidate_id WHERE {' AND '.join(where)}"
                 " ORDER BY f.flagged_at, f.id", args,
             )).fetchall()
@@ -486,8 +487,8 @@ class TeamService:
 
     async def flag_of(self, candidate_id: int) -> Flag | None:
         """The live flag of a candidate, with its note (for the detail pane)."""
-        async with self._m.db.reading() as conn:
-            row = await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            row = await (await tx.conn.execute(
                 f"SELECT {_FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (candidate_id,)
             )).fetchone()
         return _flag(row) if row is not None else None
@@ -495,7 +496,7 @@ class TeamService:
     # -- second review --------------------------------------------------------------------------
 
     def _sample_where(self) -> tuple[str, list[Any]]:
-        threshold = int(self._m.config.second_review_rate * _HASH_SPACE)
+        threshold = int(self._ctx.config.second_review_rate * _HASH_SPACE)
         return (
             f"c.status = 'approved' AND c.decision IN ({_in(SAMPLED_DECISIONS)}) AND c.decided_by != ?"
             f" AND {_SAMPLE_SQL} AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s"
@@ -503,11 +504,11 @@ class TeamService:
             [*SAMPLED_DECISIONS, threshold],
         )
 
-    async def _second_review_count(self, conn: aiosqlite.Connection, reviewer: str) -> int:
+    async def _second_review_count(self, tx: SqlTx, reviewer: str) -> int:
         where, args = self._sample_where()
         args.insert(len(SAMPLED_DECISIONS), reviewer)
         return await _count(
-            conn, f"SELECT count(*) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}", args
+            tx, f"SELECT count(*) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}", args
         )
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
@@ -515,8 +516,8 @@ class TeamService:
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
         where, args = self._sample_where()
         args.insert(len(SAMPLED_DECISIONS), reviewer)
-        async with self._m.db.reading() as conn:
-            rows = await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            rows = await (await tx.conn.execute(
                 "SELECT c.id, c.user_id, k.id, k.statement, c.kind, c.confidence, c.evidence, k.valid_at,"
                 " k.invalid_at FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
                 f" WHERE {where} ORDER BY c.decided_at, c.id LIMIT ? OFFSET ?", (*args, int(limit), int(offset)),
@@ -526,34 +527,34 @@ class TeamService:
                 for r in rows]
 
     async def second_review_count(self, reviewer: str) -> int:
-        async with self._m.db.reading() as conn:
-            return await self._second_review_count(conn, reviewer)
+        async with self._ctx.store.reading() as tx:
+            return await self._second_review_count(tx, reviewer)
 
     async def blind_review(self, candidate_id: int, reviewer: str) -> BlindReview:
         """One sampled approval with its source messages, for a reviewer who did not make it."""
-        async with self._m.db.reading() as conn:
-            cand = await store.get_candidate(conn, candidate_id)
-            fact = await self._check_reviewable(conn, cand, reviewer)
-            ctx = await store.candidate_context(conn, cand)
+        async with self._ctx.store.reading() as tx:
+            cand = await tx.get_candidate(candidate_id)
+            fact = await self._check_reviewable(tx, cand, reviewer)
+            ctx = await tx.candidate_context(cand)
         return BlindReview(candidate_id=cand.id, user_id=cand.user_id, knowledge_id=fact.id,
                            statement=fact.statement, kind=cand.kind, confidence=cand.confidence,
                            evidence=cand.evidence, valid_at=fact.valid_at, invalid_at=fact.invalid_at,
                            messages=list(ctx.messages))
 
-    async def _check_reviewable(self, conn: aiosqlite.Connection, cand: Candidate, reviewer: str) -> Any:
+    async def _check_reviewable(self, tx: SqlTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
-        if not sampled(cand.id, self._m.config.second_review_rate):
+        if not sampled(cand.id, self._ctx.config.second_review_rate):
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
             raise UserInputError(f"{reviewer} approved candidate {cand.id}: another reviewer must second-review it")
-        done = await (await conn.execute(
+        done = await (await tx.conn.execute(
             "SELECT reviewer FROM second_reviews WHERE candidate_id = ? AND knowledge_id = ?",
             (cand.id, cand.knowledge_id),
         )).fetchone()
         if done is not None:
             raise AlreadyDecidedError(cand.id, "second-reviewed", done[0])
-        return await store.get_knowledge(conn, cand.user_id, cand.knowledge_id)
+        return await tx.get_knowledge(cand.user_id, cand.knowledge_id)
 
     async def second_review(
         self, candidate_id: int, reviewer: str, *, approve: bool, reason: str | None = None,
@@ -561,37 +562,37 @@ class TeamService:
     ) -> SecondReview:
         """Record the second reviewer's verdict. Rejecting overturns the approval: the fact is
         retracted (tombstoned, like a rejection) with the reason, in this same transaction."""
-        why = _optional_text(reason, self._m.config, "the reason")
-        text = _optional_text(note, self._m.config, "the note")
+        why = _optional_text(reason, self._ctx.config, "the reason")
+        text = _optional_text(note, self._ctx.config, "the note")
         if not approve and why is None:
             raise UserInputError("overturning an approval needs a reason")
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            cand = await store.get_candidate(conn, candidate_id)
-            fact = await self._check_reviewable(conn, cand, reviewer)
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id)
+            fact = await self._check_reviewable(tx, cand, reviewer)
             verdict = "agree" if approve else ("overturn" if fact.status == "active" else "disagree")
-            cur = await conn.execute(
-                f"INSERT INTO second_reviews({_SR_COLS.split(', ', 1)[1]}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            cur = await tx.conn.execute(
+                f"INSERT INTO second_reviews({_SR_COLS.split(', ', 1)[1]}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (cand.id, fact.id, cand.user_id, cand.decided_by, cand.decision, reviewer, verdict, now_us, why, text),
             )
-            row = await (await conn.execute(
-                f"SELECT {_SR_COLS} FROM second_reviews WHERE id = ?", (int(cur.lastrowid or 0),)
+            row = await (await tx.conn.execute(
+                f"SELECT {_SR_COLS} FROM second_reviews WHERE id = ?", (await returned_id(cur),)
             )).fetchone()
             record = _second_review(row)
             # On the fact's own history: the fact was checked (and undoing the first approval is
             # refused from now on, since a later row names the fact).
-            await store.audit(conn, at=now_us, actor=reviewer, action="second_review", user_id=cand.user_id,
+            await tx.audit(at=now_us, actor=reviewer, action="second_review", user_id=cand.user_id,
                               entity="knowledge", entity_id=fact.id, after=asdict(record), reason=why)
             if verdict == "overturn":
-                await self._m._retract_in(
-                    conn, fact, reviewer, f"overturned on second review: {why}", True, now_us, candidate_id=cand.id,
+                await retract_in(
+                    tx, fact, reviewer, f"overturned on second review: {why}", True, now_us, candidate_id=cand.id,
                 )
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:
         scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        async with self._m.db.reading() as conn:
-            rows = await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            rows = await (await tx.conn.execute(
                 f"SELECT {_SR_COLS} FROM second_reviews {scope} ORDER BY decided_at, id", args
             )).fetchall()
         return [_second_review(r) for r in rows]
@@ -603,11 +604,11 @@ class TeamService:
         else holds needs `force=True` (a lead reassigning work); both are audited."""
         if not user_id or not user_id.strip():
             raise UserInputError("a user_id is required")
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            if await _count(conn, "SELECT count(*) FROM candidates WHERE user_id = ?", [user_id]) == 0:
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            if await _count(tx, "SELECT count(*) FROM candidates WHERE user_id = ?", [user_id]) == 0:
                 raise NotFoundError(f"user {user_id!r} has no candidates to take")
-            before = await _get_assignment(conn, user_id)
+            before = await _get_assignment(tx, user_id)
             if before is not None and before.reviewer == reviewer:
                 return before
             if before is not None and not force:
@@ -615,34 +616,35 @@ class TeamService:
                     f"user {user_id}'s items are taken by {before.reviewer}; take them over explicitly"
                 )
             if before is not None:
-                await conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
-            cur = await conn.execute(
-                "INSERT INTO assignments(user_id, reviewer, assigned_at, assigned_by) VALUES (?, ?, ?, ?)",
+                await tx.conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
+            cur = await tx.conn.execute(
+                "INSERT INTO assignments(user_id, reviewer, assigned_at, assigned_by) VALUES (?, ?, ?, ?) RETURNING id",
                 (user_id, reviewer, now_us, reviewer),
             )
-            after = await _get_assignment(conn, user_id)
-            await store.audit(conn, at=now_us, actor=reviewer, action="assign", user_id=user_id, entity="assignment",
-                              entity_id=int(cur.lastrowid or 0), before=before, after=after)
+            assignment_id = await returned_id(cur)
+            after = await _get_assignment(tx, user_id)
+            await tx.audit(at=now_us, actor=reviewer, action="assign", user_id=user_id, entity="assignment",
+                              entity_id=assignment_id, before=before, after=after)
             return after  # type: ignore[return-value]
 
     async def release_user(self, user_id: str, reviewer: str) -> Assignment:
         """Give a user's items back to the whole team (only the assignee)."""
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            before = await _get_assignment(conn, user_id)
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            before = await _get_assignment(tx, user_id)
             if before is None:
                 raise NotFoundError(f"user {user_id!r} is not assigned to anyone")
             if before.reviewer != reviewer:
                 raise UserInputError(f"user {user_id}'s items are taken by {before.reviewer}, not {reviewer}")
-            await conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
-            await store.audit(conn, at=now_us, actor=reviewer, action="unassign", user_id=user_id,
+            await tx.conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
+            await tx.audit(at=now_us, actor=reviewer, action="unassign", user_id=user_id,
                               entity="assignment", entity_id=before.id, before=before)
             return before
 
     async def assignments(self, reviewer: str | None = None) -> list[Assignment]:
         scope, args = ("WHERE reviewer = ?", [reviewer]) if reviewer is not None else ("", [])
-        async with self._m.db.reading() as conn:
-            rows = await (await conn.execute(
+        async with self._ctx.store.reading() as tx:
+            rows = await (await tx.conn.execute(
                 f"SELECT id, user_id, reviewer, assigned_at, assigned_by FROM assignments {scope} ORDER BY user_id",
                 args,
             )).fetchall()
@@ -653,18 +655,18 @@ def _in(values: tuple[str, ...]) -> str:
     return ", ".join("?" * len(values))
 
 
-async def _count(conn: aiosqlite.Connection, sql: str, args: list[Any]) -> int:
-    row = await (await conn.execute(sql, args)).fetchone()
+async def _count(tx: SqlTx, sql: str, args: list[Any]) -> int:
+    row = await (await tx.conn.execute(sql, args)).fetchone()
     return int(row[0])  # type: ignore[index]
 
 
-async def _get_flag(conn: aiosqlite.Connection, flag_id: int) -> Flag:
-    row = await (await conn.execute(f"SELECT {_FLAG_COLS} FROM flags WHERE id = ?", (flag_id,))).fetchone()
+async def _get_flag(tx: SqlTx, flag_id: int) -> Flag:
+    row = await (await tx.conn.execute(f"SELECT {_FLAG_COLS} FROM flags WHERE id = ?", (flag_id,))).fetchone()
     return _flag(row)
 
 
-async def _get_assignment(conn: aiosqlite.Connection, user_id: str) -> Assignment | None:
-    row = await (await conn.execute(
+async def _get_assignment(tx: SqlTx, user_id: str) -> Assignment | None:
+    row = await (await tx.conn.execute(
         "SELECT id, user_id, reviewer, assigned_at, assigned_by FROM assignments WHERE user_id = ?", (user_id,)
     )).fetchone()
     return _assignment(row) if row is not None else None

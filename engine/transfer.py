@@ -31,11 +31,12 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import MemdeskError, UserInputError
-from .storage import open_store
-from .storage.base import TABLES, Store
+from .storage import SqlTx, Store, is_postgres_url, open_store
+from .storage.base import TABLES
 
 Progress = Callable[[int, int], None]
 DEFAULT_BATCH = 1000
@@ -88,8 +89,18 @@ async def copy_store(
     if batch < 1:
         raise UserInputError("the batch size must be at least 1")
     started = time.perf_counter()
-    src = await open_store(source)
+    if not is_postgres_url(source) and not Path(source).is_file():
+        raise UserInputError(f"{source}: no such database")
+    existing: list[bool] = []
+
+    async def remember(tx: SqlTx) -> None:  # runs only on a store that already has a schema
+        existing.append(True)
+
+    # `dimensions` and `embedder` would describe a NEW store: a source without a schema is refused
+    src = await open_store(source, dimensions=1, embedder="none", verify=remember)
     try:
+        if not existing:
+            raise UserInputError(f"{src.target} holds no memdesk store")
         meta = {str(r["key"]): str(r["value"]) async for rows in src.dump("meta") for r in rows}
         pending = [k for k in _REEMBED_KEYS if k in meta]
         if pending:
@@ -100,7 +111,7 @@ async def copy_store(
         width = meta.get("embedding_dimensions")
         if width is None:
             raise UserInputError(f"{src.target} records no embedding width: is it a memdesk store?")
-        dst = await open_store(destination, dimensions=int(width))
+        dst = await open_store(destination, dimensions=int(width), embedder=meta.get("embedder", "hashing"))
         try:
             return await _copy(src, dst, meta, batch=batch, progress=progress, started=started)
         finally:

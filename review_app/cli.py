@@ -96,7 +96,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 def _database_errors() -> tuple[type[Exception], ...]:
     """The stdlib's DatabaseError and, when the engine runs on pysqlite3 (a Python whose sqlite3
     cannot load extensions), that driver's: they are different classes."""
-    from engine.db import sqlite_module
+    from engine.storage.sqlite.connection import sqlite_module
 
     try:
         driver = sqlite_module()
@@ -119,7 +119,7 @@ def _memdesk_version(path: Path) -> int:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             return int(conn.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.DatabaseError as exc:
-        from engine.db import read_only_reason
+        from engine.storage.sqlite.connection import read_only_reason
 
         # A WAL database on a read-only file system cannot even be read (SQLite must create its
         # shared-memory index beside it): that is where the file is, not what it is.

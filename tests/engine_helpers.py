@@ -53,12 +53,20 @@ async def open_memory(
         yield mem
 
 
+@asynccontextmanager
+async def sql(mem: Memory, *, write: bool = False) -> AsyncIterator[Any]:
+    """The raw connection of a read (or, with `write`, a write transaction) of `mem`'s store, for
+    tests that check rows directly; `?` placeholders work on both backends."""
+    async with (mem.store.transaction() if write else mem.store.reading()) as tx:
+        yield tx.conn
+
+
 async def snapshot(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table a decision or knowledge operation may write."""
     out: dict[str, list[tuple[Any, ...]]] = {}
-    async with mem.db.reading() as conn:
-        for table, sql in SNAPSHOT_QUERIES.items():
-            out[table] = [tuple(r) for r in await (await conn.execute(sql)).fetchall()]
+    async with sql(mem) as conn:
+        for table, query in SNAPSHOT_QUERIES.items():
+            out[table] = [tuple(r) for r in await (await conn.execute(query)).fetchall()]
     return out
 
 
@@ -68,14 +76,14 @@ async def counts(mem: Memory) -> dict[str, int]:
 
 async def row(mem: Memory, table: str, row_id: int) -> tuple[Any, ...]:
     """One full row by id (knowledge, candidates, tombstones)."""
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         found = await (await conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,))).fetchone()
     assert found is not None, f"{table} {row_id} does not exist"
     return tuple(found)
 
 
 async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         found = await (await conn.execute(
             "SELECT knowledge_id, user_id, status, valid_from, valid_to, created, expired FROM knowledge_vec"
             " WHERE knowledge_id = ?",
@@ -86,7 +94,7 @@ async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
 
 async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
     """(id, actor, action, user_id, entity, entity_id, before, after, reason) written after `after_id`."""
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         rows = await (await conn.execute(
             "SELECT id, actor, action, user_id, entity, entity_id, before, after, reason FROM audit_log"
             " WHERE id > ? ORDER BY id",
@@ -96,6 +104,6 @@ async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
 
 
 async def last_audit_id(mem: Memory) -> int:
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         found = await (await conn.execute("SELECT coalesce(max(id), 0) FROM audit_log")).fetchone()
     return int(found[0])  # type: ignore[index]

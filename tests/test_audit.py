@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot
+from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
-from engine import Memory, store
+from engine import Memory
+from engine.storage import SqlTx
 
 
 @pytest.fixture
@@ -96,17 +97,17 @@ async def test_a_failed_decision_leaves_no_audit_row_and_no_change(
     old = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="sup")
     cid = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=old.id)
     before = await snapshot(mem)
-    real_audit = store.audit
+    real_audit = SqlTx.audit
 
-    async def failing_on_the_last_row(conn: Any, **kwargs: Any) -> int:
+    async def failing_on_the_last_row(tx: Any, **kwargs: Any) -> int:
         if kwargs["entity"] == "candidate":  # the decision's own row, written after everything else
             raise RuntimeError("disk full")
-        return await real_audit(conn, **kwargs)
+        return await real_audit(tx, **kwargs)
 
-    monkeypatch.setattr(store, "audit", failing_on_the_last_row)
+    monkeypatch.setattr(SqlTx, "audit", failing_on_the_last_row)
     with pytest.raises(RuntimeError, match="disk full"):
         await mem.review.confirm_supersession(cid, reviewer="rev")
-    monkeypatch.setattr(store, "audit", real_audit)
+    monkeypatch.setattr(SqlTx, "audit", real_audit)
 
     assert await snapshot(mem) == before  # no new fact, old fact active, no audit row, candidate pending
     # Positive control: the same decision, with audit working, goes through.
@@ -126,7 +127,7 @@ async def test_a_refused_decision_writes_no_audit_row(mem: Memory) -> None:
 async def test_audit_log_refuses_update_and_delete(mem: Memory) -> None:
     await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="sup")
     before = await snapshot(mem)
-    for sql in (
+    for statement in (
         "UPDATE audit_log SET actor = 'mallory'",
         "UPDATE audit_log SET reason = 'rewritten'",
         "DELETE FROM audit_log",
@@ -135,12 +136,12 @@ async def test_audit_log_refuses_update_and_delete(mem: Memory) -> None:
         "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, redacted_at = 1, actor = 'x'",
     ):
         with pytest.raises(Exception, match="append-only"):
-            async with mem.db.transaction() as conn:
-                await conn.execute(sql)
+            async with sql(mem, write=True) as conn:
+                await conn.execute(statement)
     assert await snapshot(mem) == before
     # Inserting stays possible (positive control: the triggers do not block the table).
-    async with mem.db.transaction() as conn:
-        await store.audit(conn, at=1, actor="t", action="note", user_id="ana", entity="knowledge", entity_id=1)
+    async with mem.store.transaction() as tx:
+        await tx.audit(at=1, actor="t", action="note", user_id="ana", entity="knowledge", entity_id=1)
     assert len((await snapshot(mem))["audit_log"]) == len(before["audit_log"]) + 1
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from engine import Memory
+from tests.engine_helpers import sql
 
 MEMDESK = Path(sys.executable).parent / "memdesk"
 COMMANDS = ("demo", "review", "ingest", "process", "search", "stats", "export", "erase", "mcp")
@@ -47,7 +48,7 @@ def counts(db: Path) -> dict[str, int]:
     """Rows per table, read with the engine (the CLI under test is not used to check itself)."""
 
     async def go() -> dict[str, int]:
-        async with Memory(db) as mem, mem.db.reading() as conn:
+        async with Memory(db) as mem, sql(mem) as conn:
             out = {}
             for table in ("messages", "candidates", "knowledge"):
                 row = await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
@@ -59,7 +60,7 @@ def counts(db: Path) -> dict[str, int]:
 
 def exchanges_of(db: Path) -> dict[str, int]:
     async def go() -> dict[str, int]:
-        async with Memory(db) as mem, mem.db.reading() as conn:
+        async with Memory(db) as mem, sql(mem) as conn:
             rows = await (await conn.execute(
                 "SELECT user_id, count(*) FROM messages WHERE role = 'user' GROUP BY user_id"
             )).fetchall()
@@ -235,7 +236,7 @@ def test_ingest_longmemeval_sessions_with_their_dates(tmp_path: Path) -> None:
     assert exchanges_of(db) == {"q1": 3, "q2": 1}
 
     async def q1_times() -> list[datetime]:
-        async with Memory(db) as mem, mem.db.reading() as conn:
+        async with Memory(db) as mem, sql(mem) as conn:
             rows = await (await conn.execute(
                 "SELECT DISTINCT at FROM messages WHERE user_id = 'q1' ORDER BY at"
             )).fetchall()

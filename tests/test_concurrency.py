@@ -28,13 +28,14 @@ from pathlib import Path
 import pytest
 import sqlite_vec
 
-from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError, store
-from engine.db import _connect_sync
+from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError
 from engine.memory import NewFact
 from engine.models import to_jsonable
-from engine.schema import MIGRATIONS, SCHEMA_VERSION, VEC_CHUNK_SIZE
-from engine.store import fts_scope
+from engine.storage.sqlite.connection import _connect_sync
+from engine.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, VEC_CHUNK_SIZE
+from engine.storage.sqlite.tx import fts_scope
 from engine.timeutil import BEGINNING, FOREVER
+from tests.engine_helpers import sql
 
 WORKER = Path(__file__).parent / "procs" / "decide_worker.py"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -87,16 +88,16 @@ def next_line(lines: queue.Queue[str | None], proc: subprocess.Popen[str]) -> st
     return line
 
 
-async def scalar(mem: Memory, sql: str, args: tuple[object, ...] = ()) -> int:
-    async with mem.db.reading() as conn:
-        row = await (await conn.execute(sql, args)).fetchone()
+async def scalar(mem: Memory, query: str, args: tuple[object, ...] = ()) -> int:
+    async with sql(mem) as conn:
+        row = await (await conn.execute(query, args)).fetchone()
     assert row is not None
     return int(row[0])
 
 
-async def rows(mem: Memory, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    async with mem.db.reading() as conn:
-        return [tuple(r) for r in await (await conn.execute(sql, args)).fetchall()]
+async def rows(mem: Memory, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    async with sql(mem) as conn:
+        return [tuple(r) for r in await (await conn.execute(query, args)).fetchall()]
 
 
 async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
@@ -324,7 +325,7 @@ async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
     async with Memory(db, clock=fixed_clock) as mem:
         old = await mem.add_knowledge("user1", "user1 lives in Oslo", actor="seed")
         cid = await mem.queue_candidate("user1", "user1 moved to Bergen", kind="update", supersedes_id=old.id)
-        async with mem.db.transaction() as conn:
+        async with sql(mem, write=True) as conn:
             await conn.execute(
                 "UPDATE knowledge SET status = 'superseded', expired_at = ?, end_reason = 'superseded' WHERE id = ?",
                 (1, old.id),
@@ -432,20 +433,20 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
 async def test_terms_in_half_of_a_large_users_facts_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
     async with Memory(tmp_path / "common.db", clock=fixed_clock) as mem:
         await mem.add_knowledge_many("small", [f"User likes item {i}" for i in range(10)], actor="seed")
-        async with mem.db.reading() as conn:  # a small user keeps every term (control)
-            assert await store.informative_terms(conn, "small", ["user", "zebrafinch"]) == ["user", "zebrafinch"]
+        async with mem.store.reading() as tx:  # a small user keeps every term (control)
+            assert await tx.informative_terms("small", ["user", "zebrafinch"]) == ["user", "zebrafinch"]
         await mem.add_knowledge_many("big", [f"User likes item {i}" for i in range(1999)], actor="seed")
         [target] = await mem.add_knowledge_many("big", ["User keeps Zebrafinch birds"], actor="seed")
-        async with mem.db.reading() as conn:
-            got = await store.informative_terms(conn, "big", ["user", "zebrafinch", "nowhere"])
+        async with mem.store.reading() as tx:
+            got = await tx.informative_terms("big", ["user", "zebrafinch", "nowhere"])
             assert got == ["zebrafinch", "nowhere"]
             # counted per user: the small user's "user" is still informative beside the big one
-            assert await store.informative_terms(conn, "small", ["user"]) == ["user"]
+            assert await tx.informative_terms("small", ["user"]) == ["user"]
         res = await mem.retrieve("does the user keep a zebrafinch", user_id="big", top_k=5)
         assert (res.items[0].knowledge.id, res.items[0].text_rank) == (target.id, 1)
         assert [i.text_rank for i in res.items[1:]] == [None] * 4  # "user" alone no longer gives a text rank
         assert len(res.items) == 5
         # the counts are cached, but not frozen: once "user" is in fewer than half of big's facts, it counts again
         await mem.add_knowledge_many("big", [f"Cat naps {i}" for i in range(2100)], actor="seed")
-        async with mem.db.reading() as conn:
-            assert await store.informative_terms(conn, "big", ["user", "zebrafinch"]) == ["user", "zebrafinch"]
+        async with mem.store.reading() as tx:
+            assert await tx.informative_terms("big", ["user", "zebrafinch"]) == ["user", "zebrafinch"]

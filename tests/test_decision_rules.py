@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot
+from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
 from engine import (
     BulkResult,
@@ -322,7 +322,7 @@ async def test_a_note_on_every_decision_is_in_history_and_erasure_redacts_it(mem
     assert [e.note for e in await mem.history("ana") if e.entity_id == c4 and e.action == "approve"] == [None]
 
     await erase_user(mem, "ana", actor="dpo", compact=False)
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         left = await (await conn.execute(
             "SELECT count(*) FROM audit_log WHERE user_id = 'ana' AND note IS NOT NULL")).fetchone()
     assert left[0] == 0

@@ -13,6 +13,7 @@ from engine import Episode, Extraction, GapItem, Knowledge, Memory
 from engine.erase import erase_user
 from engine.errors import NotFoundError
 from engine.export import export_user
+from tests.engine_helpers import sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -117,7 +118,7 @@ async def test_erased_user_has_no_rows_and_redacted_audit(populated) -> None:
     assert await mem.tombstones("ana", include_lifted=True) == []
     assert await mem.review.pending(user_id="ana") == []
     assert "ana" not in await mem.users()
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         rows = await (await conn.execute(
             "SELECT id, at, actor, action, before, after, reason, redacted_at FROM audit_log"
             " WHERE user_id = 'ana' ORDER BY id"
@@ -148,19 +149,19 @@ async def test_erasing_an_unknown_or_already_erased_user_is_refused_and_changes_
 
 async def test_a_failing_erasure_rolls_back_completely(populated, monkeypatch) -> None:
     mem, _db, _ = populated
-    from engine import store
+    from engine.storage import SqlTx
 
     async def broken_audit(*args: object, **kwargs: object) -> int:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(store, "audit", broken_audit)
+    monkeypatch.setattr(SqlTx, "audit", broken_audit)
     with pytest.raises(RuntimeError):
         await erase_user(mem, "ana", actor="dpo")
     monkeypatch.undo()
     facts = await mem.knowledge("ana", include_expired=True)
     assert sorted(k.statement for k in facts) == sorted([ANA_FACTS["approve"], ANA_FACTS["retract"]])
     assert [c.statement for c in await mem.review.pending(user_id="ana")] == [ANA_FACTS["pending"]]
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         row = await (await conn.execute(
             "SELECT count(*), count(redacted_at) FROM audit_log WHERE user_id = 'ana'"
         )).fetchone()

@@ -128,4 +128,4 @@ async def test_a_refused_open_leaves_the_memory_closed(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingDimensionError):
         await mem.open()
     with pytest.raises(RuntimeError, match="not open"):
-        _ = mem.db
+        _ = mem.store

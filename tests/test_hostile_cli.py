@@ -20,7 +20,7 @@ import pytest
 from test_cli import memdesk
 
 from engine import Memory
-from engine.schema import SCHEMA_VERSION
+from engine.storage.sqlite.schema import SCHEMA_VERSION
 
 HOSTILE = "\x1b]2;PWNED\x07\x1b[2J"
 SHOWN = "␛]2;PWNED␇␛[2J"  # the workstation's convention (review_app/widgets/literal.visible)

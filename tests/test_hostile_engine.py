@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot
+from engine_helpers import Clock, open_memory, snapshot, sql
 
 from engine import HashingEmbedder, Memory, MemoryConfig, UserInputError
-from engine.db import Database
+from engine.storage.sqlite.connection import Database
 
 # -- per-user ranking -------------------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ async def test_bm25_prefers_the_rarer_term_and_the_shorter_statement(tmp_path: P
 
 
 async def messages(mem: Memory) -> int:
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         return int((await (await conn.execute("SELECT count(*) FROM messages")).fetchone())[0])  # type: ignore[index]
 
 

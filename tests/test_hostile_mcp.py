@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_mcp import session
 
 from engine import Memory
+from tests.engine_helpers import sql
 
 # No lone surrogates here: the MCP client serialises its JSON as UTF-8 and cannot send one (the
 # library and ingest refuse them; see test_hostile_engine.py and test_hostile_properties.py).
@@ -52,7 +53,7 @@ TABLES = ("knowledge", "candidates", "tombstones", "audit_log", "messages")
 
 
 async def state(db: Path) -> dict[str, list[tuple[Any, ...]]]:
-    async with Memory(db) as mem, mem.db.reading() as conn:
+    async with Memory(db) as mem, sql(mem) as conn:
         return {t: [tuple(r) for r in await (await conn.execute(f"SELECT * FROM {t} ORDER BY 1")).fetchall()]
                 for t in TABLES}
 

@@ -25,6 +25,7 @@ from engine import Memory
 from engine.errors import InvalidIngestError
 from engine.ingest import IngestPlan, ingest, parse_file
 from engine.timeutil import EARLIEST, LATEST
+from tests.engine_helpers import sql
 
 SPECIALS = ["\ud800", "\udfff", "\x1b]2;PWNED\x07", "\x1b[2J", "\x00", "\x9b", "\u2028", "\ufeff", "\r", "é", "🍵"]
 
@@ -108,7 +109,7 @@ async def store(db: Path, plan: IngestPlan) -> int:
 
 
 async def count(mem: Memory) -> int:
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         return int((await (await conn.execute("SELECT count(*) FROM messages")).fetchone())[0])  # type: ignore[index]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_vec
-from engine_helpers import Clock, open_memory, snapshot
+from engine_helpers import Clock, open_memory, snapshot, sql
 
 from engine import (
     HashingEmbedder,
@@ -21,9 +21,9 @@ from engine import (
     TombstonedError,
     UserInputError,
 )
-from engine.db import Database
 from engine.erase import erase_user
-from engine.schema import MIGRATIONS, SCHEMA_VERSION
+from engine.storage.sqlite.connection import Database
+from engine.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.timeutil import FOREVER
 from tests.tui_seed import ScriptedExtractor
 
@@ -43,7 +43,7 @@ async def mem(tmp_path: Path, clock: Clock):
 
 async def max_ids(mem: Memory) -> dict[str, int]:
     out = {}
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         for table in ("messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones"):
             row = await (await conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}")).fetchone()
             out[table] = int(row[0])
@@ -51,7 +51,7 @@ async def max_ids(mem: Memory) -> dict[str, int]:
 
 
 async def audit_of(mem: Memory, entity: str, entity_id: int) -> list[tuple[str, str]]:
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         rows = await (await conn.execute(
             "SELECT action, user_id FROM audit_log WHERE entity = ? AND entity_id = ? ORDER BY id", (entity, entity_id)
         )).fetchall()
@@ -82,14 +82,14 @@ async def test_erase_then_write_reuses_no_id_in_any_table(tmp_path: Path, clock:
         fact = await mem.review.approve(first.id, reviewer="rev")
         await mem.review.reject(second.id, reviewer="rev", reason="no")
         now = await max_ids(mem)
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             low = {t: int((await (await conn.execute(f"SELECT min(id) FROM {t}")).fetchone())[0]) for t in now}
         for table, top in erased.items():
             assert low[table] > top, f"{table} reused an erased id"
         # no stale audit row: each new row's audit history is its own user's only
         assert {u for _, u in await audit_of(mem, "knowledge", fact.id)} == {"kept"}
         assert {u for _, u in await audit_of(mem, "candidate", first.id)} == {"kept"}
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             msg_ids = [r[0] for r in await (await conn.execute("SELECT id FROM messages")).fetchall()]
         for mid in msg_ids:
             assert {u for _, u in await audit_of(mem, "message", mid)} <= {"kept"}
@@ -136,7 +136,7 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
     await db.close()
 
     async with Memory(path, embedder=embedder) as mem:
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             assert (await (await conn.execute("PRAGMA user_version")).fetchone())[0] == SCHEMA_VERSION
             assert (await (await conn.execute("PRAGMA foreign_key_check")).fetchall()) == []
         found = await mem.retrieve("Lisbon", user_id="ana", top_k=5)
@@ -146,7 +146,7 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
         cid = await mem.queue_candidate("ana", "Ana likes fado")
         stone = await mem.review.reject(cid, reviewer="rev", reason="no")
         assert (fact.id, cid, stone.id if stone else None) == (8, 4, 6)  # past every id the audit log named
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             with pytest.raises(Exception, match="append-only"):
                 await conn.execute("UPDATE audit_log SET note = 'x' WHERE id = 1")
 
@@ -213,15 +213,15 @@ async def test_a_forget_request_is_found_by_one_indexed_query(mem: Memory) -> No
         await mem.queue_candidate("ana", f"Ana likes composer {n}")
     first = await mem.request_forget("ana", fact.id, AGENT, "moved")
     statements: list[str] = []
-    await mem.db.conn.set_trace_callback(statements.append)
+    await mem.store._writer.conn.set_trace_callback(statements.append)
     try:
         again = await mem.request_forget("ana", fact.id, AGENT, "moved")
     finally:
-        await mem.db.conn.set_trace_callback(None)
+        await mem.store._writer.conn.set_trace_callback(None)
     assert again.duplicate_of == ("candidate", first.candidate_id) and again.candidate_id is None
     lookups = [s for s in statements if "kind = 'retraction'" in s]
     assert len(lookups) == 1 and "LIMIT 1000" not in " ".join(statements)
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         plan = await (await conn.execute("EXPLAIN QUERY PLAN " + lookups[0])).fetchall()
     assert "candidates_supersedes" in json.dumps([list(r) for r in plan])
 

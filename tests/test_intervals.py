@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from engine_helpers import T0, Clock, snapshot
+from engine_helpers import T0, Clock, snapshot, sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -174,7 +174,7 @@ async def test_the_database_itself_refuses_an_inverted_interval() -> None:
     mem, _ = await _seeded()
     try:
         with pytest.raises(Exception, match="CHECK"):
-            async with mem.db.transaction() as conn:
+            async with sql(mem, write=True) as conn:
                 await conn.execute(
                     "INSERT INTO knowledge(user_id, statement, key, valid_at, invalid_at, created_at, status,"
                     " created_by) VALUES ('ana', 'x', 'x', 10, 10, 1, 'active', 't')"

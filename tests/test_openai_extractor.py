@@ -27,6 +27,7 @@ from engine import (
 from engine.extraction import prompts
 from engine.extraction.openai_extractor import normalise_handle
 from engine.openai_compat import call_with_retries, make_client
+from tests.engine_helpers import sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ENV = ("MEMDESK_BASE_URL", "MEMDESK_MODEL", "OPENAI_API_KEY")
@@ -139,7 +140,7 @@ async def test_predict_path_sends_handles_then_calibrates_against_the_original_m
     [cand] = await mem.review.pending()
     ctx = await mem.review.context(cand.id)
     assert ctx.mode == "predict" and ctx.prediction == prediction
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         row = await (await conn.execute("SELECT covered FROM extraction_runs ORDER BY id DESC LIMIT 1")).fetchone()
     assert json.loads(row[0]) == [{"statement": "The user lives in Lyon.", "predicted_by": str(fact.id)}]
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine import CoveredClaim, Episode, Extraction, GapItem, Knowledge, Memory, MemoryConfig
+from tests.engine_helpers import sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -91,7 +92,7 @@ async def test_repeat_in_later_episode_is_predicted_while_new_fact_is_queued(mem
     assert [c.statement for c in await mem.review.pending()] == ["Ana plays the cello"]
     ctx = await mem.review.context((await mem.review.pending())[0].id)
     assert ctx.mode == "predict" and "Ana keeps bees" in ctx.prediction
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         row = await (await conn.execute("SELECT covered FROM extraction_runs ORDER BY id DESC LIMIT 1")).fetchone()
     assert f'"predicted_by": "{fact.id}"' in row[0]  # the discarded claim is kept for discard regret
 
@@ -160,7 +161,7 @@ async def test_gates_run_in_order_and_are_counted_on_the_run(tmp_path) -> None:
         report = await mem.process()
         assert (report.claims, report.predicted, report.below_confidence, report.invalid, report.tombstoned,
                 report.duplicates, report.queued) == (6, 1, 1, 1, 1, 1, 1)
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             run = await (await conn.execute(
                 "SELECT claims, predicted, below_confidence, invalid, tombstoned, duplicates, queued, mode"
                 " FROM extraction_runs"
@@ -282,7 +283,7 @@ async def test_extract_all_mode_skips_prediction(tmp_path) -> None:
         report = await mem.process()
         assert extractor.calls[0][1] == []  # nothing shown to predict from
         assert report.predicted == 0 and report.duplicates == 1  # dedup still guards the active fact
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             assert (await (await conn.execute("SELECT mode FROM extraction_runs")).fetchone())[0] == "extract_all"
 
 
@@ -311,5 +312,5 @@ async def test_capture_rejects_bad_input_and_changes_nothing(mem: Memory) -> Non
         await mem.add_exchange("ana", "hello", "hi", at=datetime(2026, 1, 1))  # naive
     with pytest.raises(InvalidStatementError):
         await mem.pipeline.add_exchanges([("ana", "fine", "ok", T0), ("ana", "", "bad", T0)])
-    async with mem.db.reading() as conn:
+    async with sql(mem) as conn:
         assert (await (await conn.execute("SELECT count(*) FROM messages")).fetchone())[0] == 0

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine import Episode, Extraction, GapItem, Knowledge, Memory, MemoryConfig, UserInputError
+from tests.engine_helpers import sql
 
 WORKER = Path(__file__).parent / "procs" / "process_worker.py"
 MEMDESK = Path(sys.executable).parent / "memdesk"
@@ -85,7 +86,7 @@ async def test_a_sigkilled_process_leaves_its_episodes_available_again_within_on
             assert (resumed.episodes, resumed.leased_elsewhere, resumed.failed, resumed.queued) == (3, 0, 0, 3)
         else:  # a slow machine: the lease ran out while the CLI started, and the CLI resumed the work
             assert (by_cli["episodes"], by_cli["leased_elsewhere"], by_cli["queued"]) == (3, 0, 3)
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             statuses = await (await conn.execute("SELECT status, count(*) FROM episodes GROUP BY 1")).fetchall()
             runs = await (await conn.execute("SELECT episode_id, count(*) FROM extraction_runs GROUP BY 1")).fetchall()
         assert [tuple(r) for r in statuses] == [("processed", 3)]
@@ -152,7 +153,7 @@ async def test_every_episode_and_run_gets_one_audit_row(tmp_path: Path) -> None:
         await three_episodes(mem)
         report = await mem.process()
         assert (report.episodes, report.failed) == (3, 1)
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             rows = await (await conn.execute(
                 "SELECT entity, action, entity_id, after FROM audit_log WHERE entity IN ('episode', 'extraction_run')"
                 " ORDER BY id"
@@ -233,8 +234,6 @@ async def test_concurrency_below_one_is_refused(tmp_path: Path) -> None:
 
 
 async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until_when(tmp_path: Path) -> None:
-    from engine import store
-
     db = tmp_path / "held.db"
     until = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
     async with Memory(db) as mem:
@@ -242,12 +241,12 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
         await mem.add_exchange("bob", "I live in Rome.", "ok", at=START)
         await mem.process("ana")  # ana's episodes exist and are done ...
         await mem.add_exchange("ana", "I play chess.", "ok", at=START + timedelta(days=1))
-        async with mem.db.transaction() as conn:  # ... and a new one is held by a live worker elsewhere
-            await conn.execute(
+        async with mem.store.transaction() as tx:  # ... and a new one is held by a live worker elsewhere
+            await tx.conn.execute(
                 "INSERT INTO episodes(user_id, title, narrative, status, created_at)"
                 " VALUES ('ana', 't', 'n', 'open', 0)"
             )
-            await store.claim_episodes(conn, "ana", "proc-elsewhere", 0, int(until.timestamp() * 1_000_000))
+            await tx.claim_episodes("ana", "proc-elsewhere", 0, int(until.timestamp() * 1_000_000))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     done = subprocess.run([str(MEMDESK), "process", str(db)], capture_output=True, text=True, env=env, timeout=120,
                           check=False)

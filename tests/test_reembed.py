@@ -30,8 +30,9 @@ from engine import (
     Memory,
     WordLlamaEmbedder,
 )
-from engine.reembed import STAGING, reembed
-from tests.engine_helpers import Clock, open_memory
+from engine.reembed import reembed
+from engine.storage.sqlite.reembed import STAGING
+from tests.engine_helpers import Clock, open_memory, sql
 
 MEMDESK = Path(sys.executable).parent / "memdesk"
 FACTS = [f"User visited city number {i} and liked its food" for i in range(40)]
@@ -57,7 +58,7 @@ def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 async def vectors(db: Path, embedder: Any) -> list[tuple[Any, ...]]:
-    async with Memory(db, embedder=embedder) as mem, mem.db.reading() as conn:
+    async with Memory(db, embedder=embedder) as mem, sql(mem) as conn:
         found = await (await conn.execute(
             "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
             " FROM knowledge_vec ORDER BY knowledge_id"
@@ -152,7 +153,7 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_
     expected = await WordLlamaEmbedder().embed(["User lives in Porto", "User lives in Lisbon", "User is vegan"])
     async with Memory(db) as mem:
         assert isinstance(mem.embedder, WordLlamaEmbedder)
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             got = await (await conn.execute(
                 "SELECT knowledge_id, status, vec_to_json(embedding) FROM knowledge_vec WHERE knowledge_id IN"
                 " (?, ?, ?) ORDER BY knowledge_id", (ids["porto"], ids["lisbon"], ids["vegan"]),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import Clock, open_memory
 
-from engine import Memory, store
+from engine import Memory
 from engine.retrieval import RRF_K, query_terms, rrf
 
 
@@ -47,9 +47,9 @@ async def test_a_small_user_gets_all_their_facts_beside_a_user_with_20000(mem: M
     """The memv failure: scope applied after a global candidate cut starves small users."""
     texts = [f"Ana fact {i} topic {i % 97}" for i in range(20_000)]
     embeddings = await mem.embedder.embed(texts)
-    async with mem.db.transaction() as conn:
-        await store.insert_knowledge_many(
-            conn, [("ana", t, e, None, None, 1.0) for t, e in zip(texts, embeddings, strict=True)],
+    async with mem.store.transaction() as tx:
+        await tx.insert_knowledge_many(
+            [("ana", t, e, None, None, 1.0) for t, e in zip(texts, embeddings, strict=True)],
             created_at=1, created_by="bulk",
         )
     small = [await mem.add_knowledge("bea", s, actor="support") for s in (

@@ -17,8 +17,8 @@ import pytest
 from engine_helpers import Clock, open_memory
 
 from engine import ConfigurationError, Memory
-from engine import db as engine_db
-from engine.schema import SCHEMA_VERSION
+from engine.storage.sqlite import connection as engine_db
+from engine.storage.sqlite.schema import SCHEMA_VERSION
 
 
 class _Conn:
@@ -112,7 +112,7 @@ def test_the_real_choice_on_this_machine_loads_sqlite_vec() -> None:
 
 async def test_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_path: Path) -> None:
     async with open_memory(tmp_path / "pragmas.db", Clock()) as mem:
-        conn = mem.db.conn
+        conn = mem.store._writer.conn
 
         async def pragma(name: str) -> Any:
             return (await (await conn.execute(f"PRAGMA {name}")).fetchone())[0]  # type: ignore[index]
@@ -126,6 +126,6 @@ async def test_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_path: Pat
 async def test_a_database_from_a_newer_memdesk_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "future.db"
     async with open_memory(db, Clock()) as mem:
-        await mem.db.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        await mem.store._writer.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(ConfigurationError, match="upgrade memdesk"):
         await Memory(db).open()

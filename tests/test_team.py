@@ -19,18 +19,18 @@ from engine.errors import (
     UndoRefusedError,
     UserInputError,
 )
-from engine.schema import SCHEMA_VERSION
+from engine.storage.sqlite.schema import SCHEMA_VERSION
 from engine.team import sample_point, sampled
-from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot
+from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
 
 async def queue(mem: Memory, user: str, *statements: str) -> list[int]:
     return [await mem.queue_candidate(user, s) for s in statements]
 
 
-async def table_rows(mem: Memory, sql: str) -> list[tuple[object, ...]]:
-    async with mem.db.reading() as conn:
-        return [tuple(r) for r in await (await conn.execute(sql)).fetchall()]
+async def table_rows(mem: Memory, query: str) -> list[tuple[object, ...]]:
+    async with sql(mem) as conn:
+        return [tuple(r) for r in await (await conn.execute(query)).fetchall()]
 
 
 # -- schema -------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from engine_helpers import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Memory, store
+from engine import Memory
 from engine.timeutil import to_us
 
 YEARS = list(range(2018, 2031))
@@ -152,14 +152,14 @@ async def check(mem: Memory, facts: list[Fact], moments: list[datetime]) -> None
     [embedding] = await mem.embedder.embed([QUERY])
     ats: list[datetime | None] = [None, *(year(y) + timedelta(days=100) for y in YEARS[::2]), *map(year, YEARS[1::3])]
     knowns: list[datetime | None] = [None, *moments[::2]]
-    async with mem.db.reading() as conn:
+    async with mem.store.reading() as tx:
         for at in ats:
             for known in knowns:
                 for include_expired in (False, True):
                     want = expected(facts, at, known, include_expired)
                     args = {"at_time": to_us(at), "known_at": to_us(known), "include_expired": include_expired}
-                    vec = await store.vector_arm(conn, "ana", embedding, 500, **args)
-                    text = await store.text_arm(conn, "ana", ["ana", "fact"], 500, **args)
+                    vec = await tx.vector_arm("ana", embedding, 500, **args)
+                    text = await tx.text_arm("ana", ["ana", "fact"], 500, **args)
                     assert set(vec) == want, ("vector", at, known, include_expired)
                     assert set(text) == want, ("text", at, known, include_expired)
     for at in ats[1:]:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, last_audit_id, snapshot
+from engine_helpers import Clock, last_audit_id, snapshot, sql
 
 from engine import (
     ConflictError,
@@ -267,7 +267,7 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_pa
         assert cand.id in {c.id for c in await mem.review.pending()}
         again = {d.id: d for d in await mem.discarded()}[hums.id]
         assert (again.queued_candidate_id, again.queued_by) == (cand.id, "cora")
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             rows = await (await conn.execute(
                 "SELECT action, entity, entity_id, reason FROM audit_log WHERE id > ? ORDER BY id", (before_audit,)
             )).fetchall()
@@ -361,7 +361,7 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
                 await mem.review.reject(cand.id, reviewer="rev", reason="no")
             else:
                 await mem.review.approve(cand.id, reviewer="rev")
-        async with mem.db.reading() as conn:
+        async with sql(mem) as conn:
             runs = await (await conn.execute(
                 "SELECT model, prompt_version FROM extraction_runs ORDER BY id"
             )).fetchall()
@@ -410,7 +410,7 @@ async def test_batched_and_one_by_one_processing_store_the_same_rows(tmp_path: P
             await mem.add_knowledge("ana", "User lives in Lisbon", actor="support")  # retrieval outside the batch
             await mem.add_exchanges(load_exchanges())
             report = await mem.process()
-            async with mem.db.reading() as conn:
+            async with sql(mem) as conn:
                 rows = {t: [tuple(r) for r in await (await conn.execute(q)).fetchall()] for t, q in tables.items()}
             seen.append((report.queued, report.predicted, report.episodes, rows))
     assert seen[0][0] > 0 and seen[0][3]["candidates"]

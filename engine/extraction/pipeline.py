@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz
 
-from .. import store
 from ..errors import (
     ConflictError,
     InvalidIntervalError,
@@ -52,13 +51,16 @@ from ..errors import (
     UserInputError,
 )
 from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, Message, ProcessReport
+from ..retrieval import retrieve
+from ..storage import GateView, SqlTx
+from ..storage.sql.tx import IdSource
 from ..text import value_key
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
 from .base import is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ..context import EngineContext
 
 Progress = Callable[[int, int], None]
 _CHANGE_KINDS = ("update", "contradiction")
@@ -106,45 +108,39 @@ class _Outcome:
 @dataclass(slots=True)
 class _Writes:
     """What one write transaction stores, collected episode by episode and flushed with one
-    executemany per table (the ids come from `_Ids`, handed out under the write lock)."""
+    executemany per table (the ids come from the transaction's `id_source`s)."""
 
-    candidate_ids: _Ids
-    run_ids: _Ids
+    candidate_ids: IdSource
+    run_ids: IdSource
     finished: list[tuple[str, str | None, int]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     audits: list[dict[str, Any]] = field(default_factory=list)
     discards: list[dict[str, Any]] = field(default_factory=list)
 
-    async def flush(self, conn: Any) -> None:
-        await store.finish_episodes_many(conn, self.finished)
-        await store.insert_runs_many(conn, self.runs)
-        await store.insert_candidates_many(conn, self.candidates)
-        await store.audit_many(conn, self.audits)
-        await store.insert_discarded_many(conn, self.discards)
+    async def reserve(self, outcome: _Outcome) -> None:
+        """Ids enough for one episode's outcome (its run, and every item surviving the gates),
+        taken before the gates run without awaiting."""
+        await self.run_ids.reserve(1)
+        await self.candidate_ids.reserve(len(outcome.extraction.items) if outcome.extraction else 0)
+
+    async def flush(self, tx: SqlTx) -> None:
+        await tx.finish_episodes_many(self.finished)
+        await tx.insert_runs_many(self.runs)
+        await tx.insert_candidates_many(self.candidates)
+        await tx.audit_many(self.audits)
+        await tx.insert_discarded_many(self.discards)
 
 
-class _Ids:
-    """Ids handed out in one write transaction, from `store.next_free_id` on (safe because the
-    transaction holds the write lock), so a survivor has its id while the gates still run."""
-
-    def __init__(self, first: int) -> None:
-        self._next = first
-
-    def next(self) -> int:
-        self._next += 1
-        return self._next - 1
-
-
-def _adopt(view: store.GateView, fresh: store.GateView) -> None:
+def _adopt(view: GateView, fresh: GateView) -> None:
     """Carry what a write transaction read and queued to the next episode's extraction."""
     view.tombstones, view.live, view.pending, view.active_ids = fresh.tombstones, fresh.live, fresh.pending, (
         fresh.active_ids)
 
 
 class Pipeline:
-    def __init__(self, memory: Memory, extractor: Any = None) -> None:
-        self._m = memory
+    def __init__(self, ctx: EngineContext, extractor: Any = None) -> None:
+        self._ctx = ctx
         if extractor is None:
             from .offline import OfflineExtractor
 
@@ -168,7 +164,7 @@ class Pipeline:
         self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]
     ) -> list[list[int]]:
         """Many exchanges in ONE transaction: all stored or none (ingest relies on this)."""
-        now = self._m.now()
+        now = self._ctx.now()
         rows: list[tuple[str, str, str, int]] = []
         spans: list[int] = []
         for user_id, user_msg, assistant_msg, at in exchanges:
@@ -183,24 +179,24 @@ class Pipeline:
                 rows.append((user_id, "assistant", assistant_msg, when))
                 count = 2
             spans.append(count)
-        async with self._m.db.transaction() as conn:
-            ids = await store.insert_messages(conn, rows)
+        async with self._ctx.store.transaction() as tx:
+            ids = await tx.insert_messages(rows)
             out, pos = [], 0
             for (user_id, *_), count in zip(exchanges, spans, strict=True):
                 batch = ids[pos : pos + count]
                 pos += count
                 out.append(batch)
-                await store.audit(conn, at=to_us(now), actor="capture", action="capture", user_id=user_id,  # type: ignore[arg-type]
+                await tx.audit(at=to_us(now), actor="capture", action="capture", user_id=user_id,  # type: ignore[arg-type]
                                   entity="message", entity_id=batch[0], after={"message_ids": batch})
-        if self._m.config.batch_threshold:
+        if self._ctx.config.batch_threshold:
             for user_id in dict.fromkeys(e[0] for e in exchanges):
                 await self._maybe_background(user_id)
         return out
 
     async def _maybe_background(self, user_id: str) -> None:
-        async with self._m.db.reading() as conn:
-            waiting = await store.unprocessed_count(conn, user_id)
-        if waiting >= (self._m.config.batch_threshold or 0) and not self._locked(user_id):
+        async with self._ctx.store.reading() as tx:
+            waiting = await tx.unprocessed_count(user_id)
+        if waiting >= (self._ctx.config.batch_threshold or 0) and not self._locked(user_id):
             task = asyncio.create_task(self.process(user_id))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
@@ -221,7 +217,7 @@ class Pipeline:
     # -- leases -----------------------------------------------------------------------------------
 
     def _lease_us(self) -> int:
-        return int(self._m.config.episode_lease_seconds * 1_000_000)
+        return int(self._ctx.config.episode_lease_seconds * 1_000_000)
 
     @contextlib.asynccontextmanager
     async def _leases_renewed(self) -> AsyncIterator[None]:
@@ -242,13 +238,13 @@ class Pipeline:
                     await renewer
 
     async def _renew_forever(self) -> None:
-        period = max(self._m.config.episode_lease_seconds / 3, 0.01)
+        period = max(self._ctx.config.episode_lease_seconds / 3, 0.01)
         while True:
             await asyncio.sleep(period)
             with contextlib.suppress(MemdeskError, OSError, RuntimeError):
                 # A failed renewal is survivable: the write of a run checks the lease it holds.
-                async with self._m.db.transaction() as conn:
-                    await store.renew_leases(conn, self._token, to_us(self._m.now()) + self._lease_us())  # type: ignore[operator]
+                async with self._ctx.store.transaction() as tx:
+                    await tx.renew_leases(self._token, to_us(self._ctx.now()) + self._lease_us())  # type: ignore[operator]
 
     # -- processing -------------------------------------------------------------------------------
 
@@ -262,8 +258,8 @@ class Pipeline:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UserInputError(f"concurrency must be a whole number of at least 1, not {concurrency!r}")
         if user_id is None:
-            async with self._m.db.reading() as conn:
-                user_ids = await store.users_with_work(conn)
+            async with self._ctx.store.reading() as tx:
+                user_ids = await tx.users_with_work()
         else:
             user_ids = [user_id]
         gate = asyncio.Semaphore(concurrency)
@@ -296,27 +292,27 @@ class Pipeline:
 
     async def _process_user(self, user_id: str) -> ProcessReport:
         report = ProcessReport()
-        cfg = self._m.config
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            raw = [RawMessage(*r) for r in await store.unprocessed_messages(conn, user_id)]
+        cfg = self._ctx.config
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            raw = [RawMessage(*r) for r in await tx.unprocessed_messages(user_id)]
             chunks = segment(raw, cfg.episode_gap, cfg.episode_max_messages)
             new = [(*title_and_narrative(c), [m.id for m in c], c[0].at, c[-1].at) for c in chunks]
-            created = await store.create_episodes(conn, user_id, new, now_us)
+            created = await tx.create_episodes(user_id, new, now_us)
             if created is None:  # cannot happen under BEGIN IMMEDIATE; refuse rather than double-process
                 raise MemdeskError("messages were claimed by another process; retry")
-            await store.audit_many(conn, [  # the assignment of messages to an episode is audited
+            await tx.audit_many([  # the assignment of messages to an episode is audited
                 {"at": now_us, "actor": "process", "action": "create", "user_id": user_id, "entity": "episode",
                  "entity_id": eid, "after": {"message_ids": ids, "start_at": from_us(start),
                                              "end_at": from_us(end), "title": title}}
                 for eid, (title, _, ids, start, end) in zip(created, new, strict=True)
             ])
             report.messages += sum(len(c) for c in chunks)
-            claimed = await store.claim_episodes(conn, user_id, self._token, now_us, now_us + self._lease_us())
-            report.leased_elsewhere, until = await store.leases_elsewhere(conn, user_id, self._token, now_us)
+            claimed = await tx.claim_episodes(user_id, self._token, now_us, now_us + self._lease_us())
+            report.leased_elsewhere, until = await tx.leases_elsewhere(user_id, self._token, now_us)
             report.leased_until = from_us(until)
-            episodes = await store.episodes_with_messages(conn, claimed)
-            view = await store.gate_view(conn, user_id)
+            episodes = await tx.episodes_with_messages(claimed)
+            view = await tx.gate_view(user_id)
         todo = [episodes[eid] for eid in claimed]
         batchable = bool(getattr(self.extractor, "batchable", False))
         while todo:
@@ -326,25 +322,26 @@ class Pipeline:
                 await self._alone(todo.pop(0), view, report)
         return report
 
-    async def _alone(self, episode: Episode, view: store.GateView, report: ProcessReport) -> None:
+    async def _alone(self, episode: Episode, view: GateView, report: ProcessReport) -> None:
         """One episode: extract with no lock held (a model call may take seconds), then one write
         transaction that re-reads the gates."""
         existing = await self._existing(episode, view)
         outcome = await self._extract(episode, existing)
         try:
-            async with self._m.db.transaction() as conn:
-                if not await store.held_episodes(conn, [episode.id], self._token):
+            async with self._ctx.store.transaction() as tx:
+                if not await tx.held_episodes([episode.id], self._token):
                     raise _LeaseLost
-                fresh = await store.gate_view(conn, episode.user_id, view.pending)
-                writes = await self._writes(conn)
+                fresh = await tx.gate_view(episode.user_id, view.pending)
+                writes = await self._writes(tx)
+                await writes.reserve(outcome)
                 self._record(episode, existing, outcome, fresh, report, writes)
-                await writes.flush(conn)
+                await writes.flush(tx)
         except _LeaseLost:
             report.add(self._lost(episode.id))
             return
         _adopt(view, fresh)
 
-    async def _batch(self, todo: list[Episode], view: store.GateView, report: ProcessReport) -> bool:
+    async def _batch(self, todo: list[Episode], view: GateView, report: ProcessReport) -> bool:
         """Several episodes of one user in ONE write transaction, extracting inside it: only for an
         extractor that declares itself `batchable` (it computes in-process and never waits, like the
         offline one), for at most BATCH_HOLD_S, so a reviewer waits a fraction of a second at worst.
@@ -355,10 +352,10 @@ class Pipeline:
         chunk = todo[:BATCH_EPISODES]
         facts = {e.id: await self._facts(e, view) for e in chunk} if view.active_ids else {}
         go_on = True
-        async with self._m.db.transaction() as conn:
-            held = await store.held_episodes(conn, [e.id for e in chunk], self._token)
-            fresh = await store.gate_view(conn, chunk[0].user_id, view.pending)
-            writes = await self._writes(conn)
+        async with self._ctx.store.transaction() as tx:
+            held = await tx.held_episodes([e.id for e in chunk], self._token)
+            fresh = await tx.gate_view(chunk[0].user_id, view.pending)
+            writes = await self._writes(tx)
             since = time.perf_counter()
             for episode in chunk:
                 todo.remove(episode)
@@ -367,40 +364,42 @@ class Pipeline:
                     continue
                 existing = facts.get(episode.id, []) + self._pending_shown(episode, fresh)
                 outcome = await self._extract(episode, existing)
+                await writes.reserve(outcome)
                 self._record(episode, existing, outcome, fresh, report, writes)
                 if outcome.seconds >= FAST_EXTRACTION_S:
                     go_on = False
                     break
                 if time.perf_counter() - since > BATCH_HOLD_S:
                     break
-            await writes.flush(conn)
+            await writes.flush(tx)
         _adopt(view, fresh)
         return go_on
 
-    async def _writes(self, conn: Any) -> _Writes:
-        return _Writes(_Ids(await store.next_free_id(conn, "candidates")),
-                       _Ids(await store.next_free_id(conn, "extraction_runs")))
+    async def _writes(self, tx: SqlTx) -> _Writes:
+        return _Writes(tx.id_source("candidates"), tx.id_source("extraction_runs"))
 
-    async def _facts(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
+    async def _facts(self, episode: Episode, view: GateView) -> list[Knowledge]:
         """The user's active facts most related to the episode (retrieval takes the read lock, so
         this runs outside any write transaction)."""
-        if not self._m.config.predict or not view.active_ids:
+        if not self._ctx.config.predict or not view.active_ids:
             return []
         query = f"{episode.title}\n{episode.narrative}"
-        result = await self._m.retrieve(query, user_id=episode.user_id, top_k=self._m.config.existing_k)
+        result = await retrieve(self._ctx.store, self._ctx.embedder, query, user_id=episode.user_id,
+                                top_k=self._ctx.config.existing_k, vector_weight=self._ctx.config.vector_weight,
+                                text_weight=self._ctx.config.text_weight)
         return [item.knowledge for item in result.items]
 
-    def _pending_shown(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
-        cfg = self._m.config
+    def _pending_shown(self, episode: Episode, view: GateView) -> list[Knowledge]:
+        cfg = self._ctx.config
         if not cfg.predict:
             return []
         return [pending_record(c) for c in _related(view.pending, episode, cfg.existing_pending_k)]
 
-    async def _existing(self, episode: Episode, view: store.GateView) -> list[Knowledge]:
+    async def _existing(self, episode: Episode, view: GateView) -> list[Knowledge]:
         return await self._facts(episode, view) + self._pending_shown(episode, view)
 
     async def _extract(self, episode: Episode, existing: list[Knowledge]) -> _Outcome:
-        cfg = self._m.config
+        cfg = self._ctx.config
         mode = "extract_all" if not cfg.predict else ("predict" if existing else "cold_start")
         started = time.perf_counter()
         run: dict[str, Any] = {
@@ -408,13 +407,13 @@ class Pipeline:
             "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
             "prompt_version": getattr(self.extractor, "prompt_version", None),
             "mode": mode, "existing_ids": json.dumps([k.id for k in existing]),
-            "started_at": to_us(self._m.now()),
+            "started_at": to_us(self._ctx.now()),
         }
         extraction: Extraction | None = None
         try:
             extraction = await self.extractor.extract(episode, existing)
         except Exception as exc:
-            run.update(error=f"{type(exc).__name__}: {exc}", finished_at=to_us(self._m.now()))
+            run.update(error=f"{type(exc).__name__}: {exc}", finished_at=to_us(self._ctx.now()))
         seconds = time.perf_counter() - started
         # read after the call: an OpenAI extractor configured by URL alone learns its model then
         run.update(duration_ms=seconds * 1000, model=getattr(self.extractor, "model", None))
@@ -427,7 +426,7 @@ class Pipeline:
 
     def _add_run(self, writes: _Writes, run: dict[str, Any]) -> int:
         """The run row (a run is written once, finished) and its one audit row."""
-        run["id"] = run_id = writes.run_ids.next()
+        run["id"] = run_id = writes.run_ids.take()
         writes.runs.append(run)
         counts = {k: v for k, v in run.items() if k not in ("prediction", "covered", "existing_ids", "user_id", "id")}
         writes.audits.append({
@@ -438,7 +437,7 @@ class Pipeline:
         return run_id
 
     def _record(
-        self, episode: Episode, existing: list[Knowledge], outcome: _Outcome, view: store.GateView,
+        self, episode: Episode, existing: list[Knowledge], outcome: _Outcome, view: GateView,
         report: ProcessReport, writes: _Writes,
     ) -> None:
         """One episode's outcome, gated against `view`, into `writes` (flushed by the caller inside
@@ -454,7 +453,7 @@ class Pipeline:
         writes.finished.append(("processed", None, episode.id))
         extraction = outcome.extraction
         user_id = episode.user_id
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
         actor = f"extractor:{run['extractor']}"
         counts = ProcessReport(episodes=1)
         gated = self._gate(episode, existing, extraction, view, counts, writes.candidate_ids)
@@ -470,7 +469,7 @@ class Pipeline:
             dates_dropped=counts.dates_dropped, finished_at=now_us,
         )
         run_id = self._add_run(writes, run)
-        cfg = self._m.config
+        cfg = self._ctx.config
         created = from_us(now_us)
         for s in gated.survivors:
             confidence = s.item.confidence
@@ -503,13 +502,13 @@ class Pipeline:
         report.add(counts)
 
     def _gate(
-        self, episode: Episode, existing: list[Knowledge], extraction: Extraction, view: store.GateView,
-        report: ProcessReport, ids: _Ids,
+        self, episode: Episode, existing: list[Knowledge], extraction: Extraction, view: GateView,
+        report: ProcessReport, ids: IdSource,
     ) -> _Gated:
         """Every gate, in order, for one extraction, against `view` (read in the write transaction);
         each survivor gets its candidate id from `ids` and joins `view.live` at once, so a repeat
         later in the same run is a duplicate of it."""
-        cfg = self._m.config
+        cfg = self._ctx.config
         out = _Gated()
         shown = {_entity_of(k): k for k in existing}
         pending = {c.id: c for c in view.pending}
@@ -583,7 +582,7 @@ class Pipeline:
             stated_us: int = to_us(stated_at)  # type: ignore[assignment]
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
-            cid = ids.next()
+            cid = ids.take()
             out.survivors.append(_Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid))
             view.live.add(key, ("candidate", cid, statement))
         report.unsupported += sum(1 for s in out.survivors if s.unsupported)
@@ -598,14 +597,14 @@ class Pipeline:
         it cannot be a candidate at all (empty, or an inverted interval)."""
         from ..limits import check_reason
 
-        why = check_reason((reason or "").strip(), self._m.config)
+        why = check_reason((reason or "").strip(), self._ctx.config)
         if not why:
             raise InvalidStatementError("queueing a discarded statement needs a reason")
         if not actor or not actor.strip():
             raise InvalidStatementError("queueing a discarded statement needs an actor")
-        now_us: int = to_us(self._m.now())  # type: ignore[assignment]
-        async with self._m.db.transaction() as conn:
-            found = await store.get_discarded(conn, discarded_id)
+        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        async with self._ctx.store.transaction() as tx:
+            found = await tx.get_discarded(discarded_id)
             if found.queued_candidate_id is not None:
                 raise ConflictError(
                     f"discarded statement {discarded_id} was already queued as candidate"
@@ -616,29 +615,28 @@ class Pipeline:
                 raise InvalidStatementError(f"discarded statement {discarded_id} is empty; it cannot be queued")
             from ..limits import check_statement
 
-            check_statement(statement, self._m.config)
+            check_statement(statement, self._ctx.config)
             start, end = check_interval(found.valid_at, found.invalid_at)
-            cid = await store.insert_candidate(
-                conn, user_id=found.user_id, statement=statement, kind="new",
+            cid = await tx.insert_candidate(user_id=found.user_id, statement=statement, kind="new",
                 confidence=found.confidence if found.confidence is not None else 1.0, created_at=now_us,
                 evidence=found.evidence, valid_at=start, invalid_at=end, episode_id=found.episode_id,
                 run_id=found.run_id, created_by=actor, reason=why,
             )
-            if not await store.mark_discarded_queued(conn, discarded_id, cid, actor, now_us):
+            if not await tx.mark_discarded_queued(discarded_id, cid, actor, now_us):
                 raise ConflictError(f"discarded statement {discarded_id} was queued by someone else just now")
-            candidate = await store.get_candidate(conn, cid)
-            await store.audit(conn, at=now_us, actor=actor, action="queue", user_id=found.user_id, entity="candidate",
+            candidate = await tx.get_candidate(cid)
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=found.user_id, entity="candidate",
                               entity_id=cid, after=candidate, reason=why)
-            await store.audit(conn, at=now_us, actor=actor, action="queue_anyway", user_id=found.user_id,
+            await tx.audit(at=now_us, actor=actor, action="queue_anyway", user_id=found.user_id,
                               entity="discarded", entity_id=discarded_id, before=found,
-                              after=await store.get_discarded(conn, discarded_id), reason=why)
+                              after=await tx.get_discarded(discarded_id), reason=why)
             return candidate
 
     async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:
         if limit < 0 or offset < 0:
             raise UserInputError("limit and offset must be 0 or more")
-        async with self._m.db.reading() as conn:
-            return await store.list_discarded(conn, user_id, limit=limit, offset=offset)
+        async with self._ctx.store.reading() as tx:
+            return await tx.list_discarded(user_id, limit=limit, offset=offset)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -15,11 +15,10 @@ stays out of the rows and is rebuilt on load:
   never reused, not even an erased one whose audit rows still stand (the rule schema v5 set).
 
 The functions take the aiosqlite connection and never begin or commit: the caller owns the
-transaction. A load defers foreign-key checks to that transaction's COMMIT (`candidates` and
-`knowledge` name each other, and `knowledge.superseded_by` names a later fact), so a caller that
-loads several tables, or several batches of one table, in one transaction may load them in any
-order; a caller that commits between loads must load in `TABLES` order and commit only where
-every reference resolves.
+transaction. Rows name rows the copy has not loaded yet (`candidates` and `knowledge` name each
+other, `knowledge.superseded_by` names a later fact), so `SqliteStore.load` runs each batch with
+foreign-key enforcement off; the source enforced them, and `memdesk migrate` compares the copy with
+it row for row.
 """
 
 from __future__ import annotations
@@ -32,18 +31,12 @@ from typing import Any
 import aiosqlite
 import sqlite_vec
 
-from engine.errors import UserInputError
-from engine.schema import STILL_TRUE_SQL
-from engine.store import fts_scope
-from engine.timeutil import BEGINNING, FOREVER
+from ...errors import UserInputError
+from ...timeutil import BEGINNING, FOREVER
+from ..base import TABLES
+from ..sql.tx import STILL_TRUE_SQL
+from .tx import fts_scope
 
-# Logical tables in the order a copy loads them: a table comes after the tables its rows name,
-# except where rows name each other (candidates <-> knowledge), which a single load transaction
-# with deferred foreign keys resolves.
-TABLES: tuple[str, ...] = (
-    "meta", "episodes", "messages", "extraction_runs", "candidates", "knowledge", "tombstones",
-    "discarded", "flags", "second_reviews", "assignments", "audit_log",
-)
 KEYS: Mapping[str, str] = {table: ("key" if table == "meta" else "id") for table in TABLES}
 
 # The audit log's entity names and the tables whose ids they are (for the id high-water marks).
@@ -156,7 +149,6 @@ async def load_rows(conn: aiosqlite.Connection, table: str, rows: Sequence[Mappi
     cols = await columns(conn, table)
     if not rows:
         return
-    await conn.execute("PRAGMA defer_foreign_keys = ON")
     known = set(cols) | ({"embedding"} if table == "knowledge" else set())
     for row in rows:
         extra = set(row) - known

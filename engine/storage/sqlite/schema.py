@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..sql.tx import STILL_TRUE_SQL
+
 SCHEMA_VERSION = 9
 
 _V1 = """
@@ -511,16 +513,6 @@ def _v5(dimensions: int) -> list[str]:
         "DROP TABLE knowledge_vec_copy",
     ]
     return out
-
-
-STILL_TRUE_SQL = (
-    "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
-    " AND {k}.end_reason IN ('superseded', 'contradicted')) THEN 1 ELSE 0 END"
-)
-"""1 when a fact is still believed true for its valid period: active, or superseded because the
-world changed (end_reason superseded / contradicted). 0 when it was ended as wrong: corrected, or
-retracted (whose end_reason is the free-text reason, so the status is tested too). The one
-definition, used in SQL by the migration, `store.end_knowledge` and the text arm."""
 
 
 def _v6(dimensions: int) -> list[str]:

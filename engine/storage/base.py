@@ -1,0 +1,82 @@
+"""`Store`: what the engine needs of a database, whichever it is.
+
+A store hands out transactions (`SqlTx`, the engine's operations) and consistent reads; it also
+copies itself out and in (`memdesk migrate`), compacts after an erasure, and tells open
+workstations about new candidates. `engine/storage/sqlite` and `engine/storage/postgres`
+implement it; nothing outside `engine/storage` imports a database driver.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from .sql.tx import SqlTx
+
+# Every logical table, parents before children (the order `memdesk migrate` copies them in).
+TABLES: tuple[str, ...] = (
+    "meta", "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log",
+    "discarded", "flags", "second_reviews", "assignments",
+)
+
+Verify = Callable[[SqlTx], Awaitable[None]]
+"""A check `open_store` runs on an existing store before migrating it (the embedder check)."""
+
+NEW_CANDIDATES = "memdesk_candidates"
+"""The channel a store announces new pending candidates on (the payload is the user id)."""
+
+
+class Store(ABC):
+    backend: str
+    """"sqlite" or "postgres"."""
+    target: str
+    """Where the store is, for messages: a path, or a URL with its password masked."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractAsyncContextManager[SqlTx]:
+        """One write transaction: committed when the block ends, rolled back on any exception."""
+
+    @abstractmethod
+    def reading(self) -> AbstractAsyncContextManager[SqlTx]:
+        """A consistent read-only snapshot that never waits for a writer."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    async def schema_version(self) -> int: ...
+
+    # -- moving a whole store (`memdesk migrate`) ----------------------------------------------------
+
+    @abstractmethod
+    def dump(self, table: str, *, batch: int = 1000) -> AsyncIterator[list[dict[str, Any]]]:
+        """The table's rows in id order, as column -> value dicts (times in microseconds);
+        knowledge rows carry "embedding" (list[float])."""
+
+    @abstractmethod
+    async def load(self, table: str, rows: list[dict[str, Any]]) -> None:
+        """Insert rows exactly as dumped (ids kept); the store's id counters move past them."""
+
+    @abstractmethod
+    async def counts(self) -> dict[str, int]:
+        """Rows per logical table."""
+
+    async def is_empty(self) -> bool:
+        """No row in any logical table but `meta` (which every opened store holds)."""
+        return not any(n for table, n in (await self.counts()).items() if table != "meta")
+
+    # -- after an erasure ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def compact(self) -> bool:
+        """Rewrite what an erasure freed so no deleted text lingers in the files; False when it
+        could not (another connection in the way), which the caller reports."""
+
+    # -- new work for open workstations ---------------------------------------------------------------
+
+    @abstractmethod
+    async def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call `callback(payload)` when something is announced on `channel`; returns the
+        coroutine function that stops listening."""
