@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from engine import Memory
+from engine import Memory, MemoryConfig
 from engine.erase import erase_user
 from engine.errors import UserInputError
-from engine.storage import open_store
 from engine.storage.base import TABLES
 from engine.transfer import TransferError, copy_store
 from review_app.cli import main
@@ -39,7 +38,7 @@ async def _populate(path: str) -> None:
     approval and an erased user."""
     await seed(path)
     clock = SteppedClock(T0 + timedelta(hours=1))
-    async with Memory(path, clock=clock) as mem:
+    async with Memory(path, clock=clock, config=MemoryConfig(second_review_rate=1.0)) as mem:
         # the prediction gate drops a repeated statement: a `discarded` row
         await mem.add_exchange("u-dan", "I work as a nurse.", "Nice!", at=T0)
         await mem.process("u-dan")
@@ -90,19 +89,13 @@ def source(source_template: Path, tmp_path: Path) -> Iterator[str]:
 
 
 async def _dump(target: str) -> dict[str, list[dict[str, Any]]]:
-    store = await open_store(target)
-    try:
-        return {t: [r async for rows in store.dump(t, batch=7) for r in rows] for t in TABLES}
-    finally:
-        await store.close()
+    async with Memory(target) as mem:
+        return {t: [r async for rows in mem.store.dump(t, batch=7) for r in rows] for t in TABLES}
 
 
 async def _counts(target: str) -> dict[str, int]:
-    store = await open_store(target)
-    try:
-        return await store.counts()
-    finally:
-        await store.close()
+    async with Memory(target) as mem:
+        return await mem.store.counts()
 
 
 async def _top_k(target: str) -> list[list[tuple[int, float]]]:
