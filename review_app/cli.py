@@ -665,9 +665,11 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     database with no memdesk rows); the copy is then counted and compared row for row on both
     sides. Stop everything that writes to SRC first.
     """
+    from engine.storage import is_postgres_url
     from engine.transfer import copy_store
 
-    existing_db(src)
+    if not is_postgres_url(src):
+        existing_db(src)
     created = _new_file(dst)
     try:
         with Progress("Copying rows") as bar:
