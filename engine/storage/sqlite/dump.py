@@ -33,18 +33,11 @@ import sqlite_vec
 
 from ...errors import UserInputError
 from ...timeutil import BEGINNING, FOREVER
-from ..base import TABLES
+from ..base import AUDITED_TABLES, TABLES
 from ..sql.tx import STILL_TRUE_SQL
 from .tx import fts_scope
 
 KEYS: Mapping[str, str] = {table: ("key" if table == "meta" else "id") for table in TABLES}
-
-# The audit log's entity names and the tables whose ids they are (for the id high-water marks).
-AUDITED: Mapping[str, str] = {
-    "message": "messages", "episode": "episodes", "extraction_run": "extraction_runs",
-    "candidate": "candidates", "knowledge": "knowledge", "tombstone": "tombstones",
-    "discarded": "discarded", "assignment": "assignments",
-}
 
 VEC_INSERT = (
     "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired,"
@@ -175,7 +168,7 @@ async def load_rows(conn: aiosqlite.Connection, table: str, rows: Sequence[Mappi
         await conn.executemany(VEC_INSERT, [vec_row(r, r["embedding"]) for r in rows])
     await _raise_sequence(conn, table, max(int(r["id"]) for r in rows))
     if table == "audit_log":
-        for entity, target in AUDITED.items():
+        for entity, target in AUDITED_TABLES.items():
             found = await (await conn.execute(
                 "SELECT max(entity_id) FROM audit_log WHERE entity = ?", (entity,)
             )).fetchone()
