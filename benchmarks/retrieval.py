@@ -41,6 +41,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from engine import Memory
@@ -142,7 +143,7 @@ async def matching_count(mem: Memory, user: str, at_us: int | None, known_us: in
     return int(await scalar(mem, sql, args))
 
 
-async def scalar(mem: Memory, sql: str, args: list[object] | tuple[object, ...] = ()) -> object:
+async def scalar(mem: Memory, sql: str, args: list[object] | tuple[object, ...] = ()) -> Any:
     """The first column of the first row of a read-only query on the benchmark's store."""
     async with mem.store.reading() as tx:
         row = await (await tx.conn.execute(sql, tuple(args))).fetchone()
@@ -241,7 +242,7 @@ def refuse_unusable(target: str) -> None:
 
 async def store_size_mb(mem: Memory, target: str) -> float:
     if mem.store.backend == "postgres":
-        return round(int(await scalar(mem, "SELECT pg_database_size(current_database())")) / 1e6, 1)  # type: ignore[call-overload]
+        return round(int(await scalar(mem, "SELECT pg_database_size(current_database())")) / 1e6, 1)
     return round(sum(
         Path(f"{target}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{target}{suffix}").exists()
     ) / 1e6, 1)

@@ -87,7 +87,7 @@ async def dump_rows(
         if table == "knowledge":
             await _attach_embeddings(conn, out)
         yield out
-        if len(rows) < batch:
+        if len(out) < batch:
             return
         last = out[-1][key]
 
