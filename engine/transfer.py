@@ -150,7 +150,15 @@ async def _copy(
         digest = hashlib.blake2b(digest_size=16)
         n = max_id = id_sum = 0
         async for rows in src.dump(table, batch=batch):
-            await dst.load(table, rows)
+            try:
+                await dst.load(table, rows)
+            except MemdeskError:
+                raise
+            except Exception as exc:  # a driver's error: say what state the destination is in
+                raise TransferError(
+                    f"the copy stopped in table {table} after {done} of {total} rows: {exc}\n"
+                    f"{dst.target} holds a partial copy: empty it (or delete the file) and run migrate again"
+                ) from exc
             for row in rows:
                 digest.update(_canonical(row))
             n += len(rows)

@@ -674,10 +674,13 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     try:
         with Progress("Copying rows") as bar:
             report = _run(copy_store(src, dst, batch=batch_size, progress=bar))
-    except BaseException:
-        if created is not None:
+    except BaseException as exc:
+        if created is not None and created.exists():
             _remove_db(created)
             echo(f"{dst} was removed: it held a partial copy.", err=True)
+        if isinstance(exc, KeyboardInterrupt):
+            partial = "" if created is not None else f"; {dst} may hold a partial copy: empty it before migrating again"
+            raise Failure(f"interrupted{partial}") from None
         raise
     if as_json:
         echo(_json({"source": report.source, "destination": report.destination, "seconds": report.seconds,
