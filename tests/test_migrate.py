@@ -209,3 +209,24 @@ def test_cli_migrate_prints_counts(source: str, tmp_path: Path) -> None:
     missing = CliRunner().invoke(main, ["migrate", str(tmp_path / "nope.db"), str(tmp_path / "x.db")])
     assert missing.exit_code == 2
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_load_that_fails_midway_names_the_table_and_the_partial_copy(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.storage.sqlite.store import SqliteStore
+
+    original = SqliteStore.load
+
+    async def full_disk(self: SqliteStore, table: str, rows: list[dict[str, Any]]) -> None:
+        if table == "knowledge":
+            raise OSError("database or disk is full")
+        await original(self, table, rows)
+
+    monkeypatch.setattr(SqliteStore, "load", full_disk)
+    with pytest.raises(TransferError, match=r"stopped in table knowledge after \d+ of \d+ rows.*partial copy"):
+        asyncio.run(copy_store(source, str(tmp_path / "partial.db")))
+    result = CliRunner().invoke(main, ["migrate", source, str(tmp_path / "partial-cli.db")])
+    assert result.exit_code == 1
+    assert "disk is full" in result.output and "was removed" in result.output
+    assert not (tmp_path / "partial-cli.db").exists()
