@@ -224,7 +224,7 @@ def test_a_load_that_fails_midway_names_the_table_and_the_partial_copy(
         await original(self, table, rows)
 
     monkeypatch.setattr(SqliteStore, "load", full_disk)
-    with pytest.raises(TransferError, match=r"stopped in table knowledge after \d+ of \d+ rows.*partial copy"):
+    with pytest.raises(TransferError, match=r"(?s)stopped in table knowledge after \d+ of \d+ rows.*partial copy"):
         asyncio.run(copy_store(source, str(tmp_path / "partial.db")))
     result = CliRunner().invoke(main, ["migrate", source, str(tmp_path / "partial-cli.db")])
     assert result.exit_code == 1
