@@ -140,7 +140,9 @@ async def _copy(
             f" {src.target} holds {meta['embedding_dimensions']}-dimensional ones: give an empty database"
         )
     expected = await src.counts()
-    total = sum(expected.values())
+    # the bar counts every row twice: once copied, once read back from the destination to verify it
+    rows_total = sum(expected.values())
+    total = 2 * rows_total
     done = 0
     if progress is not None:
         progress(0, total)
@@ -156,7 +158,7 @@ async def _copy(
                 raise
             except Exception as exc:  # a driver's error: say what state the destination is in
                 raise TransferError(
-                    f"the copy stopped in table {table} after {done} of {total} rows: {exc}\n"
+                    f"the copy stopped in table {table} after {done} of {rows_total} rows: {exc}\n"
                     f"{dst.target} holds a partial copy: empty it (or delete the file) and run migrate again"
                 ) from exc
             for row in rows:
@@ -170,7 +172,10 @@ async def _copy(
                 progress(done, max(total, done))
         digests[table] = digest.hexdigest()
         copied[table] = (n, max_id, id_sum)
-    tables = await _verify(src, dst, expected, copied, digests, batch=batch)
+    tick = None if progress is None else (lambda n: progress(done + n, max(total, done + n)))
+    tables = await _verify(src, dst, expected, copied, digests, batch=batch, tick=tick)
+    if progress is not None:
+        progress(total, total)
     return TransferReport(src.target, dst.target, tables, round(time.perf_counter() - started, 2))
 
 
@@ -197,10 +202,12 @@ async def _id_stats(store: Store, table: str) -> tuple[int, int, int]:
 
 async def _verify(
     src: Store, dst: Store, expected: dict[str, int], copied: dict[str, tuple[int, int, int]],
-    digests: dict[str, str], *, batch: int,
+    digests: dict[str, str], *, batch: int, tick: Callable[[int], None] | None = None,
 ) -> list[TableCopy]:
-    """Counts, id checksums and row digests on both sides; TransferError naming what differs."""
+    """Counts, id checksums and row digests on both sides; TransferError naming what differs.
+    `tick(rows read back so far)` feeds the progress bar."""
     src_counts, dst_counts = await src.counts(), await dst.counts()
+    read = 0
     problems: list[str] = []
     tables: list[TableCopy] = []
     for table in COPY_ORDER:
@@ -229,6 +236,9 @@ async def _verify(
             async for rows in dst.dump(table, batch=batch):
                 for row in rows:
                     digest.update(_canonical(row))
+                read += len(rows)
+                if tick is not None:
+                    tick(read)
             if digest.hexdigest() != digests[table]:
                 problems.append(f"{table}: {await _first_difference(src, dst, table, batch)}")
         tables.append(TableCopy(table, src_counts[table], n, dst_counts[table], max_id, id_sum))

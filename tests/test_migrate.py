@@ -12,6 +12,7 @@ think of still counts.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 from collections.abc import Iterator
 from datetime import timedelta
@@ -124,7 +125,8 @@ def test_sqlite_to_sqlite_copies_every_row(source: str, tmp_path: Path) -> None:
     for table in TABLES:
         assert after[table] == before[table], table
     assert {t.table: t.copied for t in report.tables} == {t: len(before[t]) for t in TABLES}
-    assert seen[-1][0] == seen[-1][1] == report.rows
+    assert seen[-1][0] == seen[-1][1] == 2 * report.rows  # copied, then read back
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
     assert asyncio.run(_top_k(dst)) == asyncio.run(_top_k(source))
 
 
