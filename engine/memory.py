@@ -239,7 +239,8 @@ class Memory:
         [embedding] = await self.embedder.embed([text])
         now_us: int = to_us(self.now())  # type: ignore[assignment]
         async with self.store.transaction() as tx:
-            kid = await tx.insert_knowledge(user_id=_user(user_id), statement=text, embedding=embedding, created_at=now_us,
+            kid = await tx.insert_knowledge(user_id=_user(user_id), statement=text, embedding=embedding,
+                created_at=now_us,
                 created_by=actor, confidence=confidence, valid_at=start, invalid_at=end,
             )
             fact = await tx.get_knowledge(user_id, kid)
@@ -270,7 +271,8 @@ class Memory:
             now_us: int = to_us(self.now())  # type: ignore[assignment]
             created: datetime = from_us(now_us)  # type: ignore[assignment]
             async with self.store.transaction() as tx:
-                ids = await tx.insert_knowledge_many([(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
+                ids = await tx.insert_knowledge_many(
+                    [(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
                     created_at=now_us, created_by=actor,
                 )
                 facts_out = [
@@ -311,7 +313,8 @@ class Memory:
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
-            kid = await tx.insert_knowledge(user_id=user_id, statement=text, embedding=embedding, created_at=now_us, created_by=actor,
+            kid = await tx.insert_knowledge(user_id=user_id, statement=text, embedding=embedding,
+                created_at=now_us, created_by=actor,
                 confidence=1.0, valid_at=start, invalid_at=end, episode_id=old.episode_id,
             )
             await tx.end_knowledge(old.id, status="superseded", expired_at=now_us, end_reason="corrected",
@@ -343,7 +346,8 @@ class Memory:
         search: str | None = None, limit: int | None = None, offset: int = 0,
     ) -> list[Knowledge]:
         async with self.store.reading() as tx:
-            return await tx.list_knowledge(user_id, include_expired=include_expired, at_time=to_us(at_time, "at_time"), search=search,
+            return await tx.list_knowledge(user_id, include_expired=include_expired,
+                at_time=to_us(at_time, "at_time"), search=search,
                 limit=limit, offset=offset,
             )
 
@@ -415,7 +419,8 @@ class Memory:
                 await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
                 await tx.get_candidate(supersedes_candidate_id, user_id)  # same rule for a chain
-            cid = await tx.insert_candidate(user_id=_user(user_id), statement=text, kind=kind, confidence=confidence, created_at=now_us,
+            cid = await tx.insert_candidate(user_id=_user(user_id), statement=text, kind=kind,
+                confidence=confidence, created_at=now_us,
                 evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
                 reason=reason, supersedes_candidate_id=supersedes_candidate_id,
             )
@@ -451,7 +456,8 @@ class Memory:
             if duplicate is not None:
                 return ProposalOutcome(duplicate_of=duplicate)
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(user_id=uid, statement=text, kind="proposed", confidence=None, created_at=now_us,
+            cid = await tx.insert_candidate(user_id=uid, statement=text, kind="proposed", confidence=None,
+                created_at=now_us,
                 created_by=actor,
             )
             await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
@@ -474,7 +480,8 @@ class Memory:
             if waiting is not None:
                 return ProposalOutcome(duplicate_of=("candidate", waiting))
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(user_id=uid, statement=fact.statement, kind="retraction", confidence=None, created_at=now_us,
+            cid = await tx.insert_candidate(user_id=uid, statement=fact.statement, kind="retraction",
+                confidence=None, created_at=now_us,
                 supersedes_id=fact.id, created_by=actor, reason=why,
             )
             await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",

@@ -91,7 +91,8 @@ class ReviewService:
         """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
         ("age", "user", "kind", "confidence": highest first) orders by that key, then by age."""
         async with self._ctx.store.reading() as tx:
-            return await tx.pending(user_id=user_id, kind=kind, min_confidence=min_confidence, max_confidence=max_confidence,
+            return await tx.pending(user_id=user_id, kind=kind, min_confidence=min_confidence,
+                max_confidence=max_confidence,
                 unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
                 assigned_to=assigned_to,
                 sort=sort,
@@ -276,11 +277,13 @@ class ReviewService:
             decision = {"confirm": "confirm_supersession", "keep_both": "keep_both"}.get(
                 mode, "edit_approve" if edited else "approve"
             )
-            kid = await tx.insert_knowledge(user_id=current.user_id, statement=text, embedding=embedding, created_at=now_us,
+            kid = await tx.insert_knowledge(user_id=current.user_id, statement=text, embedding=embedding,
+                created_at=now_us,
                 created_by=reviewer, confidence=current.confidence, valid_at=start, invalid_at=end,
                 candidate_id=current.id, episode_id=current.episode_id,
             )
-            if not await tx.mark_decided(current.id, status="approved", decision=decision, decided_by=reviewer, decided_at=now_us,
+            if not await tx.mark_decided(current.id, status="approved", decision=decision, decided_by=reviewer,
+                decided_at=now_us,
                 reason=reason, knowledge_id=kid, statement=text, valid_at=start, invalid_at=end,
                 edited=edited or start != to_us(current.valid_at),
             ):
@@ -373,7 +376,8 @@ class ReviewService:
                 await tx.audit(at=now_us, actor=reviewer, action="create", user_id=current.user_id,
                     entity="tombstone", entity_id=tid, after=stone, reason=why, note=note,
                 )
-            await tx.mark_decided(current.id, status="rejected", decision="reject", decided_by=reviewer, decided_at=now_us,
+            await tx.mark_decided(current.id, status="rejected", decision="reject", decided_by=reviewer,
+                decided_at=now_us,
                 reason=why,
             )
             await self._cut_chain(tx, current, None, reviewer, now_us, note)

@@ -572,7 +572,8 @@ class TeamService:
             fact = await self._check_reviewable(tx, cand, reviewer)
             verdict = "agree" if approve else ("overturn" if fact.status == "active" else "disagree")
             cur = await tx.conn.execute(
-                f"INSERT INTO second_reviews({_SR_COLS.split(', ', 1)[1]}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                f"INSERT INTO second_reviews({_SR_COLS.split(', ', 1)[1]})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (cand.id, fact.id, cand.user_id, cand.decided_by, cand.decision, reviewer, verdict, now_us, why, text),
             )
             row = await (await tx.conn.execute(

@@ -565,7 +565,8 @@ class SqlTx:
             raise NotFoundError(f"no candidate {candidate_id}{owner}")
         return candidate_from_row(row)
 
-    async def insert_candidate(self, *, user_id: str, statement: str, kind: str, confidence: float | None, created_at: int,
+    async def insert_candidate(self, *, user_id: str, statement: str, kind: str, confidence: float | None,
+        created_at: int,
         evidence: str = "", supersedes_id: int | None = None, valid_at: int | None = None,
         invalid_at: int | None = None, episode_id: int | None = None, run_id: int | None = None,
         unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
@@ -645,7 +646,8 @@ class SqlTx:
         """PENDING candidates that would replace `candidate_id` (their supersedes_candidate_id), oldest
         first: the links a decision on that candidate must re-point or cut."""
         rows = await (await self.conn.execute(
-            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.supersedes_candidate_id = ? AND c.status = 'pending'"
+            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM}"
+            " WHERE c.supersedes_candidate_id = ? AND c.status = 'pending'"
             " ORDER BY c.id",
             (candidate_id,),
         )).fetchall()
@@ -724,7 +726,8 @@ class SqlTx:
     async def pending_count(self, **filters: Any) -> int:
         where, args = queue_filters(
             filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"),
-            filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"),
+            filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"),
+                filters.get("assigned_to"),
         )
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
         return int(row[0])  # type: ignore[index]
@@ -842,7 +845,8 @@ class SqlTx:
         return [discarded_from_row(r) for r in rows]
 
     async def get_discarded(self, discarded_id: int) -> Discarded:
-        row = await (await self.conn.execute(f"SELECT {DISCARDED_COLS} FROM discarded WHERE id = ?", (discarded_id,))).fetchone()
+        row = await (await self.conn.execute(f"SELECT {DISCARDED_COLS} FROM discarded WHERE id = ?",
+            (discarded_id,))).fetchone()
         if row is None:
             raise NotFoundError(f"no discarded statement {discarded_id}")
         return discarded_from_row(row)
@@ -876,7 +880,8 @@ class SqlTx:
             )).fetchone()
             n, top = int(row[0]), int(row[1])  # type: ignore[index]
             if stats is not None and (
-                (stats.docs, stats.top) == (n, top) or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
+                (stats.docs, stats.top) == (n, top)
+                or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
             ):
                 tokens = stats.tokens * n // max(stats.docs, 1)
                 known = stats.terms if (stats.docs, stats.top) == (n, top) else {}  # no fact added or removed
@@ -990,7 +995,8 @@ class SqlTx:
             return {}
         marks = ",".join("?" * len(episode_ids))
         rows = await (await self.conn.execute(
-            f"SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes WHERE id IN ({marks})",
+            "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes"
+            f" WHERE id IN ({marks})",
             list(episode_ids),
         )).fetchall()
         out = {
@@ -1084,7 +1090,8 @@ class SqlTx:
         created_at: int,
     ) -> list[int] | None:
         """Create (title, narrative, message ids, start_at, end_at) episodes of one user and move their
-        messages into them, one executemany per table; ids from `id_source`. None when another process took any of the messages first (the caller rolls back)."""
+        messages into them, one executemany per table; ids from `id_source`. None when another process
+        took any of the messages first (the caller rolls back)."""
         if not episodes:
             return []
         source = self.id_source("episodes")
@@ -1131,7 +1138,8 @@ class SqlTx:
     async def renew_leases(self, token: str, until: int) -> int:
         """Extend every lease this worker still holds (its episodes not yet finished)."""
         cur = await self.conn.execute(
-            "UPDATE episodes SET claimed_until = ? WHERE claimed_by = ? AND status IN ('open', 'failed')", (until, token)
+            "UPDATE episodes SET claimed_until = ? WHERE claimed_by = ? AND status IN ('open', 'failed')",
+            (until, token),
         )
         return cur.rowcount
 
@@ -1169,7 +1177,8 @@ class SqlTx:
         """Rows of each table that belong to the user, and audit rows whose text is not yet redacted."""
         counts: dict[str, int] = {}
         for table in USER_TABLES:
-            row = await (await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,))).fetchone()
+            row = await (await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
+                (user_id,))).fetchone()
             counts[table] = int(row[0])  # type: ignore[index]
         row = await (await self.conn.execute(
             "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'", (user_id,)
