@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from .context import EngineContext
 
 EXPORT_FORMAT = "memdesk-export/1"
-_NO_LIMIT = -1  # SQLite: LIMIT -1 means no limit
-
-
 def _event(e: AuditEvent) -> dict[str, Any]:
     return to_jsonable(e)  # type: ignore[no-any-return]
 
@@ -43,7 +40,7 @@ async def export_user(mem: EngineContext, user_id: str, *, include_messages: boo
         facts = await tx.list_knowledge(user_id, include_expired=True)
         candidates = await tx.user_candidates(user_id)
         stones = await tx.list_tombstones(user_id, include_lifted=True)
-        events = await tx.audit_events(user_id, limit=_NO_LIMIT)
+        events = await tx.audit_events(user_id, limit=None)
         messages = await tx.user_messages(user_id) if include_messages else None
     by_fact: dict[int, list[AuditEvent]] = {}
     for e in events:

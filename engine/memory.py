@@ -8,7 +8,7 @@ reported exactly like an unknown id (NotFoundError), so a caller cannot even lea
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from types import TracebackType
@@ -40,7 +40,7 @@ from .models import (
 )
 from .retrieval import retrieve as _retrieve
 from .review import KEEP, ReviewService
-from .storage import SqlTx, Store, masked, open_store
+from .storage import NEW_CANDIDATES, SqlTx, Store, masked, open_store
 from .storage.sql.tx import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, check_interval, from_us, system_clock, to_us
@@ -400,6 +400,14 @@ class Memory:
     async def users(self) -> list[str]:
         async with self.store.reading() as tx:
             return await tx.users()
+
+    async def subscribe_new_candidates(self, callback: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+        """Call `callback()` on this event loop when candidates may have reached the queue from
+        any process, so an open workstation shows new work without polling the tables; returns the
+        coroutine function that stops it. PostgreSQL announces each commit that queued candidates
+        (LISTEN/NOTIFY); SQLite has no server, so its store reports every commit to the file (a
+        cheap PRAGMA data_version watcher): a call means "look again", not "something is new"."""
+        return await self.store.subscribe(NEW_CANDIDATES, lambda _payload: callback())
 
     async def queue_candidate(
         self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",

@@ -46,12 +46,13 @@ BLINK_ENV = "MEMDESK_CURSOR_BLINK"
 class OpeningScreen(Screen[None]):
     """Shown while the database opens (and if it cannot be opened, under the error dialog)."""
 
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, target: str) -> None:
         super().__init__()
-        self.db_path = db_path
+        self.target = target
+        """The store as messages name it (a URL's password masked)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(literal(f"Opening {self.db_path} …"), id="opening")
+        yield Static(literal(f"Opening {self.target} …"), id="opening")
 
 
 class UnavailableScreen(Screen[None]):
@@ -115,6 +116,7 @@ class ReviewApp(App[None]):
         self.clock = clock
         self.config = config
         self.memory: Memory = Memory(self.db_path, clock=clock, config=config)
+        self.sub_title = self.memory.target  # a file path, or a PostgreSQL URL with its password masked
         self.memory_ready = False
         self.blink_cursor = cursor_blink if cursor_blink is not None else os.environ.get(BLINK_ENV, "1") != "0"
         """Off in tests and screenshots (`MEMDESK_CURSOR_BLINK=0`, set by the test suite), so every
@@ -148,7 +150,7 @@ class ReviewApp(App[None]):
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[Any]:
-        return OpeningScreen(self.db_path)
+        return OpeningScreen(self.memory.target)
 
     def on_mount(self) -> None:
         self._open_memory()

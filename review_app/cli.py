@@ -5,8 +5,11 @@ the WAL could not be emptied after an erasure), 2 bad input (a missing database 
 malformed line, a bad date, an unknown user for export/erase). Progress bars go to stderr, so
 stdout carries only results (JSON with --json) and `memdesk mcp` keeps stdout for the protocol.
 
-Every command but `ingest` and `demo` refuses a database path that does not exist: opening SQLite
-on a typo would otherwise create an empty database and answer "no facts", which looks like success.
+Wherever a database path is accepted, so is a PostgreSQL URL (`postgresql://user:pass@host/db`);
+every message shows it with the password masked. Every command but `ingest` and `demo` refuses a
+database that does not exist or holds no memdesk store: opening it on a typo would otherwise create
+an empty store and answer "no facts", which looks like success. A server that cannot be reached,
+refuses the login or has no such database is exit 2, in one line.
 """
 
 from __future__ import annotations
@@ -15,10 +18,8 @@ import asyncio
 import getpass
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Coroutine
-from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import click
 
 from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+from engine.storage import database_errors, inspect, is_postgres_url, masked
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -89,20 +91,8 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         raise Failure(str(exc)) from None
     except MemdeskError as exc:
         raise Failure(str(exc)) from None
-    except _database_errors() as exc:
+    except database_errors() as exc:
         raise Failure(f"database error: {exc}") from None
-
-
-def _database_errors() -> tuple[type[Exception], ...]:
-    """The stdlib's DatabaseError and, when the engine runs on pysqlite3 (a Python whose sqlite3
-    cannot load extensions), that driver's: they are different classes."""
-    from engine.storage.sqlite.connection import sqlite_module
-
-    try:
-        driver = sqlite_module()
-    except MemdeskError:
-        return (sqlite3.DatabaseError,)
-    return (sqlite3.DatabaseError, driver.DatabaseError)
 
 
 def _os_user() -> str:
@@ -112,35 +102,30 @@ def _os_user() -> str:
         return ""
 
 
-def _memdesk_version(path: Path) -> int:
-    """PRAGMA user_version read-only through the stdlib driver (no extension needed, WAL honoured);
-    0 means the file is SQLite but not a memdesk database."""
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    except sqlite3.DatabaseError as exc:
-        from engine.storage.sqlite.connection import read_only_reason
-
-        # A WAL database on a read-only file system cannot even be read (SQLite must create its
-        # shared-memory index beside it): that is where the file is, not what it is.
-        reason = read_only_reason(path)
-        if reason is not None:
-            raise Failure(reason) from None
-        if "not a database" in str(exc):
-            raise BadInput(f"{path} is not a SQLite database") from None
-        raise BadInput(f"{path} cannot be opened as a SQLite database ({exc})") from None
+def _memdesk_version(db: str) -> int:
+    """The schema version of the store at `db` (0: not a memdesk store; a missing file is 0 too),
+    opening nothing for writing; an unreachable server, a refused login, a file that is not SQLite
+    are exit 2 with one line (engine.storage.inspect)."""
+    return _run(inspect(db))[1]
 
 
 def existing_db(db: str) -> str:
-    """The path of an existing memdesk database, or exit 2 with a message that says what to do."""
-    path = Path(db)
-    if not path.exists():
+    """An existing memdesk store (a path or a URL), or exit 2 with a message that says what to do."""
+    if not is_postgres_url(db) and not Path(db).exists():
         raise BadInput(f"{db}: no such database (a database is created by `memdesk ingest DB FILE` or `memdesk demo`)")
-    if path.is_dir():
-        raise BadInput(f"{db} is a directory, not a database file")
-    if _memdesk_version(path) == 0:
-        raise BadInput(f"{db} is not a memdesk database")
+    if _memdesk_version(db) == 0:
+        if is_postgres_url(db):
+            raise BadInput(f"{masked(db)} holds no memdesk store (one is created by `memdesk ingest URL FILE` "
+                           "or `memdesk demo --db URL`)")
+        raise BadInput(f"{masked(db)} is not a memdesk database")
     return db
+
+
+def _no_user(user: str, db: str) -> Exception:
+    from engine.errors import NotFoundError
+
+    shown = masked(db)
+    return NotFoundError(f"no data for user {user!r} in {shown} (`memdesk stats {shown}` counts what it holds)")
 
 
 class Progress:
@@ -277,12 +262,17 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
     """
     from review_app.demo import build_demo
 
+    if is_postgres_url(db):
+        _demo_in_postgres(db, fresh)
+        if not no_open:
+            _open_workstation(db, reviewer, keymap)
+        return
     path = Path(db)
     if path.exists():
         if path.is_dir():
             raise BadInput(f"{db} is a directory")
         if fresh:
-            if path.stat().st_size and _memdesk_version(path) == 0:
+            if path.stat().st_size and _memdesk_version(db) == 0:
                 raise BadInput(f"{db} exists and is not a memdesk database; not deleting it")
             _remove_db(path)
         else:
@@ -304,15 +294,35 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
             partial.replace(path)
         finally:
             _remove_db(partial)
-        echo(
-            f"Built {db}: {summary['users']} users, {summary['exchanges']} exchanges; "
-            f"{summary['approved']} candidates approved by the seeded demo-curator, "
-            f"{summary['pending']} candidates waiting for review "
-            f"({summary['pending_updates']} would supersede a fact).",
-            err=True,
-        )
+        _built(db, summary)
     if not no_open:
         _open_workstation(db, reviewer, keymap)
+
+
+def _demo_in_postgres(url: str, fresh: bool) -> None:
+    """The demo in a PostgreSQL database: built in place when it holds no memdesk store yet (there
+    is no file to build aside and rename), reused when it does. --fresh would mean dropping a
+    database's tables, which this command does not do to a server."""
+    from review_app.demo import build_demo
+
+    if _memdesk_version(url):
+        if fresh:
+            raise BadInput(f"{masked(url)} already holds a memdesk store; --fresh deletes files only: drop and "
+                           "create the database (dropdb/createdb), then run demo again")
+        echo(f"Using the existing demo store in {masked(url)}.", err=True)
+        return
+    with Progress("Building the demo") as bar:
+        _built(url, _run(build_demo(url, progress=bar)))
+
+
+def _built(db: str, summary: dict[str, int]) -> None:
+    echo(
+        f"Built {masked(db)}: {summary['users']} users, {summary['exchanges']} exchanges; "
+        f"{summary['approved']} candidates approved by the seeded demo-curator, "
+        f"{summary['pending']} candidates waiting for review "
+        f"({summary['pending_updates']} would supersede a fact).",
+        err=True,
+    )
 
 
 @main.command()
@@ -382,7 +392,7 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
     server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
 
     def ready(url: str) -> None:
-        echo(f"memdesk serves {db} on {url} (reviewers from {config}; Ctrl+C stops)")
+        echo(f"memdesk serves {masked(db)} on {url} (reviewers from {config}; Ctrl+C stops)")
         sys.stdout.flush()
 
     try:
@@ -488,10 +498,12 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
     from engine.ingest import ingest as write
     from engine.ingest import parse_file
 
-    path = Path(db)
-    if path.is_dir():
+    path = None if is_postgres_url(db) else Path(db)
+    if path is None:
+        _memdesk_version(db)  # an unreachable server or a refused login, before the file is read
+    elif path.is_dir():
         raise BadInput(f"{db} is a directory, not a database file")
-    if path.exists() and path.stat().st_size and _memdesk_version(path) == 0:
+    elif path.exists() and path.stat().st_size and _memdesk_version(db) == 0:
         raise BadInput(f"{db} exists and is not a memdesk database")
     try:
         with Progress(f"Reading {file}") as bar:
@@ -512,16 +524,16 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
         async with Memory(db) as mem:
             return await write(mem, plan)
 
-    created = not path.exists()
+    created = path is not None and not path.exists()
     try:
         count = _run(go())
     except click.ClickException:
-        if created:  # the write failed: leave no empty database behind for the next command to trust
+        if created and path is not None:  # the write failed: leave no empty file for the next command to trust
             _remove_db(path)
         raise
     users = plan.users
     echo(
-        f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {db} "
+        f"Ingested {count} exchanges for {len(users)} user{'s' if len(users) != 1 else ''} into {masked(db)} "
         f"({plan.format}{f', {len(plan.skipped)} skipped' if plan.skipped else ''})."
     )
 
@@ -639,13 +651,14 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
         with Progress("Re-embedding facts") as bar:
             report = _run(move(db, target, actor=actor.strip(), batch_size=batch_size, progress=bar))
     except KeyboardInterrupt:
-        raise Failure(f"interrupted; {db} still works with its old embedder; run the same command to resume") from None
+        raise Failure(
+            f"interrupted; {masked(db)} still works with its old embedder; run the same command to resume") from None
     if report.audit_id is None:
-        echo(f"{db} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
+        echo(f"{masked(db)} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
         return
     resumed = f", resumed after {report.resumed_at}" if report.resumed_at else ""
     echo(
-        f"Re-embedded {report.facts} facts of {db}: {report.source} ({report.source_dimensions} dimensions) -> "
+        f"Re-embedded {report.facts} facts of {masked(db)}: {report.source} ({report.source_dimensions} dimensions) -> "
         f"{report.target} ({report.dimensions} dimensions){resumed}; audit row {report.audit_id}."
     )
 
@@ -741,11 +754,10 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
 
     async def go() -> Any:
         from engine import Memory
-        from engine.errors import NotFoundError
 
         async with Memory(db) as mem:
             if user not in await mem.users():
-                raise NotFoundError(f"no data for user {user!r} in {db} (`memdesk stats {db}` counts what it holds)")
+                raise _no_user(user, db)
             return await mem.retrieve(text, user_id=user, top_k=top_k, at_time=at_time, known_at=known,
                                       include_expired=include_expired)
 
@@ -781,11 +793,10 @@ def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> Non
 
     async def go() -> dict[str, Any]:
         from engine import Memory
-        from engine.errors import NotFoundError
 
         async with Memory(db) as mem:
             if user is not None and user not in await mem.users():
-                raise NotFoundError(f"no data for user {user!r} in {db} (`memdesk stats {db}` counts what it holds)")
+                raise _no_user(user, db)
             return await mem.stats(user, discarded_limit)
 
     data = _run(go())
@@ -833,7 +844,8 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
     """
     existing_db(db)
     if not yes:
-        click.confirm(f"Erase every trace of user {user!r} from {db}? This cannot be undone.", abort=True, err=True)
+        click.confirm(f"Erase every trace of user {user!r} from {masked(db)}? This cannot be undone.", abort=True,
+                      err=True)
 
     async def go() -> Any:
         from engine import Memory

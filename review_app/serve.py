@@ -44,6 +44,8 @@ from urllib.parse import urlsplit
 import textual_serve
 from aiohttp import WSMsgType, web
 
+from engine.storage import is_postgres_url, masked
+
 from .auth import NAME_PATTERN, CredentialFile, hash_password, verify_password
 
 log = logging.getLogger("memdesk.serve")
@@ -229,8 +231,9 @@ class WorkstationProcess:
     PRELUDE_LINES = 20
 
     def __init__(self, argv: list[str], send: Callable[[bytes], Awaitable[None]],
-                 closed: Callable[[], Awaitable[Any]]) -> None:
+                 closed: Callable[[], Awaitable[Any]], env: dict[str, str] | None = None) -> None:
         self.argv = argv
+        self.env = env or {}
         self._send = send
         self._closed = closed
         self._process: asyncio.subprocess.Process | None = None
@@ -240,6 +243,7 @@ class WorkstationProcess:
         env = {k: v for k, v in os.environ.items() if k != "MEMDESK_REVIEWER"}
         env.update(TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver", TEXTUAL_FPS="60",
                    TEXTUAL_COLOR_SYSTEM="truecolor", TERM_PROGRAM="textual", COLUMNS=str(width), ROWS=str(height))
+        env.update(self.env)
         self._process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
         self._reader = asyncio.create_task(self._read())
@@ -309,7 +313,7 @@ class WorkstationServer:
         session_seconds: float = SESSION_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.db_path = str(Path(db_path).resolve())
+        self.db_path = db_path if is_postgres_url(db_path) else str(Path(db_path).resolve())
         self.credentials = credentials
         self.keymap = str(Path(keymap).resolve()) if keymap else None
         self.session_seconds = session_seconds
@@ -322,15 +326,25 @@ class WorkstationServer:
         # Checked when a name is unknown, so that a wrong name costs what a wrong password costs.
         self._decoy = hash_password(secrets.token_urlsafe(16))
 
+    @property
+    def shown_db(self) -> str:
+        """What the page header names: a file's name, or the URL with its password masked."""
+        return masked(self.db_path) if is_postgres_url(self.db_path) else Path(self.db_path).name
+
     # -- the app subprocess --------------------------------------------------------------------
 
     def app_command(self, reviewer: str) -> list[str]:
         """The argv of one workstation; the reviewer is the session's (checked against
         NAME_PATTERN at login, and an argv element, never shell text)."""
-        argv = [sys.executable, "-m", "review_app.cli", "review", self.db_path, "--reviewer", reviewer]
+        argv = [sys.executable, "-m", "review_app.cli", "review", "--reviewer", reviewer]
         if self.keymap:
             argv += ["--keymap", self.keymap]
         return argv
+
+    def app_env(self) -> dict[str, str]:
+        """The database travels in the environment ($MEMDESK_DB), not argv: a PostgreSQL URL holds
+        a password, and every user of the machine can read every process's argv."""
+        return {"MEMDESK_DB": self.db_path}
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -474,7 +488,7 @@ class WorkstationServer:
     async def _page(self, request: web.Request) -> web.StreamResponse:
         session = request[SESSION]
         body = _WORKSTATION_PAGE.format(reviewer=html.escape(session.reviewer),
-                                        db=html.escape(Path(self.db_path).name))
+                                        db=html.escape(self.shown_db))
         return web.Response(text=body, content_type="text/html")
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
@@ -490,7 +504,8 @@ class WorkstationServer:
         app: WorkstationProcess | None = None
         try:
             await ws.prepare(request)
-            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close)
+            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close,
+                                     env=self.app_env())
             self._apps.add(app)
             await app.start(_clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80),
                             _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24))

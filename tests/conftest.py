@@ -5,11 +5,44 @@ decides or corrects something never changes what the next one sees."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from tests.pg import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
 from tests.tui_seed import seed_sync
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The storage backend an engine test runs on: every engine test runs on each (ids `[sqlite]`,
+    `[postgres]`), as one behaviour contract must hold whatever holds the rows."""
+    return str(request.param)
+
+
+@pytest.fixture
+def new_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
+    """`new_target(name)`: a fresh, empty store target on this test's backend (a file under
+    tmp_path, or a new PostgreSQL database dropped when the test ends), for tests needing several."""
+    with ExitStack() as stack:
+        def make(name: str) -> str:
+            if backend == "sqlite":
+                return str(tmp_path / f"{name}.db")
+            server = request.getfixturevalue("pg_server")
+            return stack.enter_context(server.database())
+
+        yield make
+
+
+@pytest.fixture
+def store_target(new_target: Callable[[str], str]) -> str:
+    """What `Memory(...)` opens for this test: a tmp_path file for SQLite, a fresh database's URL
+    for PostgreSQL."""
+    return new_target("memdesk")
 
 
 @pytest.fixture(autouse=True)

@@ -10,24 +10,46 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import Memory, MemoryConfig
 from engine.embedders import Embedder
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
-# Every table a mutation can touch; the vector table is read through its metadata columns only
-# (the embedding blob is compared as bytes, which is what "unchanged" means for it).
+# Every logical table a mutation can touch (identical in both backends).
 SNAPSHOT_QUERIES: dict[str, str] = {
     "knowledge": "SELECT * FROM knowledge ORDER BY id",
     "candidates": "SELECT * FROM candidates ORDER BY id",
     "tombstones": "SELECT * FROM tombstones ORDER BY id",
     "audit_log": "SELECT * FROM audit_log ORDER BY id",
-    "knowledge_fts": "SELECT rowid, statement FROM knowledge_fts ORDER BY rowid",
-    "knowledge_vec": (
-        "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
-        " FROM knowledge_vec ORDER BY knowledge_id"
-    ),
 }
+# The backend's own index rows. SQLite keeps them in knowledge_fts (FTS5) and knowledge_vec (vec0;
+# the embedding blob is compared as bytes, which is what "unchanged" means for it); PostgreSQL keeps
+# them in the knowledge row itself (`embedding vector`, `search tsvector`), which the logical
+# snapshot already holds.
+INDEX_QUERIES: dict[str, dict[str, str]] = {
+    "sqlite": {
+        "knowledge_fts": "SELECT rowid, statement FROM knowledge_fts ORDER BY rowid",
+        "knowledge_vec": (
+            "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
+            " FROM knowledge_vec ORDER BY knowledge_id"
+        ),
+    },
+    "postgres": {},
+}
+
+
+def snapshot_queries(mem: Memory) -> dict[str, str]:
+    """The snapshot's queries for `mem`'s backend: the logical tables plus the backend's index rows."""
+    return {**SNAPSHOT_QUERIES, **INDEX_QUERIES[mem.store.backend]}
+
+
+def sqlite_only(reason: str) -> pytest.MarkDecorator:
+    """Run a test on SQLite only (the `backend` fixture's parameter overridden); `reason` says why
+    in the test file, e.g. it reads SQLite's own tables, PRAGMAs or database file."""
+    assert reason
+    return pytest.mark.parametrize("backend", ["sqlite"])
 
 
 class Clock:
@@ -65,7 +87,7 @@ async def snapshot(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table a decision or knowledge operation may write."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     async with sql(mem) as conn:
-        for table, query in SNAPSHOT_QUERIES.items():
+        for table, query in snapshot_queries(mem).items():
             out[table] = [tuple(r) for r in await (await conn.execute(query)).fetchall()]
     return out
 
@@ -83,10 +105,18 @@ async def row(mem: Memory, table: str, row_id: int) -> tuple[Any, ...]:
 
 
 async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
+    """The vector index's copy of a fact's filter columns (SQLite's knowledge_vec row; on PostgreSQL
+    the vector lives in the knowledge row, so the same columns come from there, when it has one)."""
+    query = (
+        "SELECT knowledge_id, user_id, status, valid_from, valid_to, created, expired FROM knowledge_vec"
+        " WHERE knowledge_id = ?"
+        if mem.store.backend == "sqlite" else
+        "SELECT id, user_id, status, valid_at, invalid_at, created_at, expired_at FROM knowledge"
+        " WHERE id = ? AND embedding IS NOT NULL"
+    )
     async with sql(mem) as conn:
         found = await (await conn.execute(
-            "SELECT knowledge_id, user_id, status, valid_from, valid_to, created, expired FROM knowledge_vec"
-            " WHERE knowledge_id = ?",
+            query,
             (knowledge_id,),
         )).fetchone()
     return tuple(found) if found is not None else None

@@ -4,7 +4,7 @@ written in the same transaction as the change, and append-only at the database l
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,8 +20,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def mem(tmp_path: Path, clock: Clock):
-    async with open_memory(tmp_path / "audit.db", clock) as m:
+async def mem(new_target: Callable[[str], str], clock: Clock):
+    async with open_memory(new_target("audit"), clock) as m:
         yield m
 
 

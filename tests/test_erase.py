@@ -4,6 +4,7 @@ is paired with the same search finding the text before the erasure, so it can fa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from engine import Episode, Extraction, GapItem, Knowledge, Memory
 from engine.erase import erase_user
 from engine.errors import NotFoundError
 from engine.export import export_user
-from tests.engine_helpers import sql
+from tests.engine_helpers import sql, sqlite_only
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -67,8 +68,8 @@ def texts_present(db: Path, texts: list[str]) -> list[str]:
 
 
 @pytest.fixture
-async def populated(tmp_path: Path):
-    db = tmp_path / "erase.db"
+async def populated(new_target: Callable[[str], str]):
+    db = new_target("erase")
     mem = Memory(db, extractor=LineExtractor(), clock=Clock())
     async with mem:
         for statement in ANA_FACTS.values():
@@ -85,6 +86,7 @@ async def populated(tmp_path: Path):
         yield mem, db, bob_fact
 
 
+@sqlite_only("reads SQLite's database and WAL bytes; PostgreSQL's is test_postgres_store's compact test")
 async def test_erasure_leaves_no_text_of_the_user_in_the_file(populated) -> None:
     mem, db, bob_fact = populated
     ana_texts = [*ANA_FACTS.values(), *ANA_WORDS, "Noted, Velvetmoss style."]

@@ -4,8 +4,8 @@ gates with a scripted extractor; here the claims come from real sentences.)"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from engine import Episode, Extraction, Knowledge, Memory
 from engine.data import conversations_path, load_exchanges, load_expected
@@ -20,8 +20,8 @@ def fixed_clock() -> datetime:
     return T0 + timedelta(days=30)
 
 
-def memory(tmp_path: Path, extractor: object = None) -> Memory:
-    return Memory(tmp_path / "m.db", extractor=extractor, clock=fixed_clock)
+def memory(new_target: Callable[[str], str], extractor: object = None) -> Memory:
+    return Memory(new_target("m"), extractor=extractor, clock=fixed_clock)
 
 
 async def pending(mem: Memory, user_id: str | None = None) -> list[str]:

@@ -5,11 +5,11 @@ its positive control."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot, sql
+from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import HashingEmbedder, Memory, MemoryConfig, UserInputError
 from engine.storage.sqlite.connection import Database
@@ -28,10 +28,10 @@ async def seed_alice(mem: Memory) -> tuple[int, int]:
     return hiv.id, vit.id
 
 
-async def test_another_users_facts_do_not_change_this_users_ranking(tmp_path: Path) -> None:
+async def test_another_users_facts_do_not_change_this_users_ranking(new_target: Callable[[str], str]) -> None:
     """300 facts of carol holding "hivmeds" used to lower that word's IDF for everyone (FTS5 counts
     over the whole table), reordering alice's results and telling her agent what carol's facts say."""
-    async with open_memory(tmp_path / "rank.db", Clock()) as mem:
+    async with open_memory(new_target("rank"), Clock()) as mem:
         hiv, vit = await seed_alice(mem)
         query = "does alice take hivmeds or vitamins"
         before = await mem.retrieve(query, user_id="alice", top_k=10)
@@ -49,10 +49,10 @@ async def test_another_users_facts_do_not_change_this_users_ranking(tmp_path: Pa
         assert ranks[vit] is not None and ranks[hiv] is not None and ranks[vit] < ranks[hiv]
 
 
-async def test_the_common_term_filter_counts_this_users_facts_only(tmp_path: Path) -> None:
+async def test_the_common_term_filter_counts_this_users_facts_only(new_target: Callable[[str], str]) -> None:
     """A term in half of a LARGE store used to be dropped for every user: 2,100 of carol's facts
     holding "hivmeds" took the word out of alice's text query."""
-    async with open_memory(tmp_path / "common.db", Clock()) as mem:
+    async with open_memory(new_target("common"), Clock()) as mem:
         hiv, _ = await seed_alice(mem)
         await mem.add_knowledge_many("carol", [f"Carol takes hivmeds dose {i}" for i in range(2100)], actor="s")
         res = await mem.retrieve("hivmeds", user_id="alice", top_k=5)
@@ -62,10 +62,10 @@ async def test_the_common_term_filter_counts_this_users_facts_only(tmp_path: Pat
         assert [i.text_rank for i in carol.items] == [None] * 5
 
 
-async def test_bm25_prefers_the_rarer_term_and_the_shorter_statement(tmp_path: Path) -> None:
+async def test_bm25_prefers_the_rarer_term_and_the_shorter_statement(new_target: Callable[[str], str]) -> None:
     """The per-user scores keep BM25's behaviour: a rare term outranks a common one, and at equal
     terms the shorter statement comes first."""
-    async with open_memory(tmp_path / "bm25.db", Clock()) as mem:
+    async with open_memory(new_target("bm25"), Clock()) as mem:
         await mem.add_knowledge_many("ana", [f"Ana likes tea number {i}" for i in range(30)], actor="s")
         rare = await mem.add_knowledge("ana", "Ana owns a kayak", actor="s")
         long = await mem.add_knowledge("ana", "Ana owns a very old and rather heavy kayak from Oslo", actor="s")
@@ -83,9 +83,9 @@ async def messages(mem: Memory) -> int:
         return int((await (await conn.execute("SELECT count(*) FROM messages")).fetchone())[0])  # type: ignore[index]
 
 
-async def test_add_exchange_refuses_oversized_messages_and_changes_nothing(tmp_path: Path) -> None:
+async def test_add_exchange_refuses_oversized_messages_and_changes_nothing(new_target: Callable[[str], str]) -> None:
     config = MemoryConfig(max_message_chars=50)
-    async with open_memory(tmp_path / "lim.db", Clock(), config=config) as mem:
+    async with open_memory(new_target("lim"), Clock(), config=config) as mem:
         before = await snapshot(mem)
         for user_msg, assistant in (("x" * 51, None), ("hi", "y" * 51)):
             with pytest.raises(UserInputError, match="max_message_chars"):
@@ -101,8 +101,8 @@ async def test_add_exchange_refuses_oversized_messages_and_changes_nothing(tmp_p
     [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
      datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5))), datetime(1899, 12, 31, tzinfo=UTC)],
 )
-async def test_add_exchange_refuses_dates_outside_the_range(tmp_path: Path, at: datetime) -> None:
-    async with open_memory(tmp_path / "dates.db", Clock()) as mem:
+async def test_add_exchange_refuses_dates_outside_the_range(new_target: Callable[[str], str], at: datetime) -> None:
+    async with open_memory(new_target("dates"), Clock()) as mem:
         with pytest.raises(UserInputError, match="outside the supported range"):
             await mem.add_exchange("ana", "I moved to Porto last year", None, at)
         assert await mem.users() == []
@@ -110,8 +110,8 @@ async def test_add_exchange_refuses_dates_outside_the_range(tmp_path: Path, at: 
         assert await mem.users() == ["ana"]
 
 
-async def test_lone_surrogates_are_refused_at_every_library_door(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "sur.db", Clock()) as mem:
+async def test_lone_surrogates_are_refused_at_every_library_door(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("sur"), Clock()) as mem:
         before = await snapshot(mem)
         with pytest.raises(UserInputError, match="surrogate"):
             await mem.add_exchange("\ud800", "hello", None)
@@ -126,9 +126,9 @@ async def test_lone_surrogates_are_refused_at_every_library_door(tmp_path: Path)
         assert len((await mem.retrieve("tea 🍵", user_id="ana")).items) == 1
 
 
-async def test_statement_query_and_reason_limits(tmp_path: Path) -> None:
+async def test_statement_query_and_reason_limits(new_target: Callable[[str], str]) -> None:
     config = MemoryConfig(max_statement_chars=40, max_query_chars=30, max_reason_chars=20)
-    async with open_memory(tmp_path / "lim2.db", Clock(), config=config) as mem:
+    async with open_memory(new_target("lim2"), Clock(), config=config) as mem:
         with pytest.raises(UserInputError, match="max_statement_chars"):
             await mem.add_knowledge("ana", "A" * 41, actor="s")
         fact = await mem.add_knowledge("ana", "A" * 40, actor="s")
@@ -140,8 +140,8 @@ async def test_statement_query_and_reason_limits(tmp_path: Path) -> None:
         await mem.retract("ana", fact.id, actor="s", reason="r" * 20)
 
 
-async def test_retrieve_refuses_an_out_of_range_as_of_without_overflowing(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "asof.db", Clock()) as mem:
+async def test_retrieve_refuses_an_out_of_range_as_of_without_overflowing(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("asof"), Clock()) as mem:
         await mem.add_knowledge("ana", "Ana lives in Porto", actor="s")
         plus_one = timezone(timedelta(hours=1))
         for kwargs in ({"at_time": datetime(1, 1, 1, tzinfo=plus_one)}, {"known_at": datetime(9999, 1, 1, tzinfo=UTC)}):
@@ -150,8 +150,8 @@ async def test_retrieve_refuses_an_out_of_range_as_of_without_overflowing(tmp_pa
         assert len((await mem.retrieve("Porto", user_id="ana", at_time=datetime(2200, 1, 1, tzinfo=UTC))).items) == 1
 
 
-async def test_valid_time_outside_the_range_is_refused(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "vt.db", Clock()) as mem:
+async def test_valid_time_outside_the_range_is_refused(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("vt"), Clock()) as mem:
         with pytest.raises(UserInputError, match="outside the supported range"):
             await mem.add_knowledge("ana", "Ana was born", actor="s", valid_at=datetime(1, 1, 2, tzinfo=UTC))
         await mem.add_knowledge("ana", "Ana was born", actor="s", valid_at=datetime(1990, 1, 2, tzinfo=UTC))
@@ -176,10 +176,13 @@ def test_hashing_embedder_featurises_only_the_first_max_chars() -> None:
 # -- guarded rollback -------------------------------------------------------------------------------
 
 
-async def test_a_transaction_sqlite_already_rolled_back_keeps_the_original_error(tmp_path: Path) -> None:
+@sqlite_only("provokes SQLite's own automatic rollback")
+async def test_a_transaction_sqlite_already_rolled_back_keeps_the_original_error(
+    new_target: Callable[[str], str],
+) -> None:
     """SQLite rolls a transaction back by itself on "database or disk is full"; a second ROLLBACK
     then failed with "cannot rollback - no transaction is active" and hid what happened."""
-    db = await Database.open(str(tmp_path / "tx.db"))
+    db = await Database.open(str(new_target("tx")))
     try:
         await db.conn.execute("CREATE TABLE t(x)")
         with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
@@ -215,8 +218,8 @@ class _DatedExtractor:
         ])
 
 
-async def test_an_extracted_date_outside_the_range_is_dropped_and_counted(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "x.db", extractor=_DatedExtractor(), clock=Clock()) as mem:
+async def test_an_extracted_date_outside_the_range_is_dropped_and_counted(new_target: Callable[[str], str]) -> None:
+    async with Memory(new_target("x"), extractor=_DatedExtractor(), clock=Clock()) as mem:
         await mem.add_exchange("ana", "I live in Porto and one day Rome", None, datetime(2024, 1, 1, tzinfo=UTC))
         report = await mem.process("ana")
         # The out-of-range date is dropped from its item and counted; the run never fails on it.

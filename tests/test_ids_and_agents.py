@@ -6,11 +6,11 @@ rules is in test_mcp.py."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import sqlite_vec
-from engine_helpers import Clock, open_memory, snapshot, sql
+from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import (
     HashingEmbedder,
@@ -36,8 +36,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def mem(tmp_path: Path, clock: Clock):
-    async with open_memory(tmp_path / "agents.db", clock) as m:
+async def mem(new_target: Callable[[str], str], clock: Clock):
+    async with open_memory(new_target("agents"), clock) as m:
         yield m
 
 
@@ -58,10 +58,10 @@ async def audit_of(mem: Memory, entity: str, entity_id: int) -> list[tuple[str, 
     return [(r[0], r[1]) for r in rows]
 
 
-async def test_erase_then_write_reuses_no_id_in_any_table(tmp_path: Path, clock: Clock) -> None:
+async def test_erase_then_write_reuses_no_id_in_any_table(new_target: Callable[[str], str], clock: Clock) -> None:
     """Issue 9: the next message written after an erasure took an erased message's id and showed up
     under that id's old `capture` audit row."""
-    async with Memory(tmp_path / "erase.db", extractor=ScriptedExtractor(), clock=clock) as mem:
+    async with Memory(new_target("erase"), extractor=ScriptedExtractor(), clock=clock) as mem:
         await mem.add_exchange("gone", "FACT: Gone keeps owls", "Nice.", at=clock.now)
         await mem.add_exchange("gone", "FACT: Gone plays oboe", "Nice.", at=clock.now)
         clock.advance(hours=1)
@@ -104,8 +104,11 @@ async def test_undo_then_write_reuses_no_knowledge_id(mem: Memory) -> None:
     assert [a for a, _ in await audit_of(mem, "knowledge", fresh.id)] == ["inject"]
 
 
-async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_log_named(tmp_path: Path) -> None:
-    path = str(tmp_path / "v4.db")
+@sqlite_only("builds a SQLite v4 file and runs SQLite migration 5")
+async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_log_named(
+    new_target: Callable[[str], str],
+) -> None:
+    path = str(new_target("v4"))
     embedder = HashingEmbedder()
     [vector] = await embedder.embed(["Ana lives in Lisbon"])
     db = await Database.open(path)
@@ -184,9 +187,9 @@ async def test_a_proposal_goes_through_the_pipelines_gates(mem: Memory) -> None:
     assert (await mem.propose("bob", "Bob is allergic to peanuts", AGENT)).candidate_id is not None
 
 
-async def test_proposals_are_refused_past_the_limits(tmp_path: Path) -> None:
+async def test_proposals_are_refused_past_the_limits(new_target: Callable[[str], str]) -> None:
     config = MemoryConfig(max_pending_proposals_per_user=2, max_statement_chars=30, max_reason_chars=12)
-    async with open_memory(tmp_path / "limits.db", Clock(), config=config) as mem:
+    async with open_memory(new_target("limits"), Clock(), config=config) as mem:
         fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
         await mem.propose("ana", "Ana plays chess", AGENT)
         before = await snapshot(mem)
@@ -206,6 +209,7 @@ async def test_proposals_are_refused_past_the_limits(tmp_path: Path) -> None:
 # -- agents: forget --------------------------------------------------------------------------------------
 
 
+@sqlite_only("traces SQLite's statements and reads EXPLAIN QUERY PLAN")
 async def test_a_forget_request_is_found_by_one_indexed_query(mem: Memory) -> None:
     """Issue 9: the MCP server fetched 1,000 pending rows and filtered them in Python."""
     fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")

@@ -3,8 +3,8 @@ tombstone lifting. Every call names the user; another user's id reads as unknown
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from engine_helpers import Clock, open_memory, snapshot
@@ -19,8 +19,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def mem(tmp_path: Path, clock: Clock):
-    async with open_memory(tmp_path / "ops.db", clock) as m:
+async def mem(new_target: Callable[[str], str], clock: Clock):
+    async with open_memory(new_target("ops"), clock) as m:
         yield m
 
 

@@ -57,9 +57,9 @@ class Clock:
 
 
 @pytest.fixture
-async def mem(tmp_path):
+async def mem(new_target):
     clock = Clock()
-    m = Memory(tmp_path / "m.db", extractor=ScriptedExtractor(claims_from_user), clock=clock)
+    m = Memory(new_target("m"), extractor=ScriptedExtractor(claims_from_user), clock=clock)
     async with m:
         yield m
 
@@ -129,7 +129,7 @@ async def test_superseded_fact_stated_again_is_queued_again(mem: Memory) -> None
     assert report.predicted + report.duplicates == 1
 
 
-async def test_inverted_interval_from_extractor_is_counted_invalid(tmp_path) -> None:
+async def test_inverted_interval_from_extractor_is_counted_invalid(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
         return Extraction("", [
             GapItem("Ana lived in Rome", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="Rome"),
@@ -137,14 +137,14 @@ async def test_inverted_interval_from_extractor_is_counted_invalid(tmp_path) -> 
             GapItem("Ana lived in Bern", valid_at=T0 - timedelta(days=9), invalid_at=T0, evidence="Bern"),
         ])
 
-    async with Memory(tmp_path / "m.db", extractor=ScriptedExtractor(script)) as mem:
+    async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         await mem.add_exchange("ana", "Rome, Oslo, Bern", "ok", at=T0)
         report = await mem.process()
         assert report.invalid == 2 and report.queued == 1
         assert [c.statement for c in await mem.review.pending()] == ["Ana lived in Bern"]
 
 
-async def test_gates_run_in_order_and_are_counted_on_the_run(tmp_path) -> None:
+async def test_gates_run_in_order_and_are_counted_on_the_run(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
         return Extraction("", [
             GapItem("low", confidence=0.5, valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="x"),
@@ -154,7 +154,7 @@ async def test_gates_run_in_order_and_are_counted_on_the_run(tmp_path) -> None:
             GapItem("Ana likes tea.", evidence="x"),
         ], covered=[CoveredClaim("Ana is Ana", None)])
 
-    async with Memory(tmp_path / "m.db", extractor=ScriptedExtractor(script)) as mem:
+    async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         cid = await mem.queue_candidate("ana", "Ana hates jazz")
         await mem.review.reject(cid, reviewer="rev", reason="wrong")
         await mem.add_exchange("ana", "Ana likes tea", "ok", at=T0)
@@ -169,7 +169,7 @@ async def test_gates_run_in_order_and_are_counted_on_the_run(tmp_path) -> None:
         assert tuple(run) == (6, 1, 1, 1, 1, 1, 1, "cold_start")
 
 
-async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(tmp_path) -> None:
+async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(new_target) -> None:
     handles: dict[str, str] = {}
 
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
@@ -180,7 +180,7 @@ async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(tmp_p
             GapItem("Ana has a cat", kind="update", supersedes="not-a-handle", evidence="cat"),
         ])
 
-    async with Memory(tmp_path / "m.db", extractor=ScriptedExtractor(script)) as mem:
+    async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         ana = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
         bob = await mem.add_knowledge("bob", "Bob works at Initech", actor="support")
         handles["bob"] = str(bob.id)
@@ -194,14 +194,14 @@ async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(tmp_p
             assert by_text[other].kind == "new" and by_text[other].supersedes_id is None
 
 
-async def test_unsupported_evidence_is_flagged_and_confidence_lowered(tmp_path) -> None:
+async def test_unsupported_evidence_is_flagged_and_confidence_lowered(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
         return Extraction("", [
             GapItem("Ana owns a boat", confidence=0.9, evidence="I own a boat"),
             GapItem("Ana owns a plane", confidence=0.9, evidence="the assistant said planes are fun"),
         ])
 
-    async with Memory(tmp_path / "m.db", extractor=ScriptedExtractor(script)) as mem:
+    async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         await mem.add_exchange("ana", "Hi. I own a boat, by the way.", "Planes are fun too!", at=T0)
         report = await mem.process()
         assert report.queued == 2 and report.unsupported == 1
@@ -220,10 +220,10 @@ async def test_backfilled_and_same_second_messages_are_processed(mem: Memory) ->
     assert {c.statement for c in await mem.review.pending()} == {"Ana keeps bees", "Ana sails", "Ana skis"}
 
 
-async def test_failed_run_leaves_episode_retryable_and_retry_succeeds(tmp_path) -> None:
+async def test_failed_run_leaves_episode_retryable_and_retry_succeeds(new_target) -> None:
     extractor = ScriptedExtractor(claims_from_user)
     extractor.fail_next = 1
-    async with Memory(tmp_path / "m.db", extractor=extractor) as mem:
+    async with Memory(new_target("m"), extractor=extractor) as mem:
         await mem.add_exchange("ana", "FACT: Ana keeps bees", "ok", at=T0)
         report = await mem.process()
         assert report.failed == 1 and report.queued == 0 and "unavailable" in report.errors[0]
@@ -235,9 +235,9 @@ async def test_failed_run_leaves_episode_retryable_and_retry_succeeds(tmp_path) 
         assert (await mem.stats())["extraction"]["episodes"] == {"open": 0, "processed": 1, "failed": 0}
 
 
-async def test_episodes_split_at_gaps_and_size(tmp_path) -> None:
+async def test_episodes_split_at_gaps_and_size(new_target) -> None:
     config = MemoryConfig(episode_max_messages=4)
-    async with Memory(tmp_path / "m.db", extractor=ScriptedExtractor(claims_from_user), config=config) as mem:
+    async with Memory(new_target("m"), extractor=ScriptedExtractor(claims_from_user), config=config) as mem:
         for i in range(3):
             await mem.add_exchange("ana", f"FACT: f{i}", "ok", at=T0 + timedelta(minutes=i))
         await mem.add_exchange("ana", "FACT: later", "ok", at=T0 + timedelta(hours=1))
@@ -254,8 +254,10 @@ async def test_extraction_sources_are_original_messages_not_the_narrative(mem: M
                                                                 ("assistant", "Lovely.")]
 
 
-async def test_two_concurrent_process_calls_never_process_the_same_messages(tmp_path) -> None:
-    path = tmp_path / "m.db"
+async def test_two_concurrent_process_calls_never_process_the_same_messages(
+    new_target: Callable[[str], str],
+) -> None:
+    path = new_target("m")
     a_ext, b_ext = ScriptedExtractor(claims_from_user), ScriptedExtractor(claims_from_user)
     async with Memory(path, extractor=a_ext) as a, Memory(path, extractor=b_ext) as b:
         for i in range(30):
@@ -275,9 +277,9 @@ async def test_same_memory_concurrent_process_calls_are_serialised_per_user(mem:
     assert r1.queued + r2.queued == 5 and r1.episodes + r2.episodes == 5
 
 
-async def test_extract_all_mode_skips_prediction(tmp_path) -> None:
+async def test_extract_all_mode_skips_prediction(new_target) -> None:
     extractor = ScriptedExtractor(claims_from_user)
-    async with Memory(tmp_path / "m.db", extractor=extractor, config=MemoryConfig(predict=False)) as mem:
+    async with Memory(new_target("m"), extractor=extractor, config=MemoryConfig(predict=False)) as mem:
         await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "FACT: Ana keeps bees", "ok", at=T0)
         report = await mem.process()
@@ -287,9 +289,9 @@ async def test_extract_all_mode_skips_prediction(tmp_path) -> None:
             assert (await (await conn.execute("SELECT mode FROM extraction_runs")).fetchone())[0] == "extract_all"
 
 
-async def test_background_mode_processes_at_threshold_and_close_waits(tmp_path) -> None:
+async def test_background_mode_processes_at_threshold_and_close_waits(new_target) -> None:
     extractor = ScriptedExtractor(claims_from_user)
-    path = tmp_path / "m.db"
+    path = new_target("m")
     mem = Memory(path, extractor=extractor, config=MemoryConfig(batch_threshold=4))
     await mem.open()
     await mem.add_exchange("ana", "FACT: one", "ok", at=T0)

@@ -3,8 +3,8 @@ that results are never another user's and never short: exactly min(top_k, matchi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from engine_helpers import Clock, open_memory
@@ -19,8 +19,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def mem(tmp_path: Path, clock: Clock):
-    async with open_memory(tmp_path / "retrieval.db", clock) as m:
+async def mem(new_target: Callable[[str], str], clock: Clock):
+    async with open_memory(new_target("retrieval"), clock) as m:
         yield m
 
 

@@ -4,8 +4,8 @@ the positive control that the same call by the right reviewer works."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +21,7 @@ from engine.errors import (
 )
 from engine.storage.sqlite.schema import SCHEMA_VERSION
 from engine.team import sample_point, sampled
-from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
+from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql, sqlite_only
 
 
 async def queue(mem: Memory, user: str, *statements: str) -> list[int]:
@@ -36,8 +36,9 @@ async def table_rows(mem: Memory, query: str) -> list[tuple[object, ...]]:
 # -- schema -------------------------------------------------------------------------------------------
 
 
-async def test_a_new_database_has_the_team_tables(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "m.db") as mem:
+@sqlite_only("reads sqlite_master and PRAGMA user_version (PostgreSQL's migrations: test_postgres_store)")
+async def test_a_new_database_has_the_team_tables(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m")) as mem:
         names = {r[0] for r in await table_rows(mem, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         version = (await table_rows(mem, "PRAGMA user_version"))[0][0]
     assert {"flags", "second_reviews", "assignments"} <= names
@@ -47,9 +48,11 @@ async def test_a_new_database_has_the_team_tables(tmp_path: Path) -> None:
 # -- progress -----------------------------------------------------------------------------------------
 
 
-async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewers_pace(tmp_path: Path) -> None:
+async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewers_pace(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         a = await queue(mem, "u1", "User likes tea", "User has a cat", "User rides a bike", "User reads")
         b = await queue(mem, "u2", "User likes jazz")
         clock.advance(minutes=1)
@@ -89,9 +92,9 @@ async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewe
             await mem.team.progress("ana", colour="red")
 
 
-async def test_progress_defaults_to_the_current_utc_day(tmp_path: Path) -> None:
+async def test_progress_defaults_to_the_current_utc_day(new_target: Callable[[str], str]) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         [c1, c2] = await queue(mem, "u1", "User likes tea", "User has a cat")
         await mem.review.approve(c1, "ana")
         clock.advance(days=1)
@@ -104,9 +107,11 @@ async def test_progress_defaults_to_the_current_utc_day(tmp_path: Path) -> None:
 # -- second opinions ----------------------------------------------------------------------------------
 
 
-async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewer_can(tmp_path: Path) -> None:
+async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewer_can(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         [cid] = await queue(mem, "u1", "User is a pilot")
         await mem.review.claim(cid, "ana")
         mark = await last_audit_id(mem)
@@ -142,9 +147,9 @@ async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewe
         assert figures.agreement == 0.0
 
 
-async def test_flag_refusals_change_nothing(tmp_path: Path) -> None:
+async def test_flag_refusals_change_nothing(new_target: Callable[[str], str]) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         [cid, other, done] = await queue(mem, "u1", "User is a pilot", "User is tall", "User is kind")
         await mem.review.approve(done, "ana")
         await mem.team.flag(cid, "ana")
@@ -187,10 +192,10 @@ def test_the_sample_is_a_pure_function_of_the_id() -> None:
     assert all(sampled(i, 1.0) for i in range(1, 200))
 
 
-async def test_sampled_approvals_go_blind_to_another_reviewer(tmp_path: Path) -> None:
+async def test_sampled_approvals_go_blind_to_another_reviewer(new_target: Callable[[str], str]) -> None:
     clock = Clock()
     config = MemoryConfig(second_review_rate=0.5)
-    async with open_memory(tmp_path / "m.db", clock, config=config) as mem:
+    async with open_memory(new_target("m"), clock, config=config) as mem:
         ids = await queue(mem, "u1", *[f"User owns {n} boats" for n in range(1, 13)])
         for cid in ids:
             clock.advance(seconds=20)
@@ -244,9 +249,9 @@ async def test_sampled_approvals_go_blind_to_another_reviewer(tmp_path: Path) ->
 
 
 async def test_a_disagreement_on_a_fact_that_already_ended_is_recorded_without_a_retraction(
-    tmp_path: Path,
+    new_target: Callable[[str], str],
 ) -> None:
-    async with open_memory(tmp_path / "m.db", config=MemoryConfig(second_review_rate=1.0)) as mem:
+    async with open_memory(new_target("m"), config=MemoryConfig(second_review_rate=1.0)) as mem:
         [cid] = await queue(mem, "u1", "User lives in Oslo")
         fact = await mem.review.approve(cid, "ana")
         # the queue offers active facts only; a fact retracted after listing is "disagree"
@@ -261,9 +266,9 @@ async def test_a_disagreement_on_a_fact_that_already_ended_is_recorded_without_a
 # -- assignment ---------------------------------------------------------------------------------------
 
 
-async def test_taking_a_users_items_makes_them_mine_and_refuses_the_others(tmp_path: Path) -> None:
+async def test_taking_a_users_items_makes_them_mine_and_refuses_the_others(new_target: Callable[[str], str]) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         [a1, a2] = await queue(mem, "u1", "User likes tea", "User has a cat")
         [b1] = await queue(mem, "u2", "User likes jazz")
         taken = await mem.team.take_user("u1", "bob")
@@ -307,9 +312,9 @@ async def test_taking_a_users_items_makes_them_mine_and_refuses_the_others(tmp_p
 # -- figures ------------------------------------------------------------------------------------------
 
 
-async def test_reviewer_figures_per_reviewer_and_per_day(tmp_path: Path) -> None:
+async def test_reviewer_figures_per_reviewer_and_per_day(new_target: Callable[[str], str]) -> None:
     clock = Clock()
-    async with open_memory(tmp_path / "m.db", clock) as mem:
+    async with open_memory(new_target("m"), clock) as mem:
         ids = await queue(mem, "u1", *[f"User knows {n} languages" for n in range(1, 8)])
         await mem.review.approve(ids[0], "ana")
         clock.advance(seconds=40)
@@ -339,8 +344,8 @@ async def test_reviewer_figures_per_reviewer_and_per_day(tmp_path: Path) -> None
         assert (await mem.team.figures(user_id="nobody")).reviewers == []
 
 
-async def test_erasing_a_user_removes_their_team_rows(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "m.db", config=MemoryConfig(second_review_rate=1.0)) as mem:
+async def test_erasing_a_user_removes_their_team_rows(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m"), config=MemoryConfig(second_review_rate=1.0)) as mem:
         [c1, c2] = await queue(mem, "u1", "User likes tea", "User has a cat")
         await mem.review.approve(c1, "ana")
         await mem.team.second_review(c1, "bob", approve=True)

@@ -7,7 +7,7 @@ whitespace, punctuation, NFC/NFD, full-width) share a key, and different word se
 from __future__ import annotations
 
 import unicodedata
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from engine_helpers import Clock, open_memory
@@ -167,8 +167,8 @@ async def test_tombstone_gate_blocks_typos_and_look_alikes_but_not_another_value
 
 
 @pytest.fixture
-async def mem(tmp_path: Path):
-    async with open_memory(tmp_path / "stones.db", Clock()) as m:
+async def mem(new_target: Callable[[str], str]):
+    async with open_memory(new_target("stones"), Clock()) as m:
         yield m
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,12 +44,12 @@ async def lisbon_then_porto(mem: Memory, clock: Clock) -> tuple[int, int, dateti
     return lisbon.id, porto.id, day(2026, 3, 1)
 
 
-async def test_lisbon_to_porto(tmp_path: Path) -> None:
+async def test_lisbon_to_porto(new_target: Callable[[str], str]) -> None:
     """Issue 9: after Porto (from 2026-01-01) replaced Lisbon, Lisbon still read `always → now`,
     `--as-of 2025-06-01` returned no home at all, and `--known-at` labelled Lisbon superseded at a
     moment when it was active."""
     clock = Clock()
-    async with open_memory(tmp_path / "vt.db", clock) as mem:
+    async with open_memory(new_target("vt"), clock) as mem:
         lisbon_id, _, between = await lisbon_then_porto(mem, clock)
         lisbon = await mem.get_knowledge("ana", lisbon_id)
         assert (lisbon.valid_at, lisbon.invalid_at, lisbon.status) == (day(2024), day(2026), "superseded")
@@ -69,9 +70,11 @@ async def test_lisbon_to_porto(tmp_path: Path) -> None:
         assert await homes(mem, known_at=day(2026, 5, 3)) == {"She lives in Porto": "active"}
 
 
-async def test_corrected_and_retracted_facts_are_never_read_as_true_for_their_period(tmp_path: Path) -> None:
+async def test_corrected_and_retracted_facts_are_never_read_as_true_for_their_period(
+    new_target: Callable[[str], str],
+) -> None:
     clock = Clock(day(2025))
-    async with open_memory(tmp_path / "wrong.db", clock) as mem:
+    async with open_memory(new_target("wrong"), clock) as mem:
         typo = await mem.add_knowledge("ana", "She lives in Lisbom", actor="support", valid_at=day(2020))
         clock.advance(days=1)
         fixed = await mem.correct("ana", typo.id, "She lives in Lisbon", actor="support", reason="typo")
@@ -85,9 +88,9 @@ async def test_corrected_and_retracted_facts_are_never_read_as_true_for_their_pe
         assert {i.knowledge.id for i in every.items} == {typo.id, fixed.id, joke.id}
 
 
-async def test_a_change_without_a_start_starts_when_the_message_said_it(tmp_path: Path) -> None:
+async def test_a_change_without_a_start_starts_when_the_message_said_it(new_target: Callable[[str], str]) -> None:
     clock = Clock(day(2026, 1, 5))
-    async with Memory(tmp_path / "said.db", extractor=ScriptedExtractor(), clock=clock) as mem:
+    async with Memory(new_target("said"), extractor=ScriptedExtractor(), clock=clock) as mem:
         await mem.add_exchange("ana", "FACT: Ana lives in Lisbon", "Nice.", at=day(2026, 1, 5))
         clock.now = day(2026, 1, 6)
         await mem.process("ana")
@@ -105,8 +108,8 @@ async def test_a_change_without_a_start_starts_when_the_message_said_it(tmp_path
         assert (await mem.get_knowledge("ana", lisbon.id)).invalid_at == said
 
 
-async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(tmp_path: Path) -> None:
-    async with open_memory(tmp_path / "early.db", Clock(day(2026, 6))) as mem:
+async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("early"), Clock(day(2026, 6))) as mem:
         old = await mem.add_knowledge("ana", "Ana works at SAP", actor="s", valid_at=day(2025), invalid_at=day(2027))
         c1 = await mem.queue_candidate("ana", "Ana works at Zalando", kind="update", supersedes_id=old.id,
                                        valid_at=day(2024))
@@ -131,9 +134,11 @@ async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(tmp_pa
 
 
 @pytest.mark.parametrize("flag", ["--as-of", "--known-at"])
-async def test_cli_search_says_which_time_it_answers(tmp_path: Path, flag: str) -> None:
+async def test_cli_search_says_which_time_it_answers(
+    new_target: Callable[[str], str], flag: str,
+) -> None:
     clock = Clock()
-    db = tmp_path / "cli.db"
+    db = new_target("cli")
     async with open_memory(db, clock) as mem:
         await lisbon_then_porto(mem, clock)
     when = "2025-06-01" if flag == "--as-of" else "2026-03-01"

@@ -8,9 +8,12 @@ database driver (tests/test_layers.py and the import-linter contract in pyprojec
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+from pathlib import Path
 
+from ..errors import MemdeskError, UserInputError
 from .base import NEW_CANDIDATES, TABLES, Store, Verify
 from .sql.tx import GateView, SqlTx
 
@@ -22,8 +25,117 @@ def is_postgres_url(target: str | os.PathLike[str]) -> bool:
 
 
 def masked(target: str) -> str:
-    """The target for messages: a URL's password replaced by ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", target) if is_postgres_url(target) else target
+    """The target for messages: a URL's password replaced by ***. Masks generously rather than
+    parse as one driver does: everything from the user's ':' to the LAST '@' before the query
+    (a password may hold '@' or '/' unescaped), and any `password=` query parameter."""
+    if not is_postgres_url(target):
+        return target
+    scheme, rest = target.split("://", 1)
+    end = min((i for i in (rest.find(c) for c in "?#") if i >= 0), default=len(rest))
+    head, tail = rest[:end], rest[end:]
+    userinfo, at, after = head.rpartition("@")
+    if at and ":" in userinfo:
+        head = f"{userinfo.partition(':')[0]}:***@{after}"
+    tail = re.sub(r"([?&]password=)[^&#]*", r"\1***", tail, flags=re.IGNORECASE)
+    return f"{scheme}://{head}{tail}"
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """The exceptions a database driver raises, for callers that must turn them into a message
+    without importing a driver themselves: sqlite3's DatabaseError (and pysqlite3's, a different
+    class, when the engine runs on it), and asyncpg's PostgresError and InterfaceError when asyncpg
+    is installed."""
+    import sqlite3
+
+    errors: list[type[Exception]] = [sqlite3.DatabaseError]
+    try:
+        from .sqlite.connection import sqlite_module
+
+        driver = sqlite_module()
+        if driver.DatabaseError is not sqlite3.DatabaseError:
+            errors.append(driver.DatabaseError)
+    except MemdeskError:
+        pass
+    try:
+        import asyncpg
+    except ImportError:
+        pass
+    else:
+        errors += [asyncpg.PostgresError, asyncpg.InterfaceError]
+    return tuple(errors)
+
+
+async def inspect(target: str | os.PathLike[str]) -> tuple[bool, int]:
+    """(exists, schema version) of the store at `target`, WITHOUT creating or migrating anything;
+    version 0 means "there, but not a memdesk store". For commands that must refuse a typo rather
+    than open (and so create) an empty store, and that can say why a store cannot be reached.
+
+    Raises UserInputError for what the caller can fix (not a SQLite file; a PostgreSQL server that
+    cannot be reached, refuses the login, or has no such database; a malformed URL), with the URL's
+    password masked, and MemdeskError where the file sits on a read-only file system."""
+    if is_postgres_url(target):
+        return await _inspect_postgres(str(target))
+    return _inspect_sqlite(Path(target))
+
+
+def _inspect_sqlite(path: Path) -> tuple[bool, int]:
+    """PRAGMA user_version read-only through the stdlib driver (no extension needed, WAL honoured)."""
+    import sqlite3
+    from contextlib import closing
+
+    if not path.exists():
+        return False, 0
+    if path.is_dir():
+        raise UserInputError(f"{path} is a directory, not a database file")
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return True, int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        from .sqlite.connection import read_only_reason
+
+        # A WAL database on a read-only file system cannot even be read (SQLite must create its
+        # shared-memory index beside it): that is where the file is, not what it is.
+        reason = read_only_reason(path)
+        if reason is not None:
+            raise MemdeskError(reason) from None
+        if "not a database" in str(exc):
+            raise UserInputError(f"{path} is not a SQLite database") from None
+        raise UserInputError(f"{path} cannot be opened as a SQLite database ({exc})") from None
+
+
+async def _inspect_postgres(url: str) -> tuple[bool, int]:
+    """Connect once and read the migration level. Every way a connection fails is something the
+    caller gave (a URL, a password, a database name) or must start (the server): one line naming
+    the masked URL and the driver's reason. The driver's own message never holds the password."""
+    import asyncpg
+
+    from .postgres import schema
+    from .postgres.connection import connect
+
+    shown = masked(url)
+    try:
+        conn = await asyncio.wait_for(connect(url, vector=False), timeout=_CONNECT_SECONDS)
+    except asyncpg.InvalidPasswordError:
+        raise UserInputError(f"{shown}: the server refused the login (wrong user or password)") from None
+    except asyncpg.InvalidCatalogNameError:
+        raise UserInputError(f"{shown}: no such database on that server (create it with createdb)") from None
+    except (OSError, TimeoutError) as exc:
+        why = exc.strerror or type(exc).__name__ if isinstance(exc, OSError) else "timed out"
+        raise UserInputError(f"{shown}: cannot reach the PostgreSQL server ({why})") from None
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+        raise UserInputError(f"{shown}: cannot open ({_without(str(exc), url)})") from None
+    try:
+        return True, await schema.current_version(conn)
+    finally:
+        await conn.close()
+
+
+_CONNECT_SECONDS = 15.0
+
+
+def _without(text: str, url: str) -> str:
+    """A driver message with the URL (and so its password) replaced by its masked form."""
+    return text.replace(url, masked(url))
 
 
 async def open_store(
@@ -41,4 +153,7 @@ async def open_store(
     return await SqliteStore.open(str(target), dimensions=dimensions, embedder=embedder, verify=verify)
 
 
-__all__ = ["NEW_CANDIDATES", "TABLES", "GateView", "SqlTx", "Store", "is_postgres_url", "masked", "open_store"]
+__all__ = [
+    "NEW_CANDIDATES", "TABLES", "GateView", "SqlTx", "Store", "database_errors", "inspect", "is_postgres_url", "masked",
+    "open_store",
+]

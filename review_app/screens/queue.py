@@ -63,6 +63,9 @@ from ..widgets.queue_filter import FilterModal, QueueFilter
 from .base import WorkstationScreen
 from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
+POLL_SECONDS = 2.0
+"""How often a store that cannot announce new candidates is asked for them."""
+
 PAGE_SIZE = 200
 """Rows fetched per page; the next page loads when the cursor comes within PREFETCH of the end."""
 PREFETCH = 20
@@ -205,6 +208,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
         self.columns: tuple[str, ...] = ()
+        self._unsubscribe: Callable[[], Awaitable[None]] | None = None
+        self._last_count: int | None = None
+        """Pending candidates (under the filter) at the last look for new ones."""
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -226,6 +232,45 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.query_one(PendingTable).focus()
         self._apply_width(self.app.size.width)
         self.reload()
+        self._subscribe()
+
+    # -- new work from elsewhere -------------------------------------------------------------------
+
+    @work(group="queue-subscribe", name="Listening for new candidates", exit_on_error=False)
+    async def _subscribe(self) -> None:
+        """Candidates queued by another process (extraction, an agent, another workstation) appear
+        without a key press: the store announces them (PostgreSQL NOTIFY; SQLite's commit watcher).
+        A store that cannot announce is polled instead."""
+        try:
+            self._unsubscribe = await self.review_app.memory.subscribe_new_candidates(
+                lambda: self.call_later(self._check_new))
+        except NotImplementedError:
+            self.set_interval(POLL_SECONDS, self._check_new)
+
+    async def on_unmount(self) -> None:
+        stop, self._unsubscribe = self._unsubscribe, None
+        if stop is not None:
+            await stop()
+
+    def _check_new(self) -> None:
+        if self.is_mounted:
+            self._recount()
+
+    @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
+    async def _recount(self) -> None:
+        """Reload only when more candidates are pending than at the last look: an announcement may
+        be spurious (SQLite reports every commit, this screen's own leases included, and a reload
+        at every lease would re-claim and so announce again). Fewer pending (decided elsewhere) is
+        left alone: rows moving under the reviewer's cursor would make the next key decide another
+        candidate; deciding a gone one is refused by the engine and refreshes the list. While a
+        decision is being saved the list is about to change: look again a little later."""
+        if self._deciding:
+            self.set_timer(POLL_SECONDS / 4, self._check_new)
+            return
+        total = await self.review_app.memory.review.count(**self.filter.kwargs())
+        seen, self._last_count = self._last_count, total
+        if seen is not None and total > seen and not self._deciding:
+            self.reload()
 
     def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)
@@ -363,7 +408,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         previous_row = table.cursor_row
         keep = select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
-        self.total = await memory.review.count(**kwargs)
+        self.total = self._last_count = await memory.review.count(**kwargs)
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
         now = self.review_app.now()
         self.candidates = {c.id: c for c in page}

@@ -93,7 +93,7 @@ QUEUE_SORTS: dict[str, str] = {
     "age": "",
     "user": "c.user_id, ",
     "kind": "c.kind, ",
-    "confidence": "c.confidence DESC, ",
+    "confidence": "c.confidence DESC NULLS LAST, ",  # NULL (not measured) last on both backends
 }
 """How the queue may be ordered (and so grouped): a key first, then age within it, so pages stay
 stable while reviewers work and a user's (or a kind's) candidates sit together."""
@@ -360,7 +360,7 @@ class SqlTx:
         return await returned_id(cur)
 
     async def audit_events(self, user_id: str | None, entity: str | None = None,
-        entity_ids: Sequence[int] | None = None, limit: int = 1000,
+        entity_ids: Sequence[int] | None = None, limit: int | None = 1000,
     ) -> list[AuditEvent]:
         where, args = [], []  # type: ignore[var-annotated]
         if user_id is not None:
@@ -375,8 +375,11 @@ class SqlTx:
         sql = f"SELECT {AUDIT_COLS} FROM audit_log"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id LIMIT ?"
-        rows = await (await self.conn.execute(sql, (*args, limit))).fetchall()
+        sql += " ORDER BY id"
+        if limit is not None:  # None: every event (no portable "no limit" value: SQLite's -1 is an error on PostgreSQL)
+            sql += " LIMIT ?"
+            args.append(limit)
+        rows = await (await self.conn.execute(sql, args)).fetchall()
         return [audit_from_row(r) for r in rows]
 
     async def meta_value(self, key: str) -> str | None:

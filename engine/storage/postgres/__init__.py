@@ -1,0 +1,1 @@
+"""The PostgreSQL backend: asyncpg + pgvector (see connection.py for why asyncpg)."""

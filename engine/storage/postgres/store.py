@@ -1,0 +1,327 @@
+"""PostgresStore: the Store of STORAGE.md over an asyncpg pool.
+
+Transactions: every write transaction is a pooled connection at READ COMMITTED. What keeps two
+writers from deciding the same thing twice is what kept them apart on SQLite minus the global lock:
+guarded UPDATEs (`... WHERE status = 'pending'`, which PostgreSQL re-checks against the committed
+row after waiting for a concurrent writer), row locks taken by `SELECT ... FOR UPDATE` (SKIP LOCKED
+for the queue and episode leases, PostgresTx), and unique indexes. Reads (`reading()`) run at
+REPEATABLE READ READ ONLY: one snapshot for every statement of the read, and never a lock a
+writer waits on.
+
+New work without polling: `subscribe()` LISTENs on a connection of its own; the trigger of schema
+migration 1 NOTIFYs channel `memdesk_candidates` with the user id when candidates are inserted.
+
+Erasure (`compact()`): deleting rows leaves dead tuples, and a plain VACUUM only marks their space
+reusable; the bytes stay in the table's pages until overwritten. VACUUM FULL rewrites each table
+(and its indexes and TOAST table) into new files from live rows only and unlinks the old ones, so
+the database's files no longer hold the erased text. What it cannot reach, and the README says:
+the write-ahead log still holds the inserted rows (and full-page images) until its segments are
+recycled and overwritten, and WAL archives, base backups, streaming replicas' own WAL and
+pg_dump files keep them for as long as they are kept. VACUUM FULL takes an ACCESS EXCLUSIVE lock
+per table for the time of its rewrite, and only the table's owner (or a superuser; from
+PostgreSQL 17 the MAINTAIN privilege) may run it, so `compact()` reports False when it could not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from ..base import TABLES, Store
+from . import schema
+from .connection import PgConn, connect, create_pool, mask_url
+
+log = logging.getLogger(__name__)
+
+TxFactory = Callable[[PgConn, bool], Any]
+"""Makes the transaction object from (connection, writing); tests that speak SQL pass their own."""
+Verify = Callable[[Any], Awaitable[None]]
+
+# Tables an erasure deletes from or redacts: what compact() rewrites.
+ERASE_TABLES: tuple[str, ...] = (
+    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log", "discarded",
+    "flags", "second_reviews", "assignments",
+)
+
+# Columns a dump leaves out: `search` is derived from the statement (PostgresTx.search_text), and
+# rebuilt by `load`, as SQLite rebuilds its FTS rows.
+_DERIVED = {"knowledge": {"search"}}
+
+
+def _key(table: str) -> str:
+    return "key" if table == "meta" else "id"
+
+
+class PostgresStore(Store):
+    """A memdesk store in one PostgreSQL database. `load` copes with references that point
+    forward in TABLES order (messages -> episodes, candidates <-> knowledge, a fact superseded by
+    a later fact)."""
+
+    backend = "postgres"
+    TABLES = TABLES
+
+    def __init__(self, url: str, pool: asyncpg.Pool, tx_factory: TxFactory | None = None) -> None:
+        self.url = url
+        self.target = mask_url(url)
+        self.pool = pool
+        self._tx_factory = tx_factory
+        # BM25 statistics per user, shared by every pooled connection: each use re-checks them
+        # against the user's fact count and largest id (PostgresTx.store_generation).
+        self._stats: dict[str, Any] = {}
+        self._columns: dict[str, list[str]] = {}
+        # Forward references `load` could not set yet: (table, column, target) -> {row id: value}.
+        self._pending_refs: dict[tuple[str, str, str], dict[int, int]] = {}
+        self._listeners: list[Callable[[], Awaitable[None]]] = []
+
+    @classmethod
+    async def open(
+        cls, url: str, *, dimensions: int, embedder: str | None = None, verify: Verify | None = None,
+        max_version: int | None = None, min_size: int = 1, max_size: int = 10, tx_factory: TxFactory | None = None,
+    ) -> PostgresStore:
+        """Migrate the database (creating the schema in an empty one), then open the pool. A
+        database of a newer schema is refused before anything is written to it, and so is one
+        that `verify` (given a read transaction on an existing store, before any migration)
+        refuses. `dimensions` and `embedder` describe a NEW store's vectors."""
+        conn = await connect(url, vector=False)
+        try:
+            async def check(version: int) -> None:
+                if version >= 1 and verify is not None:
+                    async with conn.transaction(isolation="repeatable_read", readonly=True):
+                        await verify(_make_tx(tx_factory, PgConn(conn), {}, writing=False))
+
+            await schema.migrate(conn, dimensions, embedder=embedder, max_version=max_version,
+                                 target=mask_url(url), verify=check)
+        finally:
+            await conn.close()
+        pool = await create_pool(url, min_size=min_size, max_size=max_size)
+        return cls(url, pool, tx_factory)
+
+    def _tx(self, conn: asyncpg.Connection, *, writing: bool) -> Any:
+        return _make_tx(self._tx_factory, PgConn(conn), self._stats, writing=writing)
+
+    # -- transactions ---------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Any]:
+        """One write transaction on a pooled connection, READ COMMITTED; committed on exit, rolled
+        back on any exception (a cancelled caller included: asyncpg resets the connection before
+        the pool hands it out again)."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
+            yield self._tx(conn, writing=True)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Any]:
+        """A consistent read-only snapshot (REPEATABLE READ READ ONLY): every statement of the read
+        sees the same committed state, and no writer waits for it."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            yield self._tx(conn, writing=False)
+
+    async def close(self) -> None:
+        for stop in list(self._listeners):
+            with contextlib.suppress(Exception):
+                await stop()
+        await self.pool.close()
+
+    async def schema_version(self) -> int:
+        async with self.pool.acquire() as conn:
+            return await schema.current_version(conn)
+
+    # -- whole-store copies (`memdesk migrate`) -------------------------------------------------------
+
+    async def columns(self, table: str) -> list[str]:
+        """The table's columns in their order, less the derived ones."""
+        if table not in self._columns:
+            if table not in TABLES:
+                raise ValueError(f"unknown table {table!r}")
+            async with self.pool.acquire() as conn:
+                rows = await conn.fetch(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+                    " AND table_name = $1 ORDER BY ordinal_position",
+                    table,
+                )
+            skip = _DERIVED.get(table, set())
+            self._columns[table] = [r[0] for r in rows if r[0] not in skip]
+        return self._columns[table]
+
+    async def dump(self, table: str, *, batch: int = 1000) -> AsyncIterator[list[dict[str, Any]]]:
+        """Every row of `table` in key order, `batch` rows at a time, from one snapshot of the
+        table (a REPEATABLE READ transaction and a server-side cursor held for the whole dump).
+        Knowledge rows carry "embedding" as a list of floats."""
+        cols = await self.columns(table)
+        select = ", ".join(f'"{c}"' for c in cols)
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            cursor = await conn.cursor(f"SELECT {select} FROM {table} ORDER BY {_key(table)}")
+            while True:
+                rows = await cursor.fetch(batch)
+                if not rows:
+                    break
+                out = [dict(r) for r in rows]
+                if table == "knowledge":
+                    for row in out:
+                        row["embedding"] = _floats(row["embedding"])
+                yield out
+
+    async def load(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows with the ids they carry (one transaction). Knowledge rows get their `search`
+        vector from the statement; meta rows replace the value a key already has (the source's
+        embedder and width describe the vectors being copied). A reference to a row not loaded
+        yet (an episode loaded after its messages, a fact superseded by a later fact) is written
+        once its target exists: NULL until then, set by the load that brings the target. Each
+        identity sequence is then moved past the largest id."""
+        if not rows:
+            return
+        cols = await self.columns(table)
+        names = list(rows[0])
+        unknown = [n for n in names if n not in cols and not (table == "knowledge" and n == "embedding")]
+        if unknown:
+            raise ValueError(f"{table}: columns this store does not have: {', '.join(unknown)}")
+        data = [dict(r) for r in rows]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SET CONSTRAINTS ALL DEFERRED")
+            if table != "meta":
+                await self._hold_forward_refs(conn, table, data)
+            values = [f"${i}" for i in range(1, len(names) + 1)]
+            insert_cols = [f'"{n}"' for n in names]
+            if table == "knowledge":
+                from .tx import search_text
+
+                insert_cols.append("search")
+                values.append(f"to_tsvector('simple', ${len(names) + 1})")
+            sql = f"INSERT INTO {table}({', '.join(insert_cols)}) VALUES ({', '.join(values)})"
+            if table == "meta":
+                sql += " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            records = [tuple(row.get(n) for n in names) for row in data]
+            if table == "knowledge":
+                records = [(*rec, search_text(row["statement"])) for rec, row in zip(records, data, strict=True)]
+            await conn.executemany(sql, records)
+            await self._apply_pending_refs(conn)
+            if table != "meta":
+                await schema.sync_sequences(conn, (table,))
+
+    async def _hold_forward_refs(self, conn: asyncpg.Connection, table: str, data: list[dict[str, Any]]) -> None:
+        """Set to NULL (and remember) each reference of these rows whose target row is neither in
+        the database nor among the rows themselves."""
+        for src, column, target in schema.FOREIGN_KEYS:
+            if src != table:
+                continue
+            wanted = {int(r[column]) for r in data if r.get(column) is not None}
+            if not wanted:
+                continue
+            present = {int(r[0]) for r in await conn.fetch(f"SELECT id FROM {target} WHERE id = ANY($1::bigint[])",
+                                                             list(wanted))}
+            if target == table:
+                present |= {int(r["id"]) for r in data}
+            missing = wanted - present
+            if not missing:
+                continue
+            held = self._pending_refs.setdefault((table, column, target), {})
+            for row in data:
+                if row.get(column) is not None and int(row[column]) in missing:
+                    held[int(row["id"])] = int(row[column])
+                    row[column] = None
+
+    async def _apply_pending_refs(self, conn: asyncpg.Connection) -> None:
+        """Write the held references whose targets exist now."""
+        for (table, column, target), held in list(self._pending_refs.items()):
+            if not held:
+                continue
+            done = await conn.fetch(
+                f"UPDATE {table} t SET {column} = p.v FROM unnest($1::bigint[], $2::bigint[]) AS p(id, v)"
+                f" WHERE t.id = p.id AND EXISTS (SELECT 1 FROM {target} x WHERE x.id = p.v) RETURNING t.id",
+                list(held), list(held.values()),
+            )
+            for r in done:
+                held.pop(int(r[0]), None)
+
+    def unresolved_references(self) -> dict[str, int]:
+        """References `load` still holds back because their target never arrived, per
+        'table.column' (empty after a complete copy)."""
+        return {f"{t}.{c}": len(h) for (t, c, _), h in self._pending_refs.items() if h}
+
+    async def counts(self) -> dict[str, int]:
+        async with self.pool.acquire() as conn:
+            return {t: int(await conn.fetchval(f"SELECT count(*) FROM {t}")) for t in TABLES}
+
+    async def is_empty(self) -> bool:
+        async with self.pool.acquire() as conn:
+            for table in TABLES:
+                if table != "meta" and await conn.fetchval(f"SELECT EXISTS (SELECT 1 FROM {table})"):
+                    return False
+        return True
+
+    # -- erasure --------------------------------------------------------------------------------------
+
+    async def compact(self) -> bool:
+        """VACUUM FULL every table an erasure touches (see the module docstring for why FULL, and
+        what the WAL and backups keep). False when some table could not be rewritten: this role
+        does not own it (VACUUM skips such a table with only a warning, so ownership is checked
+        first and those tables are not attempted)."""
+        async with self.pool.acquire() as conn:
+            owned = {
+                r[0] for r in await conn.fetch(
+                    "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace"
+                    " AND c.relname = ANY($1::text[]) AND pg_has_role(current_user, c.relowner, 'USAGE')",
+                    list(ERASE_TABLES),
+                )
+            }
+            tables = [t for t in ERASE_TABLES if t in owned]
+            if tables:
+                await conn.execute(f"VACUUM (FULL, ANALYZE) {', '.join(tables)}")
+        if len(tables) != len(ERASE_TABLES):
+            log.warning("compact: this role does not own %s; not rewritten",
+                        ", ".join(t for t in ERASE_TABLES if t not in owned))
+            return False
+        return True
+
+    # -- notifications --------------------------------------------------------------------------------
+
+    async def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call `callback(payload)` on this event loop for every NOTIFY on `channel`, from a
+        connection of its own (a pooled connection would lose its LISTEN when released). The
+        returned coroutine function UNLISTENs and closes it."""
+        conn = await connect(self.url, vector=False)
+
+        def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            try:
+                callback(payload)
+            except Exception:  # a failing subscriber must not take the listener down
+                log.exception("subscriber of %s failed", channel)
+
+        await conn.add_listener(channel, deliver)
+        stopped = False
+
+        async def stop() -> None:
+            nonlocal stopped
+            if stopped:
+                return
+            stopped = True
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(stop)
+            with contextlib.suppress(Exception):
+                await conn.remove_listener(channel, deliver)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), timeout=5)
+
+        self._listeners.append(stop)
+        return stop
+
+
+def _make_tx(factory: TxFactory | None, conn: PgConn, stats: dict[str, Any], *, writing: bool) -> Any:
+    if factory is not None:
+        return factory(conn, writing)
+    from .tx import PostgresTx
+
+    return PostgresTx(conn, stats, writing=writing)
+
+
+def _floats(value: Any) -> list[float]:
+    """A pgvector value (Vector, numpy array or list) as a list of Python floats."""
+    if hasattr(value, "to_list"):
+        return [float(x) for x in value.to_list()]
+    return [float(x) for x in value]

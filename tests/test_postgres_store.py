@@ -1,0 +1,341 @@
+"""The PostgreSQL backend's own parts, against the session's real server (tests/pg.py): the `?`
+rewrite, migrations, the append-only audit trigger, NOTIFY on new candidates, dump/load with ids
+kept, and erasure's compaction leaving no deleted text in the table files."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from engine.errors import ConfigurationError
+from engine.storage.postgres import schema
+from engine.storage.postgres.connection import PgConn, _status_count, connect, mask_url, to_dollar
+from engine.storage.postgres.store import PostgresStore
+
+
+def _raw_tx(conn: PgConn, writing: bool) -> PgConn:
+    """Transactions hand out the bare PgConn here: these tests speak SQL, not engine operations."""
+    return conn
+
+
+async def _open(url: str) -> PostgresStore:
+    return await PostgresStore.open(url, dimensions=3, tx_factory=_raw_tx)
+
+
+def test_placeholders_outside_literals_only() -> None:
+    assert to_dollar("SELECT ? , ?") == "SELECT $1 , $2"
+    assert to_dollar("SELECT '?', \"a?\", ? -- ?\n, /* ? */ ?") == "SELECT '?', \"a?\", $1 -- ?\n, /* ? */ $2"
+    assert to_dollar("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', $1"
+    assert to_dollar("SELECT 1") == "SELECT 1"
+    # SQLite's LIKE ignores case, PostgreSQL's does not: ILIKE, outside literals only
+    assert to_dollar("SELECT 1 WHERE s LIKE ? ESCAPE '\\' AND t = 'LIKE' AND unlike = 1") == (
+        "SELECT 1 WHERE s ILIKE $1 ESCAPE '\\' AND t = 'LIKE' AND unlike = 1"
+    )
+
+
+def test_status_counts() -> None:
+    assert _status_count("INSERT 0 5") == 5
+    assert _status_count("UPDATE 3") == 3
+    assert _status_count("DELETE 0") == 0
+    assert _status_count("CREATE TABLE") == -1
+
+
+def test_masked_url() -> None:
+    assert mask_url("postgresql://app:s3cret@db.example:5432/memdesk") == "postgresql://app:***@db.example:5432/memdesk"
+    assert mask_url("postgresql://app@db/memdesk") == "postgresql://app@db/memdesk"
+
+
+async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:
+    store = await _open(pg_url)
+    try:
+        async with store.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO messages(user_id, role, content, at) VALUES (?, 'user', 'a ? b', ?), (?, 'user', 'c', ?)"
+                " RETURNING id", ("u1", 1, "u1", 2),
+            )
+            assert cur.rowcount == 2
+            ids = [r["id"] for r in await cur.fetchall()]
+            cur = await conn.execute("UPDATE messages SET at = at + 1 WHERE user_id = ?", ("u1",))
+            assert cur.rowcount == 2
+            cur = await conn.execute("UPDATE messages SET at = 0 WHERE user_id = ?", ("nobody",))
+            assert cur.rowcount == 0
+            # executemany counts what each UPDATE touched, as sqlite3's rowcount does
+            cur = await conn.executemany("UPDATE messages SET at = at WHERE id = ?", [(ids[0],), (-1,), (ids[1],)])
+            assert cur.rowcount == 2
+            found = await (await conn.execute("SELECT id FROM messages WHERE content LIKE ?", ("A ?%",))).fetchall()
+            assert [r[0] for r in found] == [ids[0]]
+            row = await (await conn.execute("SELECT id, content FROM messages WHERE id = ?", (ids[0],))).fetchone()
+            assert row is not None and row[1] == "a ? b" and row["id"] == ids[0]
+        async with store.reading() as conn:
+            rows = await (await conn.execute("SELECT at FROM messages ORDER BY id")).fetchall()
+        assert [r[0] for r in rows] == [2, 3]
+    finally:
+        await store.close()
+
+
+async def test_transaction_rolls_back_on_error(pg_url: str) -> None:
+    store = await _open(pg_url)
+    try:
+        with pytest.raises(RuntimeError):
+            async with store.transaction() as conn:
+                await conn.execute("INSERT INTO meta(key, value) VALUES ('gone', 'x')")
+                raise RuntimeError("boom")
+        async with store.transaction() as conn:  # positive control: a clean exit commits
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('kept', 'x')")
+        async with store.reading() as conn:
+            keys = {r[0] for r in await (await conn.execute("SELECT key FROM meta")).fetchall()}
+        assert "kept" in keys and "gone" not in keys
+    finally:
+        await store.close()
+
+
+async def test_reading_is_read_only(pg_url: str) -> None:
+    store = await _open(pg_url)
+    try:
+        with pytest.raises(asyncpg.exceptions.ReadOnlySQLTransactionError):
+            async with store.reading() as conn:
+                await conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
+    finally:
+        await store.close()
+
+
+async def test_migrations_once_and_newer_schema_refused(pg_url: str) -> None:
+    # several processes opening a new database at once migrate it once
+    conns = [await connect(pg_url, vector=False) for _ in range(3)]
+    try:
+        befores = await asyncio.gather(*(schema.migrate(c, 3) for c in conns))
+        assert sorted(befores) == [0, 1, 1]
+        rows = await conns[0].fetch("SELECT version FROM schema_migrations")
+        assert [r[0] for r in rows] == [1]
+        assert await conns[0].fetchval("SELECT value FROM meta WHERE key = 'embedding_dimensions'") == "3"
+        await conns[0].execute("INSERT INTO schema_migrations(version) VALUES (99)")
+    finally:
+        for c in conns:
+            await c.close()
+    with pytest.raises(ConfigurationError, match="schema version 99"):
+        await _open(pg_url)
+
+
+async def test_audit_log_append_only_but_redactable(pg_url: str) -> None:
+    store = await _open(pg_url)
+    try:
+        async with store.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
+                " VALUES (1, 'ann', 'approve', 'u1', 'candidate', 7, '{\"s\": 1}', '{}', 'why', 'n') RETURNING id"
+            )
+            aid = (await cur.fetchone())[0]  # type: ignore[index]
+        for bad in (
+            "UPDATE audit_log SET actor = 'mallory' WHERE id = ?",
+            "DELETE FROM audit_log WHERE id = ?",
+            # a redaction that also rewrites who or what is refused like any other update
+            "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = 5,"
+            " action = 'reject' WHERE id = ?",
+        ):
+            with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError, match="append-only"):
+                async with store.transaction() as conn:
+                    await conn.execute(bad, (aid,))
+        with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError, match="append-only"):
+            async with store.transaction() as conn:
+                await conn.execute("TRUNCATE audit_log")
+        redact = ("UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = ?"
+                  " WHERE id = ?")
+        async with store.transaction() as conn:  # erasure's redaction: allowed, once
+            assert (await conn.execute(redact, (9, aid))).rowcount == 1
+        with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError):
+            async with store.transaction() as conn:
+                await conn.execute(redact, (10, aid))
+        async with store.reading() as conn:
+            row = await (await conn.execute("SELECT actor, before, redacted_at FROM audit_log WHERE id = ?",
+                                            (aid,))).fetchone()
+        assert tuple(row) == ("ann", None, 9)  # type: ignore[arg-type]
+    finally:
+        await store.close()
+
+
+async def test_new_candidates_notify_after_commit_only(pg_url: str) -> None:
+    store = await _open(pg_url)
+    got: list[str] = []
+    stop = await store.subscribe(schema.NOTIFY_CHANNEL, got.append)
+    insert = "INSERT INTO candidates(user_id, statement, key, kind, created_at) VALUES (?, 's', 'k', 'new', 1)"
+    try:
+        with pytest.raises(RuntimeError):
+            async with store.transaction() as conn:
+                await conn.execute(insert, ("rolled-back",))
+                raise RuntimeError("abort")
+        async with store.transaction() as conn:
+            await conn.executemany(insert, [("alice",), ("bob",), ("alice",)])
+        for _ in range(50):
+            if len(got) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        assert sorted(got) == ["alice", "bob"]
+        await stop()
+        async with store.transaction() as conn:
+            await conn.execute(insert, ("carol",))
+        await asyncio.sleep(0.1)
+        assert "carol" not in got  # unsubscribed
+    finally:
+        await store.close()
+
+
+async def _fill(store: PostgresStore) -> None:
+    """Rows whose references point forward in TABLES order: a message into a later-loaded
+    episode, candidate <-> fact, and a fact superseded by a later fact."""
+    async with store.transaction() as conn:
+        await conn.execute("INSERT INTO episodes(id, user_id, title, narrative, created_at)"
+                           " VALUES (5, 'alice', 't', 'n', 1)")
+        await conn.execute("INSERT INTO messages(id, user_id, role, content, at, episode_id)"
+                           " VALUES (3, 'alice', 'user', 'I moved to Porto', 1, 5)")
+        await conn.execute("INSERT INTO candidates(id, user_id, statement, key, kind, created_at, status)"
+                           " VALUES (10, 'alice', 'Lives in Lisbon', 'lisbon', 'new', 1, 'approved')")
+        await conn.execute(
+            "INSERT INTO knowledge(id, user_id, statement, key, created_at, created_by, embedding, search,"
+            " candidate_id) VALUES (20, 'alice', 'Lives in Lisbon', 'lisbon', 1, 'ann', '[1,0,0]', '', 10),"
+            " (21, 'alice', 'Lives in Porto', 'porto', 2, 'ann', '[0,1,0]', '', NULL)"
+        )
+        await conn.execute("UPDATE knowledge SET status = 'superseded', expired_at = 2, superseded_by = 21"
+                           " WHERE id = 20")
+        await conn.execute("UPDATE candidates SET knowledge_id = 20 WHERE id = 10")
+        await conn.execute("INSERT INTO audit_log(id, at, actor, action, user_id, entity, entity_id)"
+                           " VALUES (40, 1, 'ann', 'approve', 'alice', 'candidate', 10)")
+
+
+async def test_dump_and_load_keep_ids_and_references(pg_server: Any) -> None:
+    with pg_server.database() as src_url, pg_server.database() as dst_url:
+        src, dst = await _open(src_url), await _open(dst_url)
+        try:
+            await _fill(src)
+            assert await dst.is_empty() and not await src.is_empty()
+            dumped: dict[str, list[dict[str, Any]]] = {}
+            for table in src.TABLES:
+                async for rows in src.dump(table, batch=1):  # one row per load: every forward reference held
+                    dumped.setdefault(table, []).extend(rows)
+                    await dst.load(table, rows)
+            assert dst.unresolved_references() == {}
+            assert await dst.counts() == await src.counts()
+            assert dumped["knowledge"][0]["embedding"] == [1.0, 0.0, 0.0]
+            assert "search" not in dumped["knowledge"][0]
+            for table in src.TABLES:
+                again = [r async for batch in dst.dump(table) for r in batch]
+                assert again == dumped.get(table, []), table
+            async with dst.transaction() as conn:
+                # the identity sequences moved past the loaded ids
+                cur = await conn.execute("INSERT INTO episodes(user_id, title, narrative, created_at)"
+                                         " VALUES ('bob', 't', 'n', 1) RETURNING id")
+                assert (await cur.fetchone())[0] == 6  # type: ignore[index]
+                # the search vector was rebuilt from the statement
+                cur = await conn.execute("SELECT id FROM knowledge WHERE search @@ to_tsquery('simple', 'porto')")
+                assert [r[0] for r in await cur.fetchall()] == [21]
+        finally:
+            await src.close()
+            await dst.close()
+
+
+async def test_a_reference_that_never_resolves_is_reported(pg_url: str) -> None:
+    store = await _open(pg_url)
+    try:
+        await store.load("messages", [{"id": 1, "user_id": "u", "role": "user", "content": "x", "at": 1,
+                                       "episode_id": 99}])
+        assert store.unresolved_references() == {"messages.episode_id": 1}
+    finally:
+        await store.close()
+
+
+def _file_holds(data_dir: Path, relpaths: list[str], needle: bytes) -> bool:
+    found = False
+    for rel in relpaths:
+        for path in data_dir.glob(rel + "*"):
+            if path.name.split(".")[0].split("_")[0] == Path(rel).name and needle in path.read_bytes():
+                found = True
+    return found
+
+
+async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_server: Any) -> None:
+    """A deleted row's text stays in the table's file after a plain DELETE (the positive control),
+    and is gone from every file of the table and its indexes after compact()."""
+    import os
+
+    if os.environ.get("MEMDESK_TEST_PG_URL"):
+        pytest.skip("reads the server's data files: only with the session's own pgserver")
+    store = await _open(pg_url)
+    secret = "zq-erased-secret-7781"
+    try:
+        async with store.transaction() as conn:
+            await conn.execute("INSERT INTO messages(user_id, role, content, at) VALUES ('u', 'user', ?, 1)", (secret,))
+            await conn.execute("INSERT INTO messages(user_id, role, content, at) VALUES ('v', 'user', 'kept', 1)")
+        async with store.transaction() as conn:
+            await conn.execute("DELETE FROM messages WHERE user_id = 'u'")
+        async with store.pool.acquire() as raw:
+            await raw.execute("CHECKPOINT")
+            data_dir = Path(await raw.fetchval("SHOW data_directory"))
+            rel = [await raw.fetchval("SELECT pg_relation_filepath('messages')")]
+        assert _file_holds(data_dir, rel, secret.encode())
+        assert await store.compact()
+        async with store.pool.acquire() as raw:
+            await raw.execute("CHECKPOINT")
+            rels = [r[0] for r in await raw.fetch(
+                "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = 'messages'::regclass"
+                " OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'messages'::regclass)"
+                " OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'messages'::regclass)"
+            ) if r[0]]
+        assert not _file_holds(data_dir, rels, secret.encode())
+        async with store.reading() as conn:
+            assert [r[0] for r in await (await conn.execute("SELECT content FROM messages")).fetchall()] == ["kept"]
+    finally:
+        await store.close()
+
+
+# -- PostgresTx: what SQLite's single writer gave for free ----------------------------------------
+
+
+async def test_two_processes_deciding_one_candidate_decide_it_once(pg_url: str) -> None:
+    """Two Memory objects (two pools, as two hosts would have) have two reviewers reject the same
+    candidate at once: one decision lands, the other is told it was already decided; one decision
+    audit row, one tombstone. Positive control: a second candidate decided by one of them alone
+    succeeds."""
+    from engine import Memory
+    from engine.errors import AlreadyDecidedError
+
+    async with Memory(pg_url) as a, Memory(pg_url) as b:
+        first = await a.queue_candidate("ana", "Ana keeps bees", actor="t")
+        second = await a.queue_candidate("ana", "Ana plays chess", actor="t")
+        outcomes = await asyncio.gather(
+            a.review.reject(first, "ann", "not said"), b.review.reject(first, "bob", "not true"),
+            return_exceptions=True,
+        )
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(errors) == 1 and isinstance(errors[0], AlreadyDecidedError), outcomes
+        decided = [e for e in await a.history("ana") if e.entity == "candidate" and e.entity_id == first]
+        assert len([e for e in decided if e.action == "reject"]) == 1
+        assert len(await a.tombstones("ana")) == 1
+        assert (await b.review.approve(second, "bob")).statement == "Ana plays chess"
+
+
+async def test_episode_claims_skip_rows_another_worker_is_claiming(pg_url: str) -> None:
+    """claim_episodes takes its rows FOR UPDATE SKIP LOCKED: while one transaction holds an
+    episode's row, another worker's claim passes it by at once instead of waiting; once that
+    transaction ends the episode can be claimed (the positive control)."""
+    from engine.storage.postgres.tx import PostgresTx
+
+    store = await PostgresStore.open(pg_url, dimensions=3)
+    try:
+        async with store.transaction() as tx:
+            await tx.conn.execute("INSERT INTO episodes(id, user_id, title, narrative, start_at, created_at)"
+                                  " VALUES (1, 'ana', 't', 'n', 5, 1), (2, 'ana', 't', 'n', NULL, 1)")
+        async with store.transaction() as holder:
+            assert isinstance(holder, PostgresTx)
+            await holder.conn.execute("SELECT id FROM episodes WHERE id = 1 FOR UPDATE")
+            async with store.pool.acquire() as raw, raw.transaction():
+                other = PostgresTx(PgConn(raw), {}, writing=False)  # no user lock: the holder keeps it
+                taken = await asyncio.wait_for(other.claim_episodes("ana", "w2", 10, 20), timeout=5)
+                assert taken == [2]
+        async with store.transaction() as tx:
+            assert await tx.claim_episodes("ana", "w3", 10, 20) == [1]  # free again; 2 is leased by w2
+            assert await tx.claim_episodes("ana", "w2", 10, 30) == [2]  # its own lease is renewed
+    finally:
+        await store.close()
