@@ -213,6 +213,57 @@ def test_cli_migrate_prints_counts(source: str, tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
+# -- through PostgreSQL (the session's server: tests/pg.py) ------------------------------------------
+
+
+def test_sqlite_to_postgres_and_back_keeps_every_row(source: str, pg_url: str, tmp_path: Path) -> None:
+    """SQLite -> PostgreSQL -> SQLite: the file that comes back holds exactly the source's rows, and
+    the PostgreSQL copy in between holds them too (each leg verified by copy_store itself)."""
+    back = str(tmp_path / "back.db")
+    there = asyncio.run(copy_store(source, pg_url, batch=4))
+    again = asyncio.run(copy_store(pg_url, back, batch=6))
+    assert there.rows == again.rows == sum(asyncio.run(_counts(source)).values())
+    before, on_pg, after = asyncio.run(_dump(source)), asyncio.run(_dump(pg_url)), asyncio.run(_dump(back))
+    for table in TABLES:
+        assert after[table] == before[table], table
+        if table != "meta":  # PostgreSQL's meta may hold keys of its own; copy_store checks the source's
+            assert on_pg[table] == before[table], table
+    assert asyncio.run(_top_k(back)) == asyncio.run(_top_k(source))
+    assert [[i for i, _ in r] for r in asyncio.run(_top_k(pg_url))] == [[i for i, _ in r] for r in
+                                                                         asyncio.run(_top_k(source))]
+
+
+def test_a_postgres_copy_issues_ids_above_every_copied_and_erased_id(source: str, pg_url: str) -> None:
+    asyncio.run(copy_store(source, pg_url))
+    rows = asyncio.run(_dump(source))
+
+    def highest(table: str, entity: str) -> int:
+        named = [r["entity_id"] for r in rows["audit_log"] if r["entity"] == entity and r["entity_id"]]
+        return max([r["id"] for r in rows[table]] + named)
+
+    async def add() -> tuple[int, int]:
+        async with Memory(pg_url) as mem:
+            fact = await mem.add_knowledge("u-new", "New plays golf", actor="t")
+            return fact.id, await mem.queue_candidate("u-new", "New likes tea")
+
+    fact_id, candidate_id = asyncio.run(add())
+    assert fact_id == highest("knowledge", "knowledge") + 1
+    assert candidate_id == highest("candidates", "candidate") + 1
+
+
+def test_a_non_empty_postgres_destination_is_refused_and_left_as_it_was(source: str, pg_url: str) -> None:
+    async def one_message() -> None:
+        async with Memory(pg_url) as mem:
+            await mem.add_exchange("u-x", "hello", "hi", at=T0)
+
+    asyncio.run(one_message())
+    before = asyncio.run(_dump(pg_url))
+    with pytest.raises(UserInputError, match=r"not empty \(messages 2"):
+        asyncio.run(copy_store(source, pg_url))
+    assert asyncio.run(_dump(pg_url)) == before
+    result = CliRunner().invoke(main, ["migrate", source, pg_url])
+    assert result.exit_code == 2, result.output
+    assert asyncio.run(_dump(pg_url)) == before
 def test_a_load_that_fails_midway_names_the_table_and_the_partial_copy(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
