@@ -678,11 +678,9 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     database with no memdesk rows); the copy is then counted and compared row for row on both
     sides. Stop everything that writes to SRC first.
     """
-    from engine.storage import is_postgres_url
     from engine.transfer import copy_store
 
-    if not is_postgres_url(src):
-        existing_db(src)
+    existing_db(src)
     created = _new_file(dst)
     try:
         with Progress("Copying rows") as bar:
@@ -710,15 +708,13 @@ def _new_file(target: str) -> Path | None:
     """The database file `migrate` is about to create (removed again if the copy fails, so a
     rerun does not find a half-filled destination and refuse it), or None for an existing file
     or a URL."""
-    from engine.storage import is_postgres_url
-
     if is_postgres_url(target):
         return None
     path = Path(target)
     if path.is_dir():
         raise BadInput(f"{target} is a directory, not a database file")
     if path.exists():
-        if path.stat().st_size and _memdesk_version(path) == 0:
+        if path.stat().st_size and _memdesk_version(target) == 0:
             raise BadInput(f"{target} exists and is not a memdesk database")
         return None
     if not path.parent.is_dir():
