@@ -707,8 +707,9 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
 def _new_file(target: str) -> Path | None:
     """The database file `migrate` is about to create (removed again if the copy fails, so a
     rerun does not find a half-filled destination and refuse it), or None for an existing file
-    or a URL."""
+    or a URL (checked reachable first: an unreachable server is one line and exit 2, as for SRC)."""
     if is_postgres_url(target):
+        _memdesk_version(target)
         return None
     path = Path(target)
     if path.is_dir():
