@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engine import Memory
-from engine.memory import NewFact
+from engine import Memory, NewFact
 from engine.storage import is_postgres_url, masked
 
 RESULTS = Path(__file__).parent / "results"
