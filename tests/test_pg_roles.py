@@ -87,7 +87,7 @@ async def test_the_application_role_does_the_daily_work(roles: tuple[str, str, s
 async def test_the_application_role_cannot_rewrite_the_audit_log_or_the_schema(
     roles: tuple[str, str, str],
 ) -> None:
-    owner_url, app_url, _ = roles
+    _, app_url, _ = roles
     async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
         await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     conn = await asyncpg.connect(app_url)
