@@ -32,11 +32,10 @@ import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .errors import MemdeskError, UserInputError
-from .storage import SqlTx, Store, is_postgres_url, open_store
+from .storage import Store, inspect, masked, open_store
 from .storage.base import TABLES
 
 Progress = Callable[[int, int], None]
@@ -90,18 +89,13 @@ async def copy_store(
     if batch < 1:
         raise UserInputError("the batch size must be at least 1")
     started = time.perf_counter()
-    if not is_postgres_url(source) and not Path(source).is_file():
-        raise UserInputError(f"{source}: no such database")
-    existing: list[bool] = []
-
-    async def remember(tx: SqlTx) -> None:  # runs only on a store that already has a schema
-        existing.append(True)
-
-    # `dimensions` and `embedder` would describe a NEW store: a source without a schema is refused
-    src = await open_store(source, dimensions=1, embedder="none", verify=remember)
+    # refused before anything is opened: opening would create (and write) a store at a typo
+    exists, version = await inspect(source)
+    if not exists or version == 0:
+        raise UserInputError(f"{masked(source)}: {'no such database' if not exists else 'holds no memdesk store'}")
+    # `dimensions` and `embedder` describe a NEW store only; the source has its own
+    src = await open_store(source, dimensions=1, embedder="none")
     try:
-        if not existing:
-            raise UserInputError(f"{src.target} holds no memdesk store")
         meta = {str(r["key"]): str(r["value"]) async for rows in src.dump("meta") for r in rows}
         pending = [k for k in _REEMBED_KEYS if k in meta]
         if pending:

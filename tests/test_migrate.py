@@ -283,3 +283,17 @@ def test_a_load_that_fails_midway_names_the_table_and_the_partial_copy(
     assert result.exit_code == 1
     assert "disk is full" in result.output and "was removed" in result.output
     assert not (tmp_path / "partial-cli.db").exists()
+
+
+def test_a_source_that_is_no_store_is_refused_and_nothing_is_created(tmp_path: Path, pg_url: str) -> None:
+    """A typo or an empty database as SRC: refused before anything is opened, so neither a file
+    nor a schema appears (the positive control: every other test copies from a real store)."""
+    from engine.storage import inspect
+
+    typo, dst = tmp_path / "typo.db", tmp_path / "d.db"
+    with pytest.raises(UserInputError, match="no such database"):
+        asyncio.run(copy_store(str(typo), str(dst)))
+    with pytest.raises(UserInputError, match="holds no memdesk store"):
+        asyncio.run(copy_store(pg_url, str(dst)))
+    assert not typo.exists() and not dst.exists()
+    assert asyncio.run(inspect(pg_url)) == (True, 0)
