@@ -297,3 +297,27 @@ def test_a_source_that_is_no_store_is_refused_and_nothing_is_created(tmp_path: P
         asyncio.run(copy_store(pg_url, str(dst)))
     assert not typo.exists() and not dst.exists()
     assert asyncio.run(inspect(pg_url)) == (True, 0)
+
+
+def test_a_sqlite_copy_rebuilds_the_vector_and_text_index_rows_exactly(source: str, tmp_path: Path) -> None:
+    """The rows only SQLite has (sqlite-vec metadata that filters the KNN, the FTS scope token)
+    are derived on load; they must equal what the engine's own writes left in the source, for
+    every fact: active, superseded (valid time closed or not), corrected, retracted."""
+    dst = str(tmp_path / "copy.db")
+    asyncio.run(copy_store(source, dst))
+
+    async def index_rows(target: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        async with Memory(target) as mem, mem.store.reading() as tx:
+            vec = await (await tx.conn.execute(
+                "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired,"
+                " still_true, believed_to FROM knowledge_vec ORDER BY knowledge_id"
+            )).fetchall()
+            fts = await (await tx.conn.execute(
+                "SELECT rowid, statement, scope FROM knowledge_fts ORDER BY rowid"
+            )).fetchall()
+            return [tuple(r) for r in vec], [tuple(r) for r in fts]
+
+    before, after = asyncio.run(index_rows(source)), asyncio.run(index_rows(dst))
+    assert {r[3] for r in before[0]} == {"active", "superseded", "retracted"}
+    assert {r[8] for r in before[0]} == {0, 1} and any(r[5] != r[9] for r in before[0])  # a closed valid time
+    assert after == before

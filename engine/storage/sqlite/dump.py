@@ -1,4 +1,4 @@
-"""The SQLite side of a whole-store copy: `Store.dump`, `load`, `counts` and `is_empty`.
+"""The SQLite side of a whole-store copy: what `SqliteStore.dump` and `SqliteStore.load` run.
 
 `memdesk migrate` (engine/transfer.py) copies a store table by table through these, so the rows
 here are backend-neutral: one dict per row, keyed by the column names every backend shares
@@ -200,23 +200,3 @@ async def _raise_sequence(conn: aiosqlite.Connection, table: str, at_least: int)
     )
     if cur.rowcount == 0:
         await conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (table, at_least))
-
-
-async def row_counts(conn: aiosqlite.Connection) -> dict[str, int]:
-    """Rows per logical table (what `memdesk migrate` prints and verifies)."""
-    out: dict[str, int] = {}
-    for table in TABLES:
-        row = await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
-        out[table] = int(row[0]) if row else 0
-    return out
-
-
-async def is_empty(conn: aiosqlite.Connection) -> bool:
-    """No row in any logical table but `meta` (which a freshly created store already fills)."""
-    for table in TABLES:
-        if table == "meta":
-            continue
-        row = await (await conn.execute(f"SELECT 1 FROM {table} LIMIT 1")).fetchone()
-        if row is not None:
-            return False
-    return True
