@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine import Memory
-from engine.memory import NewFact
+from engine import Memory, NewFact
 from engine.storage.sqlite.connection import sqlite_module
 
 RESULTS = Path(__file__).parent / "results"

@@ -27,6 +27,7 @@ from .errors import (
     UndoRefusedError,
     UserInputError,
 )
+from .knowledge import NewFact
 from .memory import Memory
 from .models import (
     AuditEvent,
@@ -81,6 +82,7 @@ __all__ = [
     "MemoryConfig",
     "Message",
     "ModelError",
+    "NewFact",
     "NotFoundError",
     "OfflineExtractor",
     "OpenAIEmbedder",

@@ -16,6 +16,7 @@ same vector for the same text on every machine (blake2b, not Python's salted `ha
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import logging
@@ -23,7 +24,7 @@ import math
 import os
 import re
 import threading
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,7 +73,7 @@ class HashingEmbedder:
         vec = [0.0] * self.dimensions
         words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
         content = [w for w in words if w not in _STOP] or words
-        weights: Counter[str] = Counter()
+        weights: defaultdict[str, float] = defaultdict(float)
         for w in content:
             weights[f"w:{w}"] += 1.0
             padded = f"<{w}>"
@@ -289,7 +290,7 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
             response = await call_with_retries(
-                lambda batch=batch: self._client.embeddings.create(model=self.model, input=batch),
+                functools.partial(self._client.embeddings.create, model=self.model, input=batch),
                 what=what, max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
             )
             raw = getattr(response, "data", None)

@@ -57,7 +57,7 @@ async def erase_user(mem: EngineContext, user_id: str, actor: str, *, compact: b
         raise InvalidStatementError("erasure needs a user_id")
     if not actor or not actor.strip():
         raise InvalidStatementError("erasure needs an actor (who carried it out)")
-    now_us: int = to_us(mem.now())  # type: ignore[assignment]
+    now_us: int = to_us(mem.now())
     async with mem.store.transaction() as tx:
         counts = await tx.user_row_counts(user_id)
         if not any(counts.values()):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "memdesk-export/1"
 def _event(e: AuditEvent) -> dict[str, Any]:
-    return to_jsonable(e)  # type: ignore[no-any-return]
+    return to_jsonable(e)
 
 
 def _fact(k: Knowledge, history: list[AuditEvent]) -> dict[str, Any]:
@@ -58,7 +58,7 @@ async def export_user(mem: EngineContext, user_id: str, *, include_messages: boo
     }
     if messages is not None:
         out["messages"] = [
-            {"id": mid, "role": role, "content": content, "at": from_us(at).isoformat()}  # type: ignore[union-attr]
+            {"id": mid, "role": role, "content": content, "at": from_us(at).isoformat()}
             for mid, role, content, at in messages
         ]
     return out

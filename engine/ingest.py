@@ -327,7 +327,7 @@ def _elements(text: str, p: Path) -> Iterator[tuple[int, int, Any]]:
         line += text.count("\n", counted, pos)
         counted = pos
         start_line = line
-        value, end = _decode(text, pos, lambda lineno, first=start_line: f"{p}:{max(lineno, first)}")
+        value, end = _decode(text, pos, lambda lineno, first=start_line: f"{p}:{max(lineno, first)}")  # type: ignore[misc]
         yield line, end, value
         pos = _WS.match(text, end).end()  # type: ignore[union-attr]
         if text.startswith(",", pos):

@@ -1,14 +1,37 @@
-"""Knowledge operations shared by several decisions: ending belief in a fact as wrong.
+"""The knowledge operations support teams and agents use on facts, outside the review queue:
+trusted injection, correction, retraction, supersession, tombstones, agents' proposals and
+requests to forget, and the reads of facts and their history (`KnowledgeOps`, mixed into
+`Memory`, working only through the engine context).
 
-A retraction is reached three ways (a support person's `Memory.retract`, a reviewer approving an
-agent's retraction request, a second reviewer overturning an approval); all three write the same
-rows and audit rows through `retract_in`, inside the caller's transaction.
+A retraction is reached three ways (a support person's `retract`, a reviewer approving an agent's
+retraction request, a second reviewer overturning an approval); all three write the same rows and
+audit rows through `retract_in`, inside the caller's transaction.
+
+Scope: every call that names a fact also names its user; an id that belongs to another user is
+reported exactly like an unknown id (NotFoundError), so a caller cannot even learn it exists.
 """
 
 from __future__ import annotations
 
-from .models import Knowledge
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any
+
+from .context import EngineContext
+from .errors import (
+    DuplicateFactError,
+    InvalidStatementError,
+    StaleSupersessionError,
+    TombstonedError,
+    UserInputError,
+)
+from .limits import check_reason, check_statement, check_unicode
+from .models import KEEP, AuditEvent, Knowledge, ProposalOutcome, Tombstone
 from .storage import SqlTx
+from .timeutil import check_interval, from_us, to_us
+
+_KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
 async def retract_in(
@@ -28,3 +51,327 @@ async def retract_in(
         )
         await tx.audit(at=now_us, actor=actor, action="create", user_id=fact.user_id, entity="tombstone",
                        entity_id=tid, after=await tx.get_tombstone(fact.user_id, tid), reason=reason, note=note)
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    """One fact for `Memory.add_knowledge_many`."""
+
+    statement: str
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    confidence: float = 1.0
+
+
+class KnowledgeOps:
+    """Operations on facts; the class that mixes this in provides `ctx` (an EngineContext)."""
+
+    ctx: EngineContext
+
+    async def add_knowledge(
+        self, user_id: str, statement: str, actor: str, valid_at: datetime | None = None,
+        invalid_at: datetime | None = None, *, confidence: float = 1.0, reason: str | None = None,
+    ) -> Knowledge:
+        """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
+        text = check_statement(_statement(statement), self.ctx.config)
+        if reason is not None:
+            check_reason(reason, self.ctx.config)
+        start, end = check_interval(valid_at, invalid_at)
+        [embedding] = await self.ctx.embedder.embed([text])
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            kid = await tx.insert_knowledge(user_id=_user(user_id), statement=text, embedding=embedding,
+                created_at=now_us,
+                created_by=actor, confidence=confidence, valid_at=start, invalid_at=end,
+            )
+            fact = await tx.get_knowledge(user_id, kid)
+            await tx.audit(at=now_us, actor=actor, action="inject", user_id=user_id, entity="knowledge",
+                              entity_id=kid, after=fact, reason=reason)
+            return fact
+
+    async def add_knowledge_many(
+        self, user_id: str, facts: Sequence[str | NewFact], actor: str, *, reason: str | None = None,
+        batch_size: int = 1000,
+    ) -> list[Knowledge]:
+        """Trusted injection of many facts of one user (imports, benchmarks): each fact passes the
+        same statement and interval checks as `add_knowledge` and gets its own `inject` audit row,
+        but each batch of `batch_size` is embedded in one call and written in one transaction (about
+        ten times the rate of one `add_knowledge` per fact). Every fact is checked before anything is
+        written, so one bad statement or interval leaves nothing behind."""
+        uid = _user(user_id)
+        items = [NewFact(f) if isinstance(f, str) else f for f in facts]
+        checked = [
+            (check_statement(_statement(f.statement), self.ctx.config), *check_interval(f.valid_at, f.invalid_at),
+             f.confidence)
+            for f in items
+        ]
+        out: list[Knowledge] = []
+        for start in range(0, len(checked), batch_size):
+            batch = checked[start : start + batch_size]
+            embeddings = await self.ctx.embedder.embed([text for text, _, _, _ in batch])
+            now_us: int = to_us(self.ctx.now())
+            created: datetime = from_us(now_us)
+            async with self.ctx.store.transaction() as tx:
+                ids = await tx.insert_knowledge_many(
+                    [(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
+                    created_at=now_us, created_by=actor,
+                )
+                facts_out = [
+                    Knowledge(id=kid, user_id=uid, statement=text, status="active", created_at=created,
+                              created_by=actor, confidence=c, valid_at=from_us(s), invalid_at=from_us(e))
+                    for kid, (text, s, e, c) in zip(ids, batch, strict=True)
+                ]
+                # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
+                await tx.audit_many([
+                    {"at": now_us, "actor": actor, "action": "inject", "user_id": uid, "entity": "knowledge",
+                     "entity_id": k.id, "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
+                     "reason": reason}
+                    for k in facts_out
+                ])
+            out.extend(facts_out)
+        return out
+
+    async def correct(
+        self, user_id: str, knowledge_id: int, statement: str, actor: str, reason: str,
+        valid_at: Any = KEEP, invalid_at: Any = KEEP,
+    ) -> Knowledge:
+        """A new version that supersedes the old one (end_reason `corrected`); the old row stays.
+        Refused with DuplicateFactError when another ACTIVE fact of the user already holds the new
+        statement's value (same value key): the correction would leave two identical facts."""
+        text = check_statement(_statement(statement), self.ctx.config)
+        why = check_reason(_reason(reason, "a correction"), self.ctx.config)
+        [embedding] = await self.ctx.embedder.embed([text])
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            old = await tx.get_knowledge(user_id, knowledge_id)
+            if old.status != "active":
+                raise StaleSupersessionError(
+                    f"fact {knowledge_id} is {old.status}; only an active fact can be corrected"
+                )
+            same = await tx.active_with_key(user_id, text, excluding=old.id)
+            if same is not None:
+                raise DuplicateFactError(same.id, same.statement)
+            start, end = check_interval(
+                old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
+            )
+            kid = await tx.insert_knowledge(user_id=user_id, statement=text, embedding=embedding,
+                created_at=now_us, created_by=actor,
+                confidence=1.0, valid_at=start, invalid_at=end, episode_id=old.episode_id,
+            )
+            await tx.end_knowledge(old.id, status="superseded", expired_at=now_us, end_reason="corrected",
+                                      superseded_by=kid)
+            new = await tx.get_knowledge(user_id, kid)
+            await tx.audit(at=now_us, actor=actor, action="create", user_id=user_id, entity="knowledge",
+                              entity_id=kid, after=new, reason=why)
+            await tx.audit(at=now_us, actor=actor, action="correct", user_id=user_id, entity="knowledge",
+                              entity_id=old.id, before=old, after=await tx.get_knowledge(user_id, old.id),
+                              reason=why)
+            return new
+
+    async def retract(
+        self, user_id: str, knowledge_id: int, actor: str, reason: str, tombstone: bool = True
+    ) -> Knowledge:
+        """End belief in a fact because it was wrong or must go; tombstone its value by default so
+        extraction does not bring it back."""
+        why = check_reason(_reason(reason, "a retraction"), self.ctx.config)
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            fact = await tx.get_knowledge(user_id, knowledge_id)
+            if fact.status != "active":
+                raise StaleSupersessionError(f"fact {knowledge_id} is already {fact.status}")
+            await retract_in(tx, fact, actor, why, tombstone, now_us)
+            return await tx.get_knowledge(user_id, knowledge_id)
+
+    async def knowledge(
+        self, user_id: str, include_expired: bool = False, *, at_time: datetime | None = None,
+        search: str | None = None, limit: int | None = None, offset: int = 0,
+    ) -> list[Knowledge]:
+        async with self.ctx.store.reading() as tx:
+            return await tx.list_knowledge(user_id, include_expired=include_expired,
+                at_time=to_us(at_time, "at_time"), search=search,
+                limit=limit, offset=offset,
+            )
+
+    async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
+        async with self.ctx.store.reading() as tx:
+            return await tx.get_knowledge(user_id, knowledge_id)
+
+    async def versions(self, user_id: str, knowledge_id: int) -> list[Knowledge]:
+        """The fact's chain of versions, oldest first."""
+        async with self.ctx.store.reading() as tx:
+            return await tx.version_chain(user_id, knowledge_id)
+
+    async def history(self, user_id: str, knowledge_id: int | None = None) -> list[AuditEvent]:
+        """Audit events of one user, or of one fact and every version in its chain."""
+        async with self.ctx.store.reading() as tx:
+            if knowledge_id is None:
+                return await tx.audit_events(user_id)
+            chain = await tx.version_chain(user_id, knowledge_id)
+            return await tx.audit_events(user_id, "knowledge", [k.id for k in chain])
+
+    async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
+        """One user's tombstones, or every user's with user_id=None (the curator's view)."""
+        async with self.ctx.store.reading() as tx:
+            return await tx.list_tombstones(user_id, include_lifted)
+
+    async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
+        why = check_reason(_reason(reason, "lifting a tombstone"), self.ctx.config)
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            stone = await tx.get_tombstone(user_id, tombstone_id)
+            if stone.lifted_at is not None:
+                raise StaleSupersessionError(f"tombstone {tombstone_id} was already lifted by {stone.lifted_by}")
+            await tx.lift_tombstone(tombstone_id, at=now_us, by=actor, reason=why)
+            lifted = await tx.get_tombstone(user_id, tombstone_id)
+            await tx.audit(at=now_us, actor=actor, action="lift", user_id=user_id, entity="tombstone",
+                              entity_id=tombstone_id, before=stone, after=lifted, reason=why)
+            return lifted
+
+    async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
+        """The live tombstone of this user matching the statement's value (exact key or near match)."""
+        async with self.ctx.store.reading() as tx:
+            return await tx.matching_tombstone(user_id, statement)
+
+    async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
+        """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
+        the same value (engine.text's rule), or None."""
+        async with self.ctx.store.reading() as tx:
+            return await tx.duplicate_of(user_id, statement)
+
+    async def users(self) -> list[str]:
+        async with self.ctx.store.reading() as tx:
+            return await tx.users()
+
+    async def queue_candidate(
+        self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",
+        supersedes_id: int | None = None, valid_at: datetime | None = None, invalid_at: datetime | None = None,
+        actor: str = "system", reason: str | None = None, created_at: datetime | None = None,
+        supersedes_candidate_id: int | None = None,
+    ) -> int:
+        """Put a candidate in the pending queue directly (tests, agent proposals, retraction
+        requests). Extraction uses the pipeline, which adds the gates; agents use `propose`."""
+        text = check_statement(_statement(statement), self.ctx.config)
+        if reason is not None:
+            check_reason(reason, self.ctx.config)
+        start, end = check_interval(valid_at, invalid_at)
+        now_us: int = to_us(created_at or self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            if supersedes_id is not None:
+                await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
+            if supersedes_candidate_id is not None:
+                await tx.get_candidate(supersedes_candidate_id, user_id)  # same rule for a chain
+            cid = await tx.insert_candidate(user_id=_user(user_id), statement=text, kind=kind,
+                confidence=confidence, created_at=now_us,
+                evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
+                reason=reason, supersedes_candidate_id=supersedes_candidate_id,
+            )
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid), reason=reason)
+            return cid
+
+    # -- requests from agents (the MCP server's two writes) ---------------------------------------
+
+    async def _agent_room(self, tx: SqlTx, user_id: str) -> None:
+        waiting = await tx.pending_agent_requests(user_id)
+        if waiting >= self.ctx.config.max_pending_proposals_per_user:
+            raise UserInputError(
+                f"refused: {waiting} requests of this user already await review, the limit is"
+                f" {self.ctx.config.max_pending_proposals_per_user} (MemoryConfig.max_pending_proposals_per_user);"
+                " try again once reviewers have decided some"
+            )
+
+    async def propose(self, user_id: str, statement: str, actor: str) -> ProposalOutcome:
+        """An agent's proposal, queued as kind `proposed` with `created_by=actor` and no confidence
+        (nobody measured one), in ONE transaction with the pipeline's own gates: a live tombstone
+        of this user refuses it (TombstonedError); the same value as an active fact or a pending
+        candidate of this user queues nothing and says which (duplicate_of). Refused over the
+        statement size limit or past `max_pending_proposals_per_user` pending agent requests."""
+        text = check_statement(_statement(statement), self.ctx.config)
+        uid = _user(user_id)
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            stone = await tx.matching_tombstone(uid, text)
+            if stone is not None:
+                raise TombstonedError(stone.id)
+            duplicate = await tx.duplicate_of(uid, text)
+            if duplicate is not None:
+                return ProposalOutcome(duplicate_of=duplicate)
+            await self._agent_room(tx, uid)
+            cid = await tx.insert_candidate(user_id=uid, statement=text, kind="proposed", confidence=None,
+                created_at=now_us,
+                created_by=actor,
+            )
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid))
+            return ProposalOutcome(candidate_id=cid)
+
+    async def request_forget(self, user_id: str, knowledge_id: int, actor: str, reason: str) -> ProposalOutcome:
+        """An agent's request to retract an ACTIVE fact of this user, queued as kind `retraction`
+        (a reviewer decides), in ONE transaction. A pending request for the same fact is found by
+        one indexed query and reported (duplicate_of=('candidate', id)) instead of queued twice.
+        Another user's id reads as not found; an ended fact is a StaleSupersessionError."""
+        why = check_reason(_reason(reason, "a request to forget"), self.ctx.config)
+        uid = _user(user_id)
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            fact = await tx.get_knowledge(uid, knowledge_id)
+            if fact.status != "active":
+                raise StaleSupersessionError(f"memory {knowledge_id} is already {fact.status}")
+            waiting = await tx.pending_retraction(uid, knowledge_id)
+            if waiting is not None:
+                return ProposalOutcome(duplicate_of=("candidate", waiting))
+            await self._agent_room(tx, uid)
+            cid = await tx.insert_candidate(user_id=uid, statement=fact.statement, kind="retraction",
+                confidence=None, created_at=now_us,
+                supersedes_id=fact.id, created_by=actor, reason=why,
+            )
+            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
+                              entity_id=cid, after=await tx.get_candidate(cid), reason=why)
+            return ProposalOutcome(candidate_id=cid)
+
+    async def supersede(
+        self, user_id: str, old_id: int, new_id: int, actor: str, reason: str, *, note: str | None = None
+    ) -> Knowledge:
+        """Mark active fact `old_id` superseded by active fact `new_id` of the same user (the
+        Knowledge screen's "superseded by another"): belief in the old one ends (end_reason
+        `superseded`, superseded_by) and its valid time is closed at the new fact's start by the
+        same rule as a confirmed supersession. Audited as `supersede`; returns the old fact."""
+        why = check_reason(_reason(reason, "a supersession"), self.ctx.config)
+        if note is not None:
+            check_reason(note, self.ctx.config, "the note")
+        if old_id == new_id:
+            raise UserInputError("a fact cannot supersede itself")
+        now_us: int = to_us(self.ctx.now())
+        async with self.ctx.store.transaction() as tx:
+            old = await tx.get_knowledge(user_id, old_id)
+            new = await tx.get_knowledge(user_id, new_id)
+            for fact in (old, new):
+                if fact.status != "active":
+                    raise StaleSupersessionError(f"fact {fact.id} is {fact.status}; both facts must be active")
+            await tx.supersede_fact(old, new.id, to_us(new.valid_at), expired_at=now_us,
+                                       end_reason="superseded")
+            ended = await tx.get_knowledge(user_id, old.id)
+            await tx.audit(at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
+                              entity_id=old.id, before=old, after=ended, reason=why, note=note)
+            return ended
+
+
+def _statement(text: str) -> str:
+    """A non-empty statement of valid Unicode (its size is checked by the caller, against config)."""
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
+    if not cleaned:
+        raise InvalidStatementError("the statement is empty" if cleaned is not None else "the statement is not text")
+    return check_unicode(cleaned, "the statement")
+
+
+def _reason(text: str, what: str) -> str:
+    cleaned = (text or "").strip() if isinstance(text, str) or text is None else None
+    if not cleaned:
+        raise InvalidStatementError(f"{what} needs a reason")
+    return check_unicode(cleaned, "the reason")
+
+
+def _user(user_id: str) -> str:
+    if not user_id or not str(user_id).strip():
+        raise InvalidStatementError("a user_id is required")
+    return user_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 Role = Literal["user", "assistant"]
 GapKind = Literal["new", "update", "contradiction"]
@@ -356,3 +356,12 @@ class ReembedReport:
     facts: int  # facts re-embedded by the whole move (0 when the store already used the target)
     resumed_at: int  # facts already staged by an earlier, interrupted run
     audit_id: int | None  # None: nothing to do
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final[Any] = _Keep()
+"""Default for the interval of an edit: keep the candidate's value (None means an open end)."""

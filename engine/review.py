@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -41,19 +41,10 @@ from .errors import (
 )
 from .knowledge import retract_in
 from .limits import check_reason, check_statement
-from .models import BulkResult, Candidate, CandidateContext, Knowledge, Tombstone
+from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, Tombstone
 from .storage import SqlTx
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
-
-
-class _Keep:
-    def __repr__(self) -> str:
-        return "KEEP"
-
-
-KEEP: Final[Any] = _Keep()
-"""Default for the interval of an edit: keep the candidate's value (None means an open end)."""
 
 SUPERSEDING_KINDS = ("update", "contradiction")
 CHAIN_ACTIONS = ("chain_repoint", "chain_unlink")
@@ -122,7 +113,7 @@ class ReviewService:
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id)
             self._check_open(cand, reviewer, now)
-            await tx.claim_candidate(candidate_id, reviewer, to_us(now), to_us(until))  # type: ignore[arg-type]
+            await tx.claim_candidate(candidate_id, reviewer, to_us(now), to_us(until))
             return replace(cand, claimed_by=reviewer, claimed_until=until)
 
     async def release(self, candidate_id: int, reviewer: str) -> None:
@@ -257,7 +248,7 @@ class ReviewService:
             check_statement(text, self._ctx.config)
         [embedding] = await self._ctx.embedder.embed([text])
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
@@ -333,7 +324,7 @@ class ReviewService:
     ) -> Knowledge:
         reason, note = self._check_note(reason, note)
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
@@ -363,7 +354,7 @@ class ReviewService:
         why = reason.strip()
         _, note = self._check_note(why, note)
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
@@ -428,7 +419,7 @@ class ReviewService:
         fact reads as not found. Audited as `retarget`; the candidate stays pending."""
         _, note = self._check_note(None, note)
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
@@ -466,7 +457,7 @@ class ReviewService:
         re-pointed or cut are restored. Refused when anything the decision wrote was changed
         afterwards (a later correction, supersession, lift, a re-pointed candidate decided...)."""
         _, note = self._check_note(None, note)
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":

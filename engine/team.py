@@ -55,7 +55,7 @@ from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
 from .storage import SqlTx
-from .storage.sql.tx import queue_filters, returned_id
+from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
 
 if TYPE_CHECKING:
@@ -69,23 +69,19 @@ DECISIONS: tuple[str, ...] = (
 SAMPLED_DECISIONS: tuple[str, ...] = ("approve", "edit_approve", "confirm_supersession", "keep_both")
 """Approvals that created a fact and can therefore be second-reviewed (and overturned)."""
 LEANS = ("approve", "reject")
-_HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
-_HASH_SPACE = 4_294_967_296
 _MIN_GAP_SECONDS = 1.0
 _DAY_US = 86_400_000_000
 
 
 def sample_point(candidate_id: int) -> float:
-    """Where the id falls in [0, 1): the same number in Python and in `_SAMPLE_SQL`."""
-    return ((candidate_id * _HASH_MULTIPLIER) % _HASH_SPACE) / _HASH_SPACE
+    """Where the id falls in [0, 1): the same number in Python and in SQL (engine/storage/sql/team.py
+    SAMPLE_SQL, Knuth's multiplicative hash: consecutive ids spread over 2**32)."""
+    return ((candidate_id * HASH_MULTIPLIER) % HASH_SPACE) / HASH_SPACE
 
 
 def sampled(candidate_id: int, rate: float) -> bool:
     """True when an approval of this candidate is in the second-review sample at `rate`."""
     return sample_point(candidate_id) < rate
-
-
-_SAMPLE_SQL = f"((c.id * {_HASH_MULTIPLIER}) % {_HASH_SPACE}) < ?"
 
 
 def check_may_decide(cand: Candidate, reviewer: str) -> None:
@@ -220,7 +216,7 @@ class BlindReview:
     knowledge_id: int
     statement: str
     kind: str
-    confidence: float
+    confidence: float | None  # None for an approved agent proposal (no extractor confidence)
     evidence: str
     valid_at: datetime | None
     invalid_at: datetime | None
@@ -254,23 +250,18 @@ class Assignment:
 
 
 def _flag(r: Any) -> Flag:
-    return Flag(id=r[0], candidate_id=r[1], user_id=r[2], flagged_by=r[3], flagged_at=from_us(r[4]),  # type: ignore[arg-type]
+    return Flag(id=r[0], candidate_id=r[1], user_id=r[2], flagged_by=r[3], flagged_at=from_us(r[4]),
                 note=r[5], lean=r[6], withdrawn_at=from_us(r[7]), withdrawn_by=r[8])
-
-
-_FLAG_COLS = "id, candidate_id, user_id, flagged_by, flagged_at, note, lean, withdrawn_at, withdrawn_by"
-_SR_COLS = ("id, candidate_id, knowledge_id, user_id, first_reviewer, first_decision, reviewer, verdict,"
-            " decided_at, reason, note")
 
 
 def _second_review(r: Any) -> SecondReview:
     return SecondReview(id=r[0], candidate_id=r[1], knowledge_id=r[2], user_id=r[3], first_reviewer=r[4],
-                        first_decision=r[5], reviewer=r[6], verdict=r[7], decided_at=from_us(r[8]),  # type: ignore[arg-type]
+                        first_decision=r[5], reviewer=r[6], verdict=r[7], decided_at=from_us(r[8]),
                         reason=r[9], note=r[10])
 
 
 def _assignment(r: Any) -> Assignment:
-    return Assignment(id=r[0], user_id=r[1], reviewer=r[2], assigned_at=from_us(r[3]), assigned_by=r[4])  # type: ignore[arg-type]
+    return Assignment(id=r[0], user_id=r[1], reviewer=r[2], assigned_at=from_us(r[3]), assigned_by=r[4])
 
 
 def _median_gap(times_us: list[int], break_seconds: float) -> float | None:
@@ -301,31 +292,17 @@ class TeamService:
     async def progress(self, reviewer: str, *, since: datetime | None = None, **filters: Any) -> Progress:
         """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
         start = since or _start_of_day(self._ctx.now())
-        start_us: int = to_us(start, "since")  # type: ignore[assignment]
+        start_us: int = to_us(start, "since")
         keys = ("user_id", "kind", "min_confidence", "max_confidence", "unsupported", "search", "assigned_to")
         unknown = set(filters) - set(keys)
         if unknown:
             raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")
-        values = [filters.get(k) for k in keys]
         async with self._ctx.store.reading() as tx:
             remaining = await tx.pending_count(**filters)
-            where, args = queue_filters(
-                *values, status_clause=f"c.status != 'pending' AND c.decided_at >= {start_us}"
-            )
-            done = await _count(tx, f"SELECT count(*) FROM candidates c WHERE {where}", args)
-            pending_where, pending_args = queue_filters(*values)
-            flagged_by_me = await _count(
-                tx, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
-                f" AND f.withdrawn_at IS NULL WHERE {pending_where} AND f.flagged_by = ?", [*pending_args, reviewer],
-            )
-            others = await _count(
-                tx, f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
-                f" AND f.withdrawn_at IS NULL WHERE {pending_where} AND f.flagged_by != ?", [*pending_args, reviewer],
-            )
-            times = [int(r[0]) for r in await (await tx.conn.execute(
-                f"SELECT at FROM audit_log WHERE entity = 'candidate' AND actor = ? AND at >= ?"
-                f" AND action IN ({_in(DECISIONS)}) ORDER BY at, id", (reviewer, start_us, *DECISIONS),
-            )).fetchall()]
+            done = await tx.decided_since_count(filters, start_us)
+            flagged_by_me = await tx.live_flag_count(filters, reviewer, by_reviewer=True)
+            others = await tx.live_flag_count(filters, reviewer, by_reviewer=False)
+            times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
         return Progress(
             reviewer=reviewer, since=start, done=done, remaining=remaining, reviewer_decisions=len(times),
@@ -337,9 +314,8 @@ class TeamService:
         self, *, since: datetime | None = None, until: datetime | None = None, user_id: str | None = None,
     ) -> TeamFigures:
         """Per-reviewer figures, decisions per reviewer per UTC day, and every two-reviewer comparison."""
-        lo: int = to_us(since, "since") if since is not None else -(2**62)  # type: ignore[assignment]
-        hi: int = to_us(until, "until") if until is not None else 2**62  # type: ignore[assignment]
-        scope, scope_args = ("AND user_id = ?", [user_id]) if user_id is not None else ("", [])
+        lo: int = to_us(since, "since") if since is not None else -(2**62)
+        hi: int = to_us(until, "until") if until is not None else 2**62
         by: dict[str, ReviewerFigures] = {}
 
         def fig(name: str) -> ReviewerFigures:
@@ -348,11 +324,7 @@ class TeamService:
         daily: dict[tuple[int, str], list[int]] = {}
         times: dict[str, list[int]] = {}
         async with self._ctx.store.reading() as tx:
-            for actor, action, at in await (await tx.conn.execute(
-                f"SELECT actor, action, at FROM audit_log WHERE entity = 'candidate' AND at >= ? AND at < ? {scope}"
-                f" AND action IN ({_in(DECISIONS)}, 'undo', 'flag') ORDER BY at, id",
-                (lo, hi, *scope_args, *DECISIONS),
-            )).fetchall():
+            for actor, action, at in await tx.decision_events(lo, hi, user_id, DECISIONS):
                 f = fig(actor)
                 if action == "undo":
                     f.undone += 1
@@ -368,7 +340,7 @@ class TeamService:
                 day = daily.setdefault((int(at) // _DAY_US, actor), [0, 0, 0])
                 day[0] += 1
                 day[1 if approved else 2] += 1
-            comparisons = await self._comparisons(tx, lo, hi, scope, scope_args)
+            comparisons = await self._comparisons(tx, lo, hi, user_id)
         for name, ts in times.items():
             by[name].seconds_per_decision = _median_gap(ts, self._ctx.config.decision_break_seconds)
         for comp in comparisons:
@@ -381,31 +353,22 @@ class TeamService:
             since=since,
             reviewers=sorted(by.values(), key=lambda f: (-f.decisions, f.reviewer)),
             daily=[
-                DailyFigures(day=from_us(d * _DAY_US).date(), reviewer=name, decisions=n, approved=a, rejected=r)  # type: ignore[union-attr]
+                DailyFigures(day=from_us(d * _DAY_US).date(), reviewer=name, decisions=n, approved=a, rejected=r)
                 for (d, name), (n, a, r) in sorted(daily.items(), key=lambda kv: (-kv[0][0], kv[0][1]))
             ],
             comparisons=comparisons,
         )
 
     async def _comparisons(
-        self, tx: SqlTx, lo: int, hi: int, scope: str, scope_args: list[Any],
+        self, tx: SqlTx, lo: int, hi: int, user_id: str | None,
     ) -> list[Comparison]:
         out: list[Comparison] = []
-        for cid, uid, first, second, verdict, at in await (await tx.conn.execute(
-            "SELECT candidate_id, user_id, first_reviewer, reviewer, verdict, decided_at FROM second_reviews"
-            f" WHERE decided_at >= ? AND decided_at < ? {scope} ORDER BY decided_at, id", (lo, hi, *scope_args),
-        )).fetchall():
+        for cid, uid, first, second, verdict, at in await tx.second_review_comparison_rows(lo, hi, user_id):
             out.append(Comparison("second_review", cid, uid, first, "approve", second,
-                                  "approve" if verdict == "agree" else "reject", from_us(at)))  # type: ignore[arg-type]
-        c_scope = scope.replace("user_id", "c.user_id")
-        for cid, uid, flagger, lean, decider, status, at in await (await tx.conn.execute(
-            "SELECT c.id, c.user_id, f.flagged_by, f.lean, c.decided_by, c.status, c.decided_at FROM flags f"
-            " JOIN candidates c ON c.id = f.candidate_id WHERE f.withdrawn_at IS NULL AND f.lean IS NOT NULL"
-            f" AND c.status != 'pending' AND c.decided_at >= ? AND c.decided_at < ? {c_scope}"
-            " ORDER BY c.decided_at, c.id", (lo, hi, *scope_args),
-        )).fetchall():
+                                  "approve" if verdict == "agree" else "reject", from_us(at)))
+        for cid, uid, flagger, lean, decider, status, at in await tx.flag_comparison_rows(lo, hi, user_id):
             out.append(Comparison("second_opinion", cid, uid, flagger, lean, decider,
-                                  "approve" if status == "approved" else "reject", from_us(at)))  # type: ignore[arg-type]
+                                  "approve" if status == "approved" else "reject", from_us(at)))
         out.sort(key=lambda c: (c.at, c.candidate_id))
         return out
 
@@ -421,7 +384,7 @@ class TeamService:
         if lean is not None and lean not in LEANS:
             raise UserInputError(f"lean must be one of {', '.join(LEANS)} (or none), not {lean!r}")
         now = self._ctx.now()
-        now_us: int = to_us(now)  # type: ignore[assignment]
+        now_us: int = to_us(now)
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status != "pending":
@@ -431,27 +394,21 @@ class TeamService:
                     f"candidate {cand.id} is already flagged for a second opinion by {cand.flagged_by}"
                 )
             if cand.claimed_by not in (None, reviewer) and cand.claimed_until is not None and cand.claimed_until > now:
-                raise ClaimedError(cand.id, cand.claimed_by)  # type: ignore[arg-type]
+                raise ClaimedError(cand.id, cand.claimed_by)
             check_may_decide(cand, reviewer)
-            cur = await tx.conn.execute(
-                "INSERT INTO flags(candidate_id, user_id, flagged_by, note, lean, flagged_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                (cand.id, cand.user_id, reviewer, text, lean, now_us),
-            )
+            flag_id = await tx.insert_flag(cand.id, cand.user_id, reviewer, text, lean, now_us)
             await tx.release_candidate(cand.id, reviewer)
-            flag = await _get_flag(tx, await returned_id(cur))
+            flag = _flag(await tx.flag_row(flag_id))
             await tx.audit(at=now_us, actor=reviewer, action="flag", user_id=cand.user_id,
                               entity="candidate", entity_id=cand.id, after=flag, reason=text)
             return flag
 
     async def withdraw_flag(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Flag:
         """The flagger takes the item back (only the flagger: a flag is their request)."""
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
-            row = await (await tx.conn.execute(
-                f"SELECT {_FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (cand.id,)
-            )).fetchone()
+            row = await tx.live_flag_row(cand.id)
             if row is None:
                 raise NotFoundError(f"candidate {cand.id} has no second-opinion flag")
             before = _flag(row)
@@ -461,67 +418,38 @@ class TeamService:
                 )
             if cand.status != "pending":
                 raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
-            await tx.conn.execute("UPDATE flags SET withdrawn_at = ?, withdrawn_by = ? WHERE id = ?",
-                               (now_us, reviewer, before.id))
-            after = await _get_flag(tx, before.id)
+            await tx.withdraw_flag_row(before.id, now_us, reviewer)
+            after = _flag(await tx.flag_row(before.id))
             await tx.audit(at=now_us, actor=reviewer, action="withdraw_flag", user_id=cand.user_id,
                               entity="candidate", entity_id=cand.id, before=before, after=after)
             return after
 
     async def flags(self, *, pending_only: bool = True, user_id: str | None = None) -> list[Flag]:
         """Live flags (on pending candidates by default), oldest first."""
-        where = ["f.withdrawn_at IS NULL"]
-        args: list[Any] = []
-        if pending_only:
-            where.append("c.status = 'pending'")
-        if user_id is not None:
-            where.append("f.user_id = ?")
-            args.append(user_id)
-        cols = ", ".join(f"f.{c.strip()}" for c in _FLAG_COLS.split(","))
         async with self._ctx.store.reading() as tx:
-            rows = await (await tx.conn.execute(
-                f"SELECT {cols} FROM flags f JOIN candidates c ON c.id = f.candidate_id WHERE {' AND '.join(where)}"
-                " ORDER BY f.flagged_at, f.id", args,
-            )).fetchall()
+            rows = await tx.flag_rows(pending_only=pending_only, user_id=user_id)
         return [_flag(r) for r in rows]
 
     async def flag_of(self, candidate_id: int) -> Flag | None:
         """The live flag of a candidate, with its note (for the detail pane)."""
         async with self._ctx.store.reading() as tx:
-            row = await (await tx.conn.execute(
-                f"SELECT {_FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (candidate_id,)
-            )).fetchone()
+            row = await tx.live_flag_row(candidate_id)
         return _flag(row) if row is not None else None
 
     # -- second review --------------------------------------------------------------------------
 
-    def _sample_where(self) -> tuple[str, list[Any]]:
-        threshold = int(self._ctx.config.second_review_rate * _HASH_SPACE)
-        return (
-            f"c.status = 'approved' AND c.decision IN ({_in(SAMPLED_DECISIONS)}) AND c.decided_by != ?"
-            f" AND {_SAMPLE_SQL} AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s"
-            " WHERE s.candidate_id = c.id AND s.knowledge_id = c.knowledge_id)",
-            [*SAMPLED_DECISIONS, threshold],
-        )
+    def _threshold(self) -> int:
+        """The sample as a bound on the id hash (see `sample_point`)."""
+        return int(self._ctx.config.second_review_rate * HASH_SPACE)
 
     async def _second_review_count(self, tx: SqlTx, reviewer: str) -> int:
-        where, args = self._sample_where()
-        args.insert(len(SAMPLED_DECISIONS), reviewer)
-        return await _count(
-            tx, f"SELECT count(*) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}", args
-        )
+        return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, self._threshold())
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
         """Approvals in the sample that `reviewer` did not make and nobody has second-reviewed,
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
-        where, args = self._sample_where()
-        args.insert(len(SAMPLED_DECISIONS), reviewer)
         async with self._ctx.store.reading() as tx:
-            rows = await (await tx.conn.execute(
-                "SELECT c.id, c.user_id, k.id, k.statement, c.kind, c.confidence, c.evidence, k.valid_at,"
-                " k.invalid_at FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
-                f" WHERE {where} ORDER BY c.decided_at, c.id LIMIT ? OFFSET ?", (*args, int(limit), int(offset)),
-            )).fetchall()
+            rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, self._threshold(), limit, offset)
         return [BlindReview(candidate_id=r[0], user_id=r[1], knowledge_id=r[2], statement=r[3], kind=r[4],
                             confidence=r[5], evidence=r[6], valid_at=from_us(r[7]), invalid_at=from_us(r[8]))
                 for r in rows]
@@ -548,12 +476,9 @@ class TeamService:
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
             raise UserInputError(f"{reviewer} approved candidate {cand.id}: another reviewer must second-review it")
-        done = await (await tx.conn.execute(
-            "SELECT reviewer FROM second_reviews WHERE candidate_id = ? AND knowledge_id = ?",
-            (cand.id, cand.knowledge_id),
-        )).fetchone()
+        done = await tx.second_reviewer_of(cand.id, cand.knowledge_id)
         if done is not None:
-            raise AlreadyDecidedError(cand.id, "second-reviewed", done[0])
+            raise AlreadyDecidedError(cand.id, "second-reviewed", done)
         return await tx.get_knowledge(cand.user_id, cand.knowledge_id)
 
     async def second_review(
@@ -566,20 +491,14 @@ class TeamService:
         text = _optional_text(note, self._ctx.config, "the note")
         if not approve and why is None:
             raise UserInputError("overturning an approval needs a reason")
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
             verdict = "agree" if approve else ("overturn" if fact.status == "active" else "disagree")
-            cur = await tx.conn.execute(
-                f"INSERT INTO second_reviews({_SR_COLS.split(', ', 1)[1]})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            record = _second_review(await tx.insert_second_review(
                 (cand.id, fact.id, cand.user_id, cand.decided_by, cand.decision, reviewer, verdict, now_us, why, text),
-            )
-            row = await (await tx.conn.execute(
-                f"SELECT {_SR_COLS} FROM second_reviews WHERE id = ?", (await returned_id(cur),)
-            )).fetchone()
-            record = _second_review(row)
+            ))
             # On the fact's own history: the fact was checked (and undoing the first approval is
             # refused from now on, since a later row names the fact).
             await tx.audit(at=now_us, actor=reviewer, action="second_review", user_id=cand.user_id,
@@ -591,11 +510,8 @@ class TeamService:
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:
-        scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
         async with self._ctx.store.reading() as tx:
-            rows = await (await tx.conn.execute(
-                f"SELECT {_SR_COLS} FROM second_reviews {scope} ORDER BY decided_at, id", args
-            )).fetchall()
+            rows = await tx.second_review_rows(user_id)
         return [_second_review(r) for r in rows]
 
     # -- assignment -----------------------------------------------------------------------------
@@ -605,9 +521,9 @@ class TeamService:
         else holds needs `force=True` (a lead reassigning work); both are audited."""
         if not user_id or not user_id.strip():
             raise UserInputError("a user_id is required")
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
-            if await _count(tx, "SELECT count(*) FROM candidates WHERE user_id = ?", [user_id]) == 0:
+            if await tx.user_candidate_count(user_id) == 0:
                 raise NotFoundError(f"user {user_id!r} has no candidates to take")
             before = await _get_assignment(tx, user_id)
             if before is not None and before.reviewer == reviewer:
@@ -617,12 +533,8 @@ class TeamService:
                     f"user {user_id}'s items are taken by {before.reviewer}; take them over explicitly"
                 )
             if before is not None:
-                await tx.conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
-            cur = await tx.conn.execute(
-                "INSERT INTO assignments(user_id, reviewer, assigned_at, assigned_by) VALUES (?, ?, ?, ?) RETURNING id",
-                (user_id, reviewer, now_us, reviewer),
-            )
-            assignment_id = await returned_id(cur)
+                await tx.delete_assignment(before.id)
+            assignment_id = await tx.insert_assignment(user_id, reviewer, now_us, reviewer)
             after = await _get_assignment(tx, user_id)
             await tx.audit(at=now_us, actor=reviewer, action="assign", user_id=user_id, entity="assignment",
                               entity_id=assignment_id, before=before, after=after)
@@ -630,46 +542,26 @@ class TeamService:
 
     async def release_user(self, user_id: str, reviewer: str) -> Assignment:
         """Give a user's items back to the whole team (only the assignee)."""
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             before = await _get_assignment(tx, user_id)
             if before is None:
                 raise NotFoundError(f"user {user_id!r} is not assigned to anyone")
             if before.reviewer != reviewer:
                 raise UserInputError(f"user {user_id}'s items are taken by {before.reviewer}, not {reviewer}")
-            await tx.conn.execute("DELETE FROM assignments WHERE id = ?", (before.id,))
+            await tx.delete_assignment(before.id)
             await tx.audit(at=now_us, actor=reviewer, action="unassign", user_id=user_id,
                               entity="assignment", entity_id=before.id, before=before)
             return before
 
     async def assignments(self, reviewer: str | None = None) -> list[Assignment]:
-        scope, args = ("WHERE reviewer = ?", [reviewer]) if reviewer is not None else ("", [])
         async with self._ctx.store.reading() as tx:
-            rows = await (await tx.conn.execute(
-                f"SELECT id, user_id, reviewer, assigned_at, assigned_by FROM assignments {scope} ORDER BY user_id",
-                args,
-            )).fetchall()
+            rows = await tx.assignment_rows(reviewer)
         return [_assignment(r) for r in rows]
 
 
-def _in(values: tuple[str, ...]) -> str:
-    return ", ".join("?" * len(values))
-
-
-async def _count(tx: SqlTx, sql: str, args: list[Any]) -> int:
-    row = await (await tx.conn.execute(sql, args)).fetchone()
-    return int(row[0])  # type: ignore[index]
-
-
-async def _get_flag(tx: SqlTx, flag_id: int) -> Flag:
-    row = await (await tx.conn.execute(f"SELECT {_FLAG_COLS} FROM flags WHERE id = ?", (flag_id,))).fetchone()
-    return _flag(row)
-
-
 async def _get_assignment(tx: SqlTx, user_id: str) -> Assignment | None:
-    row = await (await tx.conn.execute(
-        "SELECT id, user_id, reviewer, assigned_at, assigned_by FROM assignments WHERE user_id = ?", (user_id,)
-    )).fetchone()
+    row = await tx.assignment_row(user_id)
     return _assignment(row) if row is not None else None
 
 

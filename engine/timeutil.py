@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import overload
 
 from .errors import InvalidIntervalError
 
@@ -58,6 +59,12 @@ def check_representable(value: datetime, what: str = "date") -> datetime:
     return utc
 
 
+@overload
+def to_us(value: datetime, what: str = "time") -> int: ...
+@overload
+def to_us(value: None, what: str = "time") -> None: ...
+@overload
+def to_us(value: datetime | None, what: str = "time") -> int | None: ...
 def to_us(value: datetime | None, what: str = "time") -> int | None:
     if value is None:
         return None
@@ -65,6 +72,12 @@ def to_us(value: datetime | None, what: str = "time") -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+@overload
+def from_us(value: int) -> datetime: ...
+@overload
+def from_us(value: None) -> None: ...
+@overload
+def from_us(value: int | None) -> datetime | None: ...
 def from_us(value: int | None) -> datetime | None:
     if value is None:
         return None

@@ -143,6 +143,25 @@ async def test_a_candidate_queued_elsewhere_appears_without_a_key_press(tui_db: 
         assert queue(app).query_one("#pending").get_row_index(str(cid)) >= 0  # type: ignore[attr-defined]
 
 
+async def test_a_candidate_queued_elsewhere_after_a_decision_here_appears_too(store_target: str) -> None:
+    """The screen's own decision lowers the count it compares announcements with: otherwise the
+    first candidate queued elsewhere after a decision here (same count as at the last look) was
+    never shown on PostgreSQL, which announces new candidates only (SQLite's watcher also reports
+    the decision's own commit)."""
+    async with Memory(store_target, clock=fixed_clock) as mem:
+        first = await mem.queue_candidate("u-ana", "Ana keeps bees", actor="seed")
+        await mem.queue_candidate("u-ana", "Ana plays the cello", actor="seed")
+    app = ReviewApp(store_target, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle_until(pilot, lambda: queue(app).current_id == first, "the queue loading")
+        await pilot.press("a")
+        await settle_until(pilot, lambda: queue(app).total == 1 and not queue(app)._deciding, "the approval")
+        async with Memory(store_target, clock=fixed_clock) as other:
+            cid = await other.queue_candidate("u-ana", "Ana learned to sail", actor="elsewhere")
+        await settle_until(pilot, lambda: cid in queue(app).candidates, "the new candidate appearing")
+        assert queue(app).total == 2
+
+
 async def test_memory_subscribe_new_candidates_calls_back_and_stops(tui_db: SeededDb) -> None:
     path, _ = tui_db
     calls: list[int] = []

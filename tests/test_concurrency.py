@@ -32,8 +32,7 @@ from typing import Any
 import pytest
 import sqlite_vec
 
-from engine import AlreadyDecidedError, HashingEmbedder, Memory, UserInputError
-from engine.memory import NewFact
+from engine import AlreadyDecidedError, HashingEmbedder, Memory, NewFact, UserInputError
 from engine.models import to_jsonable
 from engine.storage.sqlite.connection import _connect_sync
 from engine.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, VEC_CHUNK_SIZE

@@ -205,3 +205,17 @@ def test_the_progress_line_has_a_compact_form_and_an_empty_state() -> None:
     empty = Progress("ana", datetime(2026, 3, 10, tzinfo=UTC), 0, 0, 0, None, 0, 0, 0)
     assert "nothing in this filter today" in progress_text(empty).plain
     assert "█" not in progress_text(empty).plain  # an empty filter is not drawn as a full bar
+
+
+def test_the_blind_view_of_an_agent_proposal_shows_no_confidence() -> None:
+    """An approved agent proposal has confidence None (nobody measured one): the second reviewer's
+    view says so instead of failing to format it; an extracted fact shows its number (control)."""
+    from engine.team import BlindReview
+    from review_app.screens.second_review import blind_text
+
+    proposal = BlindReview(candidate_id=1, user_id="u1", knowledge_id=2, statement="User keeps bees",
+                           kind="proposed", confidence=None, evidence="", valid_at=None, invalid_at=None)
+    assert "confidence —" in blind_text(proposal).plain
+    extracted = BlindReview(candidate_id=3, user_id="u1", knowledge_id=4, statement="User keeps bees",
+                            kind="new", confidence=0.8, evidence="", valid_at=None, invalid_at=None)
+    assert "confidence 0.80" in blind_text(extracted).plain

@@ -172,7 +172,7 @@ class Pipeline:
                 raise InvalidStatementError("an exchange needs a user_id")
             if not isinstance(user_msg, str) or not user_msg.strip():
                 raise InvalidStatementError(f"the user message of {user_id!r} is empty")
-            when: int = to_us(ensure_utc(at, "at") if at is not None else now)  # type: ignore[assignment]
+            when: int = to_us(ensure_utc(at, "at") if at is not None else now)
             rows.append((user_id, "user", user_msg, when))
             count = 1
             if assistant_msg is not None and assistant_msg.strip():
@@ -186,7 +186,7 @@ class Pipeline:
                 batch = ids[pos : pos + count]
                 pos += count
                 out.append(batch)
-                await tx.audit(at=to_us(now), actor="capture", action="capture", user_id=user_id,  # type: ignore[arg-type]
+                await tx.audit(at=to_us(now), actor="capture", action="capture", user_id=user_id,
                                   entity="message", entity_id=batch[0], after={"message_ids": batch})
         if self._ctx.config.batch_threshold:
             for user_id in dict.fromkeys(e[0] for e in exchanges):
@@ -244,7 +244,7 @@ class Pipeline:
             with contextlib.suppress(MemdeskError, OSError, RuntimeError):
                 # A failed renewal is survivable: the write of a run checks the lease it holds.
                 async with self._ctx.store.transaction() as tx:
-                    await tx.renew_leases(self._token, to_us(self._ctx.now()) + self._lease_us())  # type: ignore[operator]
+                    await tx.renew_leases(self._token, to_us(self._ctx.now()) + self._lease_us())
 
     # -- processing -------------------------------------------------------------------------------
 
@@ -293,7 +293,7 @@ class Pipeline:
     async def _process_user(self, user_id: str) -> ProcessReport:
         report = ProcessReport()
         cfg = self._ctx.config
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             raw = [RawMessage(*r) for r in await tx.unprocessed_messages(user_id)]
             chunks = segment(raw, cfg.episode_gap, cfg.episode_max_messages)
@@ -453,7 +453,7 @@ class Pipeline:
         writes.finished.append(("processed", None, episode.id))
         extraction = outcome.extraction
         user_id = episode.user_id
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         actor = f"extractor:{run['extractor']}"
         counts = ProcessReport(episodes=1)
         gated = self._gate(episode, existing, extraction, view, counts, writes.candidate_ids)
@@ -477,7 +477,7 @@ class Pipeline:
                 confidence = max(0.0, confidence - cfg.unsupported_penalty)
             cand = Candidate(
                 id=s.candidate_id, user_id=user_id, statement=s.item.statement, kind=s.item.kind,  # type: ignore[arg-type]
-                status="pending", confidence=round(confidence, 4), created_at=created,  # type: ignore[arg-type]
+                status="pending", confidence=round(confidence, 4), created_at=created,
                 evidence=s.item.evidence or "", supersedes_id=s.supersedes_id, valid_at=from_us(s.start),
                 invalid_at=from_us(s.end), episode_id=episode.id, run_id=run_id, unsupported=s.unsupported,
                 extractor=run["extractor"], created_by=actor, supersedes_candidate_id=s.supersedes_candidate_id,
@@ -568,18 +568,18 @@ class Pipeline:
             if item.supersedes is not None or kind in _CHANGE_KINDS:
                 target = parse_handle(item.supersedes)
                 if target not in shown or not (
-                    (target[0] == "knowledge" and target[1] in view.active_ids)  # type: ignore[index]
-                    or (target[0] == "candidate" and target[1] in pending)  # type: ignore[index]
+                    (target[0] == "knowledge" and target[1] in view.active_ids)
+                    or (target[0] == "candidate" and target[1] in pending)
                 ):
                     report.supersedes_dropped += 1
                     kind = "new"
                 else:
-                    entity, ident = _chain_head(target, successors)  # type: ignore[arg-type]
+                    entity, ident = _chain_head(target, successors)
                     sup_k, sup_c = (ident, None) if entity == "knowledge" else (None, ident)
                     if kind not in _CHANGE_KINDS:
                         kind = "update"
             stated_at, supported = _stated_at(item.evidence, user_msgs, episode.messages, cfg.evidence_threshold)
-            stated_us: int = to_us(stated_at)  # type: ignore[assignment]
+            stated_us: int = to_us(stated_at)
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
             cid = ids.take()
@@ -602,7 +602,7 @@ class Pipeline:
             raise InvalidStatementError("queueing a discarded statement needs a reason")
         if not actor or not actor.strip():
             raise InvalidStatementError("queueing a discarded statement needs an actor")
-        now_us: int = to_us(self._ctx.now())  # type: ignore[assignment]
+        now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             found = await tx.get_discarded(discarded_id)
             if found.queued_candidate_id is not None:

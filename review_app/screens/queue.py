@@ -588,6 +588,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return
         table.remove_row(str(candidate_id))
         self.total = max(0, self.total - 1)
+        if self._last_count is not None:  # this screen's own decision is not "fewer from elsewhere"
+            self._last_count = max(0, self._last_count - 1)
         self._update_header()
         self._update_title()
         if table.row_count == 0:

@@ -37,7 +37,9 @@ def blind_text(item: BlindReview) -> Text:
     out = Text()
     out.append("User ", style="dim")
     out.append_text(literal(item.user_id, "bold"))
-    out.append(f"   kind {item.kind}   confidence {item.confidence:.2f}\n\n", style="dim")
+    # an approved agent proposal has no confidence: nobody measured one
+    confidence = "—" if item.confidence is None else f"{item.confidence:.2f}"
+    out.append(f"   kind {item.kind}   confidence {confidence}\n\n", style="dim")
     out.append(f"Fact #{item.knowledge_id}\n", style="bold")
     out.append_text(literal(item.statement))
     start = item.valid_at.date().isoformat() if item.valid_at else "always"

@@ -245,7 +245,8 @@ CREATE TABLE discarded (
     run_id BIGINT,
     statement TEXT COLLATE "C" NOT NULL,
     evidence TEXT COLLATE "C" NOT NULL DEFAULT '',
-    gate TEXT COLLATE "C" NOT NULL CHECK (gate IN ('predicted', 'below_confidence', 'invalid', 'tombstoned', 'duplicate')),
+    gate TEXT COLLATE "C" NOT NULL
+        CHECK (gate IN ('predicted', 'below_confidence', 'invalid', 'tombstoned', 'duplicate')),
     kind TEXT COLLATE "C" NOT NULL DEFAULT 'new',
     confidence DOUBLE PRECISION,
     valid_at BIGINT,

@@ -133,16 +133,16 @@ class PostgresTx(SqlTx):
 
     async def audit_events(
         self, user_id: str | None, entity: str | None = None, entity_ids: Sequence[int] | None = None,
-        limit: int = 1000,
+        limit: int | None = 1000,
     ) -> list[Any]:
         # SQLite reads LIMIT -1 as "no limit"; PostgreSQL refuses a negative LIMIT
-        return await super().audit_events(user_id, entity, entity_ids, limit if limit >= 0 else 2**62)
+        return await super().audit_events(user_id, entity, entity_ids, limit if limit is None or limit >= 0 else 2**62)
 
     # -- facts: one row, vector and words included ---------------------------------------------------
 
     async def insert_knowledge(
         self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
+        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
         candidate_id: int | None = None, episode_id: int | None = None,
     ) -> int:
         cur = await self.conn.execute(

@@ -39,6 +39,8 @@ from .records import (
     knowledge_from_row,
     tombstone_from_row,
 )
+from .stats import StatsOps
+from .team import TeamOps
 
 STILL_TRUE_SQL = (
     "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
@@ -63,7 +65,8 @@ def queue_filters(
 ) -> tuple[str, list[Any]]:
     """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
     candidates of the very same filter; `assigned_to` is the "my queue" filter."""
-    where, args = [status_clause], []  # type: ignore[var-annotated]
+    where: list[str] = [status_clause]
+    args: list[Any] = []
     if assigned_to is not None:
         where.append("c.user_id IN (SELECT a.user_id FROM assignments a WHERE a.reviewer = ?)")
         args.append(assigned_to)
@@ -285,13 +288,14 @@ async def recorded_embedder(tx: SqlTx) -> tuple[str, int | None]:
     return name or LEGACY_EMBEDDER, None if width is None else int(width)
 
 
-class SqlTx:
+class SqlTx(TeamOps, StatsOps):
     """One transaction (or one consistent read) on a store: the engine's operations on it.
 
     `conn` has aiosqlite's cursor API (`execute(sql, args) -> cursor` with async `fetchall()` and
     `fetchone()`, `rowcount`; `executemany`), which the SQLite backend passes as it is and the
     PostgreSQL backend provides over asyncpg. `text_stats` is the store's per-connection cache of
-    BM25 statistics (`user_text_stats`)."""
+    BM25 statistics (`user_text_stats`). The team and stats statements live in the mixins
+    `TeamOps` (sql/team.py) and `StatsOps` (sql/stats.py), kept apart only for size."""
 
     backend = "sql"
 
@@ -303,7 +307,7 @@ class SqlTx:
 
     async def insert_knowledge(
         self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
+        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
         candidate_id: int | None = None, episode_id: int | None = None,
     ) -> int:
         """A new active fact with its search and vector data; returns its id (never one an undone
@@ -362,7 +366,8 @@ class SqlTx:
     async def audit_events(self, user_id: str | None, entity: str | None = None,
         entity_ids: Sequence[int] | None = None, limit: int | None = 1000,
     ) -> list[AuditEvent]:
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if user_id is not None:
             where.append("user_id = ?")
             args.append(user_id)
@@ -427,7 +432,7 @@ class SqlTx:
             "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
             (entity, entity_id, after_id),
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
@@ -515,7 +520,8 @@ class SqlTx:
     ) -> list[Knowledge]:
         """One user's facts, oldest first. Without `include_expired`: current belief (active facts), or
         with `at_time` the valid-time rule of `text_arm` (facts still believed true for their period)."""
-        where, args = ["user_id = ?"], [user_id]  # type: ignore[list-item]
+        where: list[str] = ["user_id = ?"]
+        args: list[Any] = [user_id]
         if not include_expired:
             where.append(STILL_TRUE_SQL.format(k="knowledge") + " = 1" if at_time is not None else "status = 'active'")
         if at_time is not None:
@@ -682,7 +688,7 @@ class SqlTx:
             " AND kind IN ('proposed', 'retraction')",
             (user_id,),
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None
     ) -> Knowledge | None:
@@ -733,7 +739,7 @@ class SqlTx:
                 filters.get("assigned_to"),
         )
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def insert_tombstone(self, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
         candidate_id: int | None = None, knowledge_id: int | None = None,
@@ -763,7 +769,8 @@ class SqlTx:
 
     async def list_tombstones(self, user_id: str | None, include_lifted: bool = False
     ) -> list[Tombstone]:
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if user_id is not None:
             where.append("user_id = ?")
             args.append(user_id)
@@ -881,7 +888,7 @@ class SqlTx:
             row = await (await self.conn.execute(
                 "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
             )).fetchone()
-            n, top = int(row[0]), int(row[1])  # type: ignore[index]
+            n, top = int(row[0]), int(row[1])
             if stats is not None and (
                 (stats.docs, stats.top) == (n, top)
                 or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
@@ -892,7 +899,7 @@ class SqlTx:
                 row = await (await self.conn.execute(
                     f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
                 )).fetchone()
-                tokens = int(row[0])  # type: ignore[index]
+                tokens = int(row[0])
                 known = {}
             if len(cache) > 10_000:
                 cache.clear()
@@ -1013,7 +1020,7 @@ class SqlTx:
             list(episode_ids),
         )).fetchall()
         for m in msgs:
-            out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))  # type: ignore[arg-type]
+            out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))
         return out
 
     async def candidate_context(self, cand: Candidate) -> CandidateContext:
@@ -1071,7 +1078,7 @@ class SqlTx:
         row = await (await self.conn.execute(
             "SELECT count(*) FROM messages WHERE user_id = ? AND episode_id IS NULL", (user_id,)
         )).fetchone()
-        return int(row[0])  # type: ignore[index]
+        return int(row[0])
 
     async def users_with_work(self) -> list[str]:
         rows = await (await self.conn.execute(
@@ -1136,7 +1143,7 @@ class SqlTx:
             " AND claimed_until > ? AND claimed_by != ?",
             (user_id, now, token),
         )).fetchone()
-        return int(row[0]), (int(row[1]) if row[1] is not None else None)  # type: ignore[index]
+        return int(row[0]), (int(row[1]) if row[1] is not None else None)
 
     async def renew_leases(self, token: str, until: int) -> int:
         """Extend every lease this worker still holds (its episodes not yet finished)."""
@@ -1182,11 +1189,11 @@ class SqlTx:
         for table in USER_TABLES:
             row = await (await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
                 (user_id,))).fetchone()
-            counts[table] = int(row[0])  # type: ignore[index]
+            counts[table] = int(row[0])
         row = await (await self.conn.execute(
             "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'", (user_id,)
         )).fetchone()
-        counts["audit_log"] = int(row[0])  # type: ignore[index]
+        counts["audit_log"] = int(row[0])
         return counts
 
     async def user_candidates(self, user_id: str) -> list[Candidate]:

@@ -46,7 +46,7 @@ def sqlite_module() -> ModuleType:
     if _can_load_extensions(sqlite3):
         return sqlite3
     try:
-        from pysqlite3 import dbapi2  # type: ignore[import-not-found]
+        from pysqlite3 import dbapi2
     except ImportError:
         dbapi2 = None
     if dbapi2 is not None and _can_load_extensions(dbapi2):

@@ -102,7 +102,7 @@ async def reembed_store(
         await _set_meta(conn, "embedder", target)
         await _set_meta(conn, "embedding_dimensions", width)
         await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
-        audit_id = await tx.audit(at=now(), actor=actor, action="reembed", user_id="", entity="store",  # type: ignore[arg-type]
+        audit_id = await tx.audit(at=now(), actor=actor, action="reembed", user_id="", entity="store",
             entity_id=None, before={"embedder": source, "dimensions": source_width},
             after={"embedder": target, "dimensions": width, "facts": facts, "resumed_at": resumed_at},
         )

@@ -146,9 +146,9 @@ class SqliteStore(Store):
             last = None
             while True:
                 row = await (await watcher.conn.execute("PRAGMA data_version")).fetchone()
-                if last is not None and row[0] != last:
+                if last is not None and row[0] != last:  # type: ignore[index]
                     callback("")
-                last = row[0]
+                last = row[0]  # type: ignore[index]
                 await asyncio.sleep(0.5)
 
         task = asyncio.get_running_loop().create_task(watch())
@@ -165,7 +165,7 @@ class SqliteStore(Store):
 
 async def _user_version(db: Database) -> int:
     row = await (await db.conn.execute("PRAGMA user_version")).fetchone()
-    return int(row[0])
+    return int(row[0])  # type: ignore[index]
 
 
 async def _migrate(db: Database, path: str, dimensions: int, embedder: str, verify: Verify | None) -> None:
@@ -182,7 +182,7 @@ async def _migrate(db: Database, path: str, dimensions: int, embedder: str, veri
         return
     async with db.transaction() as conn:
         # re-read inside the write lock: another process may have migrated meanwhile
-        version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]
+        version = (await (await conn.execute("PRAGMA user_version")).fetchone())[0]  # type: ignore[index]
         # a migration that rebuilds the vector table keeps the width the database has
         width = dimensions
         if version >= 1:

@@ -49,7 +49,7 @@ class SqliteTx(SqlTx):
 
     async def insert_knowledge(
         self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
+        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
         candidate_id: int | None = None, episode_id: int | None = None,
     ) -> int:
         cur = await self.conn.execute(
