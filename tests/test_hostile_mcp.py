@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_mcp import session
 
 from engine import Memory
+from engine.storage import is_postgres_url
 from tests.engine_helpers import sql
 
 # No lone surrogates here: the MCP client serialises its JSON as UTF-8 and cannot send one (the
@@ -81,7 +82,7 @@ def test_any_tool_arguments_give_a_result_or_a_tool_error_and_change_nothing_on_
 ) -> None:
     # SQLite: a new file per example; PostgreSQL: the test's one database, seeded again per example
     # (each call is checked against the state just before it, so earlier examples do not matter)
-    db: Path | str = tmp_path / "mcp-hostile.db" if not store_target.startswith("postgres") else store_target
+    db: Path | str = store_target if is_postgres_url(store_target) else tmp_path / "mcp-hostile.db"
     if isinstance(db, Path):
         db.unlink(missing_ok=True)
 
