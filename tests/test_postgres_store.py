@@ -108,9 +108,9 @@ async def test_migrations_once_and_newer_schema_refused(pg_url: str) -> None:
     conns = [await connect(pg_url, vector=False) for _ in range(3)]
     try:
         befores = await asyncio.gather(*(schema.migrate(c, 3) for c in conns))
-        assert sorted(befores) == [0, 1, 1]
-        rows = await conns[0].fetch("SELECT version FROM schema_migrations")
-        assert [r[0] for r in rows] == [1]
+        assert sorted(befores) == [0, schema.SCHEMA_VERSION, schema.SCHEMA_VERSION]
+        rows = await conns[0].fetch("SELECT version FROM schema_migrations ORDER BY version")
+        assert [r[0] for r in rows] == list(range(1, schema.SCHEMA_VERSION + 1))
         assert await conns[0].fetchval("SELECT value FROM meta WHERE key = 'embedding_dimensions'") == "3"
         await conns[0].execute("INSERT INTO schema_migrations(version) VALUES (99)")
     finally:
@@ -339,3 +339,33 @@ async def test_episode_claims_skip_rows_another_worker_is_claiming(pg_url: str) 
             assert await tx.claim_episodes("ana", "w2", 10, 30) == [2]  # its own lease is renewed
     finally:
         await store.close()
+
+
+async def test_text_statistics_rows_follow_inserts_and_deletes(pg_url: str) -> None:
+    """knowledge_stats (migration 2) holds exactly what counting the user's facts gives, after
+    single and bulk inserts, an undo-style delete and an erasure (whose user's row goes)."""
+    from engine import Memory
+    from engine.embedders import HashingEmbedder
+
+    counted = ("SELECT user_id, count(*), max(id), sum(length(trim(statement))"
+               " - length(replace(trim(statement), ' ', '')) + 1) FROM knowledge GROUP BY user_id ORDER BY 1")
+    kept = "SELECT user_id, docs, top_id, words FROM knowledge_stats ORDER BY 1"
+    async with Memory(pg_url, embedder=HashingEmbedder()) as mem:
+        first = await mem.add_knowledge("ana", "Ana keeps  bees", actor="t")
+        await mem.add_knowledge_many("ana", ["Ana plays chess", "Ana  likes green tea daily"], actor="t")
+        await mem.add_knowledge_many("bob", ["Bob rows"], actor="t")
+        async with mem.store.reading() as tx:
+            assert [tuple(r) for r in await tx.conn.execute_fetchall(kept)] == [
+                tuple(r) for r in await tx.conn.execute_fetchall(counted)
+            ] == [("ana", 3, 3, 4 + 3 + 6), ("bob", 1, 4, 2)]  # SqlTx's measure: spaces + 1
+        async with mem.store.transaction() as tx:
+            await tx.delete_knowledge(first.id)
+        async with mem.store.reading() as tx:
+            assert [tuple(r) for r in await tx.conn.execute_fetchall(kept)] == [("ana", 2, 3, 9), ("bob", 1, 4, 2)]
+            stats = await tx.user_text_stats("ana", ["chess"])
+            assert (stats.docs, stats.top, stats.tokens, stats.terms) == (2, 3, 9, {"chess": 1})
+        from engine.erase import erase_user
+
+        await erase_user(mem.ctx, "ana", "dpo")
+        async with mem.store.reading() as tx:
+            assert [tuple(r) for r in await tx.conn.execute_fetchall(kept)] == [("bob", 1, 4, 2)]

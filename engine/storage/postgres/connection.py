@@ -29,6 +29,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+Conn = asyncpg.Connection | PoolConnectionProxy
+"""A connection of its own or one borrowed from the pool (same API)."""
 
 # Statements prepared and kept per pooled connection. The engine has a few hundred fixed SQL texts
 # (plus IN-lists of varying length); asyncpg's default of 100 would evict and re-prepare them.
@@ -161,7 +165,7 @@ class PgConn:
 
     __slots__ = ("raw",)
 
-    def __init__(self, raw: asyncpg.Connection) -> None:
+    def __init__(self, raw: Conn) -> None:
         self.raw = raw
 
     async def execute(self, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:

@@ -35,7 +35,7 @@ import asyncpg
 
 from ..base import TABLES, Store
 from . import schema
-from .connection import PgConn, connect, create_pool, mask_url
+from .connection import Conn, PgConn, connect, create_pool, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ Verify = Callable[[Any], Awaitable[None]]
 
 # Tables an erasure deletes from or redacts: what compact() rewrites.
 ERASE_TABLES: tuple[str, ...] = (
-    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log", "discarded",
-    "flags", "second_reviews", "assignments",
+    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "knowledge_stats", "tombstones",
+    "audit_log", "discarded", "flags", "second_reviews", "assignments",
 )
 
 # Columns a dump leaves out: `search` is derived from the statement (PostgresTx.search_text), and
@@ -102,7 +102,7 @@ class PostgresStore(Store):
         pool = await create_pool(url, min_size=min_size, max_size=max_size)
         return cls(url, pool, tx_factory)
 
-    def _tx(self, conn: asyncpg.Connection, *, writing: bool) -> Any:
+    def _tx(self, conn: Conn, *, writing: bool) -> Any:
         return _make_tx(self._tx_factory, PgConn(conn), self._stats, writing=writing)
 
     # -- transactions ---------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class PostgresStore(Store):
             if table != "meta":
                 await schema.sync_sequences(conn, (table,))
 
-    async def _hold_forward_refs(self, conn: asyncpg.Connection, table: str, data: list[dict[str, Any]]) -> None:
+    async def _hold_forward_refs(self, conn: Conn, table: str, data: list[dict[str, Any]]) -> None:
         """Set to NULL (and remember) each reference of these rows whose target row is neither in
         the database nor among the rows themselves."""
         for src, column, target in schema.FOREIGN_KEYS:
@@ -226,7 +226,7 @@ class PostgresStore(Store):
                     held[int(row["id"])] = int(row[column])
                     row[column] = None
 
-    async def _apply_pending_refs(self, conn: asyncpg.Connection) -> None:
+    async def _apply_pending_refs(self, conn: Conn) -> None:
         """Write the held references whose targets exist now."""
         for (table, column, target), held in list(self._pending_refs.items()):
             if not held:
@@ -287,9 +287,9 @@ class PostgresStore(Store):
         returned coroutine function UNLISTENs and closes it."""
         conn = await connect(self.url, vector=False)
 
-        def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        def deliver(_conn: Conn, _pid: int, _channel: str, payload: object) -> None:
             try:
-                callback(payload)
+                callback(str(payload))
             except Exception:  # a failing subscriber must not take the listener down
                 log.exception("subscriber of %s failed", channel)
 

@@ -131,13 +131,6 @@ class PostgresTx(SqlTx):
         await self.lock_user(user_id)
         return await super().unprocessed_messages(user_id)
 
-    async def audit_events(
-        self, user_id: str | None, entity: str | None = None, entity_ids: Sequence[int] | None = None,
-        limit: int | None = 1000,
-    ) -> list[Any]:
-        # SQLite reads LIMIT -1 as "no limit"; PostgreSQL refuses a negative LIMIT
-        return await super().audit_events(user_id, entity, entity_ids, limit if limit is None or limit >= 0 else 2**62)
-
     # -- facts: one row, vector and words included ---------------------------------------------------
 
     async def insert_knowledge(
@@ -145,6 +138,7 @@ class PostgresTx(SqlTx):
         created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
         candidate_id: int | None = None, episode_id: int | None = None,
     ) -> int:
+        await self.lock_user(user_id)  # before the statistics row (trigger) is locked
         cur = await self.conn.execute(
             "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
             " invalid_at, created_at, status, created_by, embedding, search)"
@@ -162,6 +156,8 @@ class PostgresTx(SqlTx):
         """Ids drawn from the sequence first (one round trip), then one pipelined executemany."""
         if not rows:
             return []
+        for user in sorted({r[0] for r in rows}):  # in one order: two batches never wait on each other
+            await self.lock_user(user)
         source = self.id_source("knowledge")
         await source.reserve(len(rows))
         ids = [source.take() for _ in rows]
@@ -173,6 +169,10 @@ class PostgresTx(SqlTx):
              for kid, (u, text, emb, start, end, conf) in zip(ids, rows, strict=True)],
         )
         return ids
+
+    async def delete_knowledge(self, knowledge_id: int) -> None:
+        await self._lock_owner("knowledge", knowledge_id)
+        await super().delete_knowledge(knowledge_id)
 
     async def erase_user_rows(self, user_id: str, redacted_at: int) -> None:
         """Foreign keys deferred to COMMIT (SQLite's PRAGMA defer_foreign_keys): the portable
@@ -201,9 +201,28 @@ class PostgresTx(SqlTx):
         return [int(r[0]) for r in rows]
 
     async def store_generation(self) -> Any:
-        """PostgreSQL has no cheap "did anything commit since" counter: None, so the statistics'
-        own fact count and largest id (one index-only probe) say whether they still hold."""
+        """PostgreSQL has no cheap "did anything commit since" counter (`user_text_stats` reads
+        the user's trigger-kept statistics row instead)."""
         return None
+
+    async def user_text_stats(self, user_id: str, terms: Sequence[str] = ()) -> _UserStats:
+        """The user's fact count, largest id and total length come from `knowledge_stats` (one
+        row, kept exact by triggers: schema migration 2); document frequencies are counted as
+        asked and kept while the count and largest id stay the same (statements never change,
+        so the same set of facts has the same frequencies)."""
+        row = await (await self.conn.execute(
+            "SELECT docs, top_id, words FROM knowledge_stats WHERE user_id = ?", (user_id,)
+        )).fetchone()
+        n, top, tokens = (int(row[0]), int(row[1]), int(row[2])) if row is not None else (0, 0, 0)
+        stats = self.text_stats.get(user_id)
+        if stats is None or (stats.docs, stats.top) != (n, top):
+            if len(self.text_stats) > 10_000:
+                self.text_stats.clear()
+            stats = self.text_stats[user_id] = _UserStats(None, n, top, tokens)
+        for term in terms:
+            if term not in stats.terms:
+                stats.terms[term] = await self.term_documents(user_id, term)
+        return stats
 
     async def term_documents(self, user_id: str, term: str) -> int:
         row = await (await self.conn.execute(
