@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine import Memory
+from engine import HashingEmbedder, Memory
 from engine.errors import UserInputError
 from engine.storage import database_errors, inspect, masked
 from review_app.app import ReviewApp
@@ -36,6 +36,17 @@ def _closed_port() -> int:
 SECRET = "s3cr3t-pw"
 
 
+def _empty_store(path: Path) -> Path:
+    """A memdesk store with no rows (`migrate`'s source must exist)."""
+
+    async def create() -> None:
+        async with Memory(path, embedder=HashingEmbedder()):
+            pass
+
+    asyncio.run(create())
+    return path
+
+
 def _command_lines(url: str, tmp: Path) -> dict[str, list[str | Path]]:
     conversations = jsonl(tmp / "c.jsonl", [{"user_id": "ana", "user": "I keep bees.", "assistant": "Nice."}])
     credentials = tmp / "reviewers.toml"
@@ -52,11 +63,13 @@ def _command_lines(url: str, tmp: Path) -> dict[str, list[str | Path]]:
         "demo": ["demo", "--db", url, "--no-open", "--reviewer", "t"],
         "mcp": ["mcp", url, "--user", "ana"],
         "serve": ["serve", url, "--config", credentials, "--port", "0"],
+        "migrate": ["migrate", url, tmp / "copy.db"],
+        "migrate-to": ["migrate", _empty_store(tmp / "src.db"), url],
     }
 
 
 @pytest.mark.parametrize("command", ["stats", "search", "export", "erase", "process", "reembed", "ingest", "review",
-                                     "demo", "mcp", "serve"])
+                                     "demo", "mcp", "serve", "migrate", "migrate-to"])
 def test_an_unreachable_server_is_one_line_and_exit_2_without_the_password(command: str, tmp_path: Path) -> None:
     url = f"postgresql://memdesk:{SECRET}@127.0.0.1:{_closed_port()}/memdesk"
     done = memdesk(*_command_lines(url, tmp_path)[command], cwd=tmp_path)

@@ -1,12 +1,15 @@
-"""Several reviewers on one database file, and a reviewer killed mid-stream.
+"""Several reviewers and workers on one database, and a reviewer killed mid-stream, on each backend.
 
-The guarantees under test (issue 2, DESIGN "Decisions"): a decision is one BEGIN IMMEDIATE
-transaction guarded by `status = 'pending'`, so (a) four OS processes draining one queue decide each
-candidate exactly once and no "database is locked" ever reaches a caller; (b) two reviewers racing
-on one candidate produce exactly one winner and the loser changes nothing; (c) SIGKILL between or
-inside decisions leaves every decision the engine reported as done stored, and never half of a
-supersession. The workers are real processes (tests/procs/decide_worker.py) because an in-process
-test would only exercise the asyncio lock, not SQLite's cross-process locking.
+The guarantees under test (issues 2 and 11, DESIGN "Decisions"): a decision is one write transaction
+guarded by `status = 'pending'` (SQLite: BEGIN IMMEDIATE; PostgreSQL: READ COMMITTED with the row
+locked), so (a) four OS processes draining one queue decide each candidate exactly once and no
+"database is locked" or serialization error ever reaches a caller; (b) two reviewers racing on one
+candidate produce exactly one winner and the loser changes nothing; (c) SIGKILL between or inside
+decisions leaves every decision the engine reported as done stored, and never half of a
+supersession; (d) ingest and `process` workers running at once put every message in exactly one
+episode and extract each episode once. The workers are real processes (tests/procs/), each with its
+own Memory (its own connections, or its own asyncpg pool, as on different hosts), because an
+in-process test would only exercise the asyncio lock, not the database's own locking.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_vec
@@ -37,6 +41,7 @@ from engine.timeutil import BEGINNING, FOREVER
 from tests.engine_helpers import sql
 
 WORKER = Path(__file__).parent / "procs" / "decide_worker.py"
+PROCESS_WORKER = Path(__file__).parent / "procs" / "process_worker.py"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 DECISIONS = ("approve", "edit_approve", "confirm_supersession", "keep_both", "reject", "approve_retraction")
 PROCESS_TIMEOUT_S = 60
@@ -46,9 +51,9 @@ def fixed_clock() -> datetime:
     return T0
 
 
-def spawn(*args: str) -> subprocess.Popen[str]:
+def spawn(*args: str, worker: Path = WORKER) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), *args],
+        [sys.executable, str(worker), *args],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -99,6 +104,16 @@ async def rows(mem: Memory, query: str, args: tuple[object, ...] = ()) -> list[t
         return [tuple(r) for r in await (await conn.execute(query, args)).fetchall()]
 
 
+async def index_counts(mem: Memory) -> tuple[int, int]:
+    """(rows in the text index, rows in the vector index): SQLite's knowledge_fts and knowledge_vec;
+    on PostgreSQL the knowledge rows whose tsvector and vector are filled."""
+    if mem.store.backend == "sqlite":
+        return (await scalar(mem, "SELECT count(*) FROM knowledge_fts"),
+                await scalar(mem, "SELECT count(*) FROM knowledge_vec"))
+    return (await scalar(mem, "SELECT count(*) FROM knowledge WHERE search IS NOT NULL"),
+            await scalar(mem, "SELECT count(*) FROM knowledge WHERE embedding IS NOT NULL"))
+
+
 async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
     marks = ",".join("?" * len(DECISIONS))
     found = await rows(
@@ -110,8 +125,8 @@ async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
 # -- (a) four processes drain one queue ------------------------------------------------------------
 
 
-async def test_four_processes_decide_each_candidate_exactly_once(tmp_path: Path) -> None:
-    db = tmp_path / "race.db"
+async def test_four_processes_decide_each_candidate_exactly_once(store_target: str) -> None:
+    db = store_target
     async with Memory(db, clock=fixed_clock) as mem:
         ids = [
             await mem.queue_candidate(f"user{i % 20:02d}", f"User {i % 20} fact number {i}", evidence=f"said {i}")
@@ -177,15 +192,15 @@ async def test_four_processes_decide_each_candidate_exactly_once(tmp_path: Path)
         )
         assert await scalar(mem, "SELECT count(*) FROM tombstones") == len(rejected)
         assert await scalar(mem, "SELECT count(DISTINCT candidate_id) FROM tombstones") == len(rejected)
-        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == len(approved)
+        assert await index_counts(mem) == (len(approved), len(approved))
 
 
 # -- (b) two reviewers race on one candidate -------------------------------------------------------
 
 
 @pytest.mark.parametrize("instances", [1, 2], ids=["one-memory", "two-memories"])
-async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(tmp_path: Path, instances: int) -> None:
-    db = tmp_path / "duel.db"
+async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(store_target: str, instances: int) -> None:
+    db = store_target
     first = Memory(db, clock=fixed_clock)
     second = first if instances == 1 else Memory(db, clock=fixed_clock)
     async with first:
@@ -234,7 +249,7 @@ async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(tmp_path: 
 # -- (c) SIGKILL in the middle of a stream of decisions ---------------------------------------------
 
 
-async def build_stream_queue(db: Path) -> dict[int, tuple[str, int]]:
+async def build_stream_queue(db: str) -> dict[int, tuple[str, int]]:
     """200 candidates for 4 users; every third is an update superseding an existing fact.
     Returns {update candidate id: (user, id of the fact it supersedes)}."""
     targets: dict[int, tuple[str, int]] = {}
@@ -250,12 +265,13 @@ async def build_stream_queue(db: Path) -> dict[int, tuple[str, int]]:
     return targets
 
 
-async def check_consistent(db: Path, targets: dict[int, tuple[str, int]], printed: dict[int, str]) -> int:
+async def check_consistent(db: str, targets: dict[int, tuple[str, int]], printed: dict[int, str]) -> int:
     """Everything the killed worker reported is stored; nothing is half-applied. Returns the number
     of candidates still pending."""
     async with Memory(db, clock=fixed_clock) as mem:
-        assert await rows(mem, "PRAGMA integrity_check") == [("ok",)]
-        assert await rows(mem, "PRAGMA foreign_key_check") == []
+        if mem.store.backend == "sqlite":  # PostgreSQL checks its foreign keys on every write
+            assert await rows(mem, "PRAGMA integrity_check") == [("ok",)]
+            assert await rows(mem, "PRAGMA foreign_key_check") == []
         cands = {
             int(r[0]): (str(r[1]), r[2], r[3])  # type: ignore[call-overload]
             for r in await rows(mem, "SELECT id, status, decision, knowledge_id FROM candidates")
@@ -288,15 +304,15 @@ async def check_consistent(db: Path, targets: dict[int, tuple[str, int]], printe
                     assert cid not in facts_by_candidate
         # the indexes agree with the fact table (no fact without its vector and FTS rows)
         facts = await scalar(mem, "SELECT count(*) FROM knowledge")
-        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == facts
-        assert await scalar(mem, "SELECT count(*) FROM knowledge_vec") == facts
-        vec_active = await scalar(mem, "SELECT count(*) FROM knowledge_vec WHERE status = 'active'")
-        assert vec_active == await scalar(mem, "SELECT count(*) FROM knowledge WHERE status = 'active'")
+        assert await index_counts(mem) == (facts, facts)
+        if mem.store.backend == "sqlite":  # the vec0 table's copy of each fact's status agrees
+            vec_active = await scalar(mem, "SELECT count(*) FROM knowledge_vec WHERE status = 'active'")
+            assert vec_active == await scalar(mem, "SELECT count(*) FROM knowledge WHERE status = 'active'")
         return sum(1 for status, _, _ in cands.values() if status == "pending")
 
 
-async def test_sigkill_mid_stream_keeps_every_returned_decision_and_no_half_supersession(tmp_path: Path) -> None:
-    db = tmp_path / "kill.db"
+async def test_sigkill_mid_stream_keeps_every_returned_decision_and_no_half_supersession(store_target: str) -> None:
+    db = store_target
     targets = await build_stream_queue(db)
     printed: dict[int, str] = {}
     kill_after = 35
@@ -317,10 +333,10 @@ async def test_sigkill_mid_stream_keeps_every_returned_decision_and_no_half_supe
     assert "confirm_supersession" in printed.values() and "reject" in printed.values()
 
 
-async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
+async def test_superseded_fact_check_can_fail(store_target: str) -> None:
     """Positive control for check_consistent: a deliberately half-applied supersession (old fact
     ended, candidate still pending) is caught."""
-    db = tmp_path / "half.db"
+    db = store_target
     async with Memory(db, clock=fixed_clock) as mem:
         old = await mem.add_knowledge("user1", "user1 lives in Oslo", actor="seed")
         cid = await mem.queue_candidate("user1", "user1 moved to Bergen", kind="update", supersedes_id=old.id)
@@ -334,13 +350,83 @@ async def test_superseded_fact_check_can_fail(tmp_path: Path) -> None:
 
 
 
+# -- (d) ingest and process workers on one database at once ----------------------------------------
+
+
+def start_all(procs: list[subprocess.Popen[str]]) -> None:
+    """Wait until every worker has its store open, then let them all go at once."""
+    for proc in procs:
+        assert proc.stdout is not None
+        ready = proc.stdout.readline().strip()
+        assert ready == "ready", f"worker did not start: {ready!r} {proc.stderr.read() if proc.stderr else ''}"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+
+
+def final_reports(procs: list[subprocess.Popen[str]]) -> list[dict[str, Any]]:
+    reports = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=PROCESS_TIMEOUT_S * 2)
+            assert proc.returncode == 0, err
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return reports
+
+
+async def test_ingest_and_process_workers_at_once_put_each_message_in_one_episode(store_target: str) -> None:
+    async with Memory(store_target) as mem:  # the schema exists before the workers race to open it
+        assert await mem.review.count() == 0
+    ingesters = [spawn("ingest", store_target, f"in{n}", "60", worker=PROCESS_WORKER) for n in range(3)]
+    workers = [spawn("process", store_target, f"pw{n}", worker=PROCESS_WORKER) for n in range(3)]
+    start_all(ingesters + workers)
+    stored = final_reports(ingesters)
+    for proc in workers:  # the ingesters are done: each worker does its last rounds
+        assert proc.stdin is not None
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+    processed = final_reports(workers)
+    assert {r["name"]: r["errors"] for r in processed if r["errors"]} == {}
+
+    messages = [m for r in stored for m in r["messages"]]
+    assert len(messages) == len(set(messages)) == 180  # no lost write: every ingest call stored its row
+    async with Memory(store_target, extractor=None) as mem:
+        seen = Counter(m for r in processed for m in r["messages"])
+        episodes = Counter(e for r in processed for e in r["episodes"])
+        async with sql(mem) as conn:
+            db_messages = [tuple(r) for r in await (await conn.execute(
+                "SELECT id, episode_id FROM messages WHERE role = 'user' ORDER BY id")).fetchall()]
+        assert sorted(m for m, _ in db_messages) == sorted(messages)
+        # no message given to the extractor twice, none in two episodes, no episode extracted twice
+        assert [m for m, n in seen.items() if n > 1] == []
+        assert [e for e, n in episodes.items() if n > 1] == []
+        # no lost message: the workers' last rounds ran after every ingest, so each message was
+        # extracted, in exactly one episode, and that episode is processed
+        assert sorted(seen) == sorted(messages)
+        assert all(episode_id is not None for _, episode_id in db_messages)
+        statuses = await rows(mem, "SELECT status, count(*) FROM episodes GROUP BY status")
+        assert [s for s, _ in statuses] == ["processed"], statuses
+        runs = await rows(mem, "SELECT episode_id, count(*) FROM extraction_runs GROUP BY episode_id")
+        assert all(int(n) == 1 for _, n in runs)  # type: ignore[call-overload]
+        assert sorted(int(e) for e, _ in runs) == sorted(episodes)  # type: ignore[call-overload]
+        # positive control: the work was shared between the worker processes, and it was real
+        assert sum(1 for r in processed if r["episodes"]) > 1, [len(r["episodes"]) for r in processed]
+        assert await mem.review.count() == 180  # one claim per message, each queued once
+
+
 # -- engine additions made for benchmarks/retrieval.py ---------------------------------------------
 
 
-async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(tmp_path: Path) -> None:
+async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(store_target: str) -> None:
     # The lexical embedder, pinned: "town 842" must be the vector arm's first hit too, and telling
     # 842 from 843 is what character trigrams do and an averaged word embedding does not.
-    async with Memory(tmp_path / "bulk.db", clock=fixed_clock, embedder=HashingEmbedder()) as mem:
+    async with Memory(store_target, clock=fixed_clock, embedder=HashingEmbedder()) as mem:
         facts: list[str | NewFact] = [
             f"Ana collects stamp series {i}" if i % 2
             else NewFact(f"Ana visited town {i}", T0, T0 + timedelta(days=i + 1))
@@ -356,8 +442,7 @@ async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(tmp_path:
         assert sorted(int(r[0]) for r in audit) == [k.id for k in added]  # type: ignore[call-overload]
         assert {r[1] for r in audit} == {"inject"}
         assert json.loads(str(audit[5][2])) == to_jsonable(stored[5])
-        assert await scalar(mem, "SELECT count(*) FROM knowledge_fts") == 1200
-        assert await scalar(mem, "SELECT count(*) FROM knowledge_vec") == 1200
+        assert await index_counts(mem) == (1200, 1200)
         # indexed for retrieval, for Ana only
         hit = await mem.retrieve("Ana visited town 842", user_id="ana", top_k=3)
         assert hit.items[0].knowledge.statement == "Ana visited town 842"
@@ -365,8 +450,8 @@ async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(tmp_path:
         assert (await mem.retrieve("Ana visited town 842", user_id="bob", top_k=3)).items == []
 
 
-async def test_add_knowledge_many_refuses_a_bad_fact_and_writes_nothing(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "bulk.db", clock=fixed_clock) as mem:
+async def test_add_knowledge_many_refuses_a_bad_fact_and_writes_nothing(store_target: str) -> None:
+    async with Memory(store_target, clock=fixed_clock) as mem:
         good = [NewFact(f"Bo likes fruit {i}") for i in range(10)]
         inverted = NewFact("Bo lived in Rome", valid_at=T0, invalid_at=T0 - timedelta(days=1))
         for bad in (inverted, NewFact("   ")):
@@ -379,10 +464,10 @@ async def test_add_knowledge_many_refuses_a_bad_fact_and_writes_nothing(tmp_path
         assert await scalar(mem, "SELECT count(*) FROM knowledge") == 10
 
 
-async def test_text_arm_is_scoped_by_user_inside_the_fts_match(tmp_path: Path) -> None:
+async def test_text_arm_is_scoped_by_user_inside_the_fts_match(store_target: str) -> None:
     """'ana' and 'ana smith' hold the same statement; each one's BM25 arm finds only its own row
     (their scope tokens must not collide even though one id is a prefix of the other)."""
-    async with Memory(tmp_path / "scope.db", clock=fixed_clock) as mem:
+    async with Memory(store_target, clock=fixed_clock) as mem:
         own = {u: await mem.add_knowledge(u, "Keeps Zebrafinch birds", actor="seed") for u in ("ana", "ana smith")}
         await mem.add_knowledge("ünïcode/user", "Keeps Zebrafinch birds too", actor="seed")
         for user, fact in own.items():
@@ -390,10 +475,13 @@ async def test_text_arm_is_scoped_by_user_inside_the_fts_match(tmp_path: Path) -
             assert [i.knowledge.id for i in res.items] == [fact.id]
             assert res.items[0].text_rank == 1
         assert (await mem.retrieve("Zebrafinch", user_id="nobody", top_k=5)).items == []
-        scopes = await rows(mem, "SELECT scope FROM knowledge_fts ORDER BY rowid")
-        assert scopes == [(fts_scope("ana"),), (fts_scope("ana smith"),), (fts_scope("ünïcode/user"),)]
+        if mem.store.backend == "sqlite":  # FTS5's scope column (PostgreSQL filters by user_id)
+            scopes = await rows(mem, "SELECT scope FROM knowledge_fts ORDER BY rowid")
+            assert scopes == [(fts_scope("ana"),), (fts_scope("ana smith"),), (fts_scope("ünïcode/user"),)]
 
 
+# SQLite only (it takes tmp_path, not the backend): a schema v1 SQLite file, sqlite-vec chunk sizes,
+# FTS5, PRAGMA user_version.
 async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: Path) -> None:
     """A database written by schema v1 (FTS without the scope column, vectors in 1,024-slot chunks)
     is migrated on open; its facts stay findable by both arms, for their own user only."""
@@ -429,8 +517,8 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
         assert [(i.knowledge.id, i.text_rank, i.vector_rank) for i in bob.items] == [(2, None, 1)]  # vector only
 
 
-async def test_terms_in_half_of_a_large_users_facts_are_left_out_of_the_bm25_query(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "common.db", clock=fixed_clock) as mem:
+async def test_terms_in_half_of_a_large_users_facts_are_left_out_of_the_bm25_query(store_target: str) -> None:
+    async with Memory(store_target, clock=fixed_clock) as mem:
         await mem.add_knowledge_many("small", [f"User likes item {i}" for i in range(10)], actor="seed")
         async with mem.store.reading() as tx:  # a small user keeps every term (control)
             assert await tx.informative_terms("small", ["user", "zebrafinch"]) == ["user", "zebrafinch"]

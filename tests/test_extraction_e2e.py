@@ -14,13 +14,14 @@ from engine.ingest import parse_file
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=3)  # far past the 30-minute gap: a new episode
+NewTarget = Callable[[str], str]  # the new_target fixture (tests/conftest.py)
 
 
 def fixed_clock() -> datetime:
     return T0 + timedelta(days=30)
 
 
-def memory(new_target: Callable[[str], str], extractor: object = None) -> Memory:
+def memory(new_target: NewTarget, extractor: object = None) -> Memory:
     return Memory(new_target("m"), extractor=extractor, clock=fixed_clock)
 
 
@@ -32,8 +33,8 @@ async def approve_all(mem: Memory, user_id: str | None = None) -> list[Knowledge
     return [await mem.review.approve(c.id, reviewer="rev") for c in await mem.review.pending(user_id=user_id)]
 
 
-async def test_nothing_extracted_is_retrievable_before_approval(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_nothing_extracted_is_retrievable_before_approval(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I live in Lisbon and I have a dog named Rex.", "Nice!", at=T0)
         report = await mem.process()
         assert report.queued == 2
@@ -44,8 +45,8 @@ async def test_nothing_extracted_is_retrievable_before_approval(tmp_path) -> Non
         assert "User lives in Lisbon" in found
 
 
-async def test_repeat_in_a_later_episode_is_predicted_while_a_new_fact_is_queued(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_repeat_in_a_later_episode_is_predicted_while_a_new_fact_is_queued(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I live in Lisbon.", "Noted.", at=T0)
         await mem.process()
         [lisbon] = await approve_all(mem)
@@ -59,8 +60,8 @@ async def test_repeat_in_a_later_episode_is_predicted_while_a_new_fact_is_queued
         assert lisbon.statement == "User lives in Lisbon"
 
 
-async def test_update_supersedes_the_right_fact_of_the_right_user(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_update_supersedes_the_right_fact_of_the_right_user(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
         await mem.add_exchange("ben", "I live in Lisbon.", None, at=T0)
         await mem.process()
@@ -76,8 +77,8 @@ async def test_update_supersedes_the_right_fact_of_the_right_user(tmp_path) -> N
         assert [k.statement for k in await mem.knowledge("ben")] == ["User lives in Lisbon"]
 
 
-async def test_contradiction_proposes_ending_the_old_fact(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_contradiction_proposes_ending_the_old_fact(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ben", "I play tennis on weekends.", None, at=T0)
         await mem.process()
         [tennis] = await approve_all(mem)
@@ -88,8 +89,8 @@ async def test_contradiction_proposes_ending_the_old_fact(tmp_path) -> None:
                                                                    tennis.id)
 
 
-async def test_same_fact_twice_in_one_batch_yields_one_candidate(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_same_fact_twice_in_one_batch_yields_one_candidate(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I have a dog named Rex.", "Cute!", at=T0)
         await mem.add_exchange("ana", "I have a dog named Rex, he is old.", "Aww.", at=T0 + timedelta(minutes=3))
         report = await mem.process()
@@ -97,8 +98,8 @@ async def test_same_fact_twice_in_one_batch_yields_one_candidate(tmp_path) -> No
         assert await pending(mem) == ["User has a dog named Rex"]
 
 
-async def test_rejected_value_is_not_queued_again_for_that_user_but_is_for_another(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_rejected_value_is_not_queued_again_for_that_user_but_is_for_another(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I work as a nurse.", None, at=T0)
         await mem.process()
         [cand] = await mem.review.pending()
@@ -110,8 +111,8 @@ async def test_rejected_value_is_not_queued_again_for_that_user_but_is_for_anoth
         assert [(c.user_id, c.statement) for c in await mem.review.pending()] == [("ben", "User works as a nurse")]
 
 
-async def test_superseded_fact_stated_again_is_queued_again(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_superseded_fact_stated_again_is_queued_again(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
         await mem.process()
         [lisbon] = await approve_all(mem)
@@ -131,8 +132,8 @@ async def test_superseded_fact_stated_again_is_queued_again(tmp_path) -> None:
         assert report.predicted == 1 and lisbon.id != porto.id
 
 
-async def test_assistant_stated_facts_and_questions_are_never_queued(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_assistant_stated_facts_and_questions_are_never_queued(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("dev", "Is Toronto colder than Montreal?", "Since you live in Vancouver, yes.", at=T0)
         await mem.add_exchange("dev", "Do I work at Shopify?", "You work at Shopify. I have a dog named Byte, ha.",
                                at=T0 + timedelta(minutes=1))
@@ -143,8 +144,8 @@ async def test_assistant_stated_facts_and_questions_are_never_queued(tmp_path) -
         assert report.claims == 1
 
 
-async def test_hedged_claim_is_counted_below_confidence_not_queued(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_hedged_claim_is_counted_below_confidence_not_queued(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ben", "I think I might move to Munich.", None, at=T0)
         await mem.add_exchange("ben", "I moved to Hamburg.", None, at=T0 + timedelta(minutes=1))  # positive control
         report = await mem.process()
@@ -152,8 +153,8 @@ async def test_hedged_claim_is_counted_below_confidence_not_queued(tmp_path) -> 
         assert await pending(mem) == ["User lives in Hamburg"]
 
 
-async def test_interval_the_extractor_inverts_is_counted_invalid_and_not_queued(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_interval_the_extractor_inverts_is_counted_invalid_and_not_queued(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("chloe", "I worked at Oakfield School from 2022 until 2020.", None, at=T0)
         await mem.add_exchange("chloe", "I worked at Riverside Academy from 2020 until 2022.", None,
                                at=T0 + timedelta(minutes=1))  # positive control
@@ -164,8 +165,8 @@ async def test_interval_the_extractor_inverts_is_counted_invalid_and_not_queued(
         assert (cand.valid_at, cand.invalid_at) == (datetime(2020, 1, 1, tzinfo=UTC), datetime(2022, 1, 1, tzinfo=UTC))
 
 
-async def test_backfilled_message_with_an_older_timestamp_is_processed(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_backfilled_message_with_an_older_timestamp_is_processed(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("eli", "I'm learning Italian.", None, at=T0)
         await mem.process()
         await mem.add_exchange("eli", "I'm allergic to shellfish.", None, at=T0 - timedelta(days=40))
@@ -190,8 +191,8 @@ class FlakyOffline:
         return await self.inner.extract(episode, existing)
 
 
-async def test_failed_run_leaves_the_episode_retryable_and_the_retry_succeeds(tmp_path) -> None:
-    async with memory(tmp_path, FlakyOffline()) as mem:
+async def test_failed_run_leaves_the_episode_retryable_and_the_retry_succeeds(new_target: NewTarget) -> None:
+    async with memory(new_target, FlakyOffline()) as mem:
         await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
         first = await mem.process()
         assert (first.failed, first.queued) == (1, 0) and await pending(mem) == []
@@ -212,8 +213,8 @@ def test_bundled_set_loads_and_is_ingestible() -> None:
     assert len(plan.exchanges) == len(exchanges) and plan.skipped == []
 
 
-async def test_bundled_set_end_to_end_never_queues_assistant_facts(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_bundled_set_end_to_end_never_queues_assistant_facts(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchanges(load_exchanges())
         report = await mem.process()
         assert report.failed == 0 and report.unsupported == 0 and report.queued > 40
@@ -226,8 +227,8 @@ async def test_bundled_set_end_to_end_never_queues_assistant_facts(tmp_path) -> 
         assert ("dev", "User lives in Toronto") in statements
 
 
-async def test_prediction_pane_reads_as_prose_and_marks_facts_superseded_since(tmp_path) -> None:
-    async with memory(tmp_path) as mem:
+async def test_prediction_pane_reads_as_prose_and_marks_facts_superseded_since(new_target: NewTarget) -> None:
+    async with memory(new_target) as mem:
         await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
         await mem.process()
         [lisbon] = await approve_all(mem)

@@ -106,8 +106,8 @@ def test_dimensions_are_respected_and_validated() -> None:
         HashingEmbedder(4)
 
 
-async def test_the_database_refuses_another_embedding_dimension(tmp_path: Path) -> None:
-    db = tmp_path / "dims.db"
+async def test_the_database_refuses_another_embedding_dimension(store_target: str) -> None:
+    db = store_target
     async with open_memory(db, Clock(), embedder=HashingEmbedder(384)) as mem:
         fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="s")
 
@@ -120,8 +120,8 @@ async def test_the_database_refuses_another_embedding_dimension(tmp_path: Path) 
         assert [i.knowledge.id for i in (await mem.retrieve("Lisbon", user_id="ana")).items] == [fact.id]
 
 
-async def test_a_refused_open_leaves_the_memory_closed(tmp_path: Path) -> None:
-    db = tmp_path / "dims.db"
+async def test_a_refused_open_leaves_the_memory_closed(store_target: str) -> None:
+    db = store_target
     async with open_memory(db, Clock(), embedder=HashingEmbedder(128)):
         pass
     mem = Memory(db, embedder=HashingEmbedder(64))

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_mcp import session
 
 from engine import Memory
+from engine.storage import is_postgres_url
 from tests.engine_helpers import sql
 
 # No lone surrogates here: the MCP client serialises its JSON as UTF-8 and cannot send one (the
@@ -52,13 +53,13 @@ calls = st.one_of(
 TABLES = ("knowledge", "candidates", "tombstones", "audit_log", "messages")
 
 
-async def state(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+async def state(db: Path | str) -> dict[str, list[tuple[Any, ...]]]:
     async with Memory(db) as mem, sql(mem) as conn:
         return {t: [tuple(r) for r in await (await conn.execute(f"SELECT * FROM {t} ORDER BY 1")).fetchall()]
                 for t in TABLES}
 
 
-async def run_session(db: Path, errlog_path: Path, plan: list[tuple[str, dict[str, Any]]]) -> None:
+async def run_session(db: Path | str, errlog_path: Path, plan: list[tuple[str, dict[str, Any]]]) -> None:
     with errlog_path.open("w+") as errlog:
         async with session(db, "u1", errlog) as client:
             for tool, arguments in plan:
@@ -77,10 +78,13 @@ async def run_session(db: Path, errlog_path: Path, plan: list[tuple[str, dict[st
                                                                 HealthCheck.function_scoped_fixture])
 @given(plan=st.lists(calls, min_size=20, max_size=30))
 def test_any_tool_arguments_give_a_result_or_a_tool_error_and_change_nothing_on_error(
-    tmp_path: Path, plan: list[tuple[str, dict[str, Any]]]
+    tmp_path: Path, store_target: str, plan: list[tuple[str, dict[str, Any]]]
 ) -> None:
-    db = tmp_path / "mcp-hostile.db"
-    db.unlink(missing_ok=True)
+    # SQLite: a new file per example; PostgreSQL: the test's one database, seeded again per example
+    # (each call is checked against the state just before it, so earlier examples do not matter)
+    db: Path | str = store_target if is_postgres_url(store_target) else tmp_path / "mcp-hostile.db"
+    if isinstance(db, Path):
+        db.unlink(missing_ok=True)
 
     async def seed() -> None:
         async with Memory(db) as mem:

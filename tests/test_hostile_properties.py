@@ -5,7 +5,10 @@ one of two ways: success, with every parsed exchange stored, or exit 2 with `FIL
 nothing written. Never a traceback, never a partial write.
 
 The bulk of the examples runs in-process (parse, then write into a real store); a few run the
-real `memdesk ingest` subprocess and compare it with the in-process answer.
+real `memdesk ingest` subprocess and compare it with the in-process answer. The tests that write run
+on both backends; on PostgreSQL every example of a test writes into the test's one database (the
+checks compare message counts before and after, so earlier examples do not matter) and there are
+fewer examples, since each costs a pool's connections rather than a file.
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ def check_plan(plan: IngestPlan) -> None:
         assert line.startswith(f"{plan.path}:")
 
 
-async def store(db: Path, plan: IngestPlan) -> int:
+async def store(db: Path | str, plan: IngestPlan) -> int:
     async with Memory(db) as mem:
         before = await count(mem)
         written = await ingest(mem, plan)
@@ -131,19 +134,30 @@ def test_parsing_any_jsonl_is_a_plan_or_a_file_line_reason(lines: list[str | byt
             check_plan(got)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
-@given(lines=files)
-def test_every_plan_that_parsed_is_stored_whole(lines: list[str | bytes]) -> None:
+def examples(backend: str, on_sqlite: int, on_postgres: int) -> settings:
+    """Settings for a property run inside a test that takes the backend fixture (the fixture's store
+    is shared by the examples: that is intended, hence the health check off)."""
+    return settings(max_examples=on_sqlite if backend == "sqlite" else on_postgres, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+
+
+def test_every_plan_that_parsed_is_stored_whole(backend: str, store_target: str) -> None:
     """What parsing accepts, the store accepts: the checks are the same (`limits.check_exchange`),
     so a write never fails halfway through a file after the database was opened."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "in.jsonl"
-        write_lines(path, lines)
-        got = parse(path, skip_bad=True)
-        if isinstance(got, IngestPlan) and got.exchanges:
-            check_plan(got)
-            asyncio.run(store(Path(tmp) / "store.db", got))
+
+    @examples(backend, 40, 15)
+    @given(lines=files)
+    def check(lines: list[str | bytes]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "in.jsonl"
+            write_lines(path, lines)
+            got = parse(path, skip_bad=True)
+            if isinstance(got, IngestPlan) and got.exchanges:
+                check_plan(got)
+                asyncio.run(store(Path(tmp) / "store.db" if backend == "sqlite" else store_target, got))
+
+    check()
 
 
 lme_turns = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]),
@@ -174,25 +188,33 @@ def test_parsing_any_longmemeval_list_is_a_plan_or_a_file_line_reason(
             check_plan(got)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.data_too_large])
-@given(lines=files, skip_bad=st.booleans())
-def test_the_real_cli_exits_0_or_2_and_agrees_with_the_library(lines: list[str | bytes], skip_bad: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        path, db = Path(tmp) / "in.jsonl", Path(tmp) / "cli.db"
-        write_lines(path, lines)
-        done = memdesk("ingest", db, path, *(["--skip-bad"] if skip_bad else []))
-        assert done.returncode in (0, 2), done.stderr
-        assert "Traceback" not in done.stderr
-        got = parse(path, skip_bad)
-        if done.returncode == 2:
-            assert not db.exists()
-            assert isinstance(got, InvalidIngestError) or not got.exchanges
-        else:
-            assert isinstance(got, IngestPlan)
+def test_the_real_cli_exits_0_or_2_and_agrees_with_the_library(backend: str, store_target: str) -> None:
 
-            async def stored() -> int:
-                async with Memory(db) as mem:
-                    return await count(mem)
+    async def stored(db: Path | str) -> int:
+        async with Memory(db) as mem:
+            return await count(mem)
 
-            assert asyncio.run(stored()) == sum(1 + (e.assistant is not None) for e in got.exchanges)
+    @examples(backend, 6, 4)
+    @given(lines=files, skip_bad=st.booleans())
+    def check(lines: list[str | bytes], skip_bad: bool) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "in.jsonl"
+            db: Path | str = Path(tmp) / "cli.db" if backend == "sqlite" else store_target
+            before = 0 if backend == "sqlite" else asyncio.run(stored(db))
+            write_lines(path, lines)
+            done = memdesk("ingest", db, path, *(["--skip-bad"] if skip_bad else []))
+            assert done.returncode in (0, 2), done.stderr
+            assert "Traceback" not in done.stderr
+            got = parse(path, skip_bad)
+            if done.returncode == 2:
+                if isinstance(db, Path):
+                    assert not db.exists()
+                else:  # nothing written
+                    assert asyncio.run(stored(db)) == before
+                assert isinstance(got, InvalidIngestError) or not got.exchanges
+            else:
+                assert isinstance(got, IngestPlan)
+                expected = sum(1 + (e.assistant is not None) for e in got.exchanges)
+                assert asyncio.run(stored(db)) - before == expected
+
+    check()

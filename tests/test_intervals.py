@@ -9,6 +9,7 @@ correct.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -85,8 +86,9 @@ PATHS: dict[str, WritePath] = {
 }
 
 
-async def _seeded() -> tuple[Memory, dict[str, int]]:
-    mem = await Memory(":memory:", clock=Clock()).open()
+async def _seeded(target: str = ":memory:") -> tuple[Memory, dict[str, int]]:
+    """A store with two facts and two candidates of Ana's."""
+    mem = await Memory(target, clock=Clock()).open()
     fact = await mem.add_knowledge("ana", "Ana has a cat", actor="support")
     home = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     cand = await mem.queue_candidate("ana", "Ana plays the oboe")
@@ -94,13 +96,27 @@ async def _seeded() -> tuple[Memory, dict[str, int]]:
     return mem, {"fact": fact.id, "candidate": cand, "update": update}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(intervals(), st.sampled_from(sorted(PATHS)))
-async def test_every_write_path_applies_the_one_interval_rule(
-    interval: tuple[datetime | None, datetime | None], path: str
-) -> None:
+def test_every_write_path_applies_the_one_interval_rule(backend: str, request: pytest.FixtureRequest) -> None:
+    # A fresh store per example: in memory on SQLite; a new database on PostgreSQL (audit_log refuses
+    # TRUNCATE, and a correction repeated in one store is a duplicate), with fewer examples
+    server = request.getfixturevalue("pg_server") if backend == "postgres" else None
+
+    @settings(max_examples=60 if server is None else 15, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(intervals(), st.sampled_from(sorted(PATHS)))
+    def check(interval: tuple[datetime | None, datetime | None], path: str) -> None:
+        if server is None:
+            asyncio.run(one_write(":memory:", interval, path))
+        else:
+            with server.database() as url:
+                asyncio.run(one_write(url, interval, path))
+
+    check()
+
+
+async def one_write(target: str, interval: tuple[datetime | None, datetime | None], path: str) -> None:
     start, end = interval
-    mem, ids = await _seeded()
+    mem, ids = await _seeded(target)
     try:
         before = await snapshot(mem)
         if is_valid(start, end):
@@ -122,8 +138,8 @@ NAIVE = datetime(2024, 1, 1, 12, 0)
 
 @pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("which", ["valid_at", "invalid_at"])
-async def test_naive_datetimes_are_refused_on_every_write_path(path: str, which: str) -> None:
-    mem, ids = await _seeded()
+async def test_naive_datetimes_are_refused_on_every_write_path(path: str, which: str, store_target: str) -> None:
+    mem, ids = await _seeded(store_target)
     try:
         before = await snapshot(mem)
         start, end = (NAIVE, None) if which == "valid_at" else (None, NAIVE)
@@ -139,8 +155,8 @@ async def test_naive_datetimes_are_refused_on_every_write_path(path: str, which:
         await mem.close()
 
 
-async def test_naive_query_times_are_refused() -> None:
-    mem, _ = await _seeded()
+async def test_naive_query_times_are_refused(store_target: str) -> None:
+    mem, _ = await _seeded(store_target)
     try:
         for kwargs in ({"at_time": NAIVE}, {"known_at": NAIVE}):
             with pytest.raises(InvalidIntervalError):
@@ -153,8 +169,8 @@ async def test_naive_query_times_are_refused() -> None:
         await mem.close()
 
 
-async def test_times_in_other_zones_are_stored_as_the_same_instant_in_utc() -> None:
-    mem, _ = await _seeded()
+async def test_times_in_other_zones_are_stored_as_the_same_instant_in_utc(store_target: str) -> None:
+    mem, _ = await _seeded(store_target)
     try:
         lisbon_summer = timezone(timedelta(hours=1))
         start = datetime(2024, 6, 1, 0, 30, tzinfo=lisbon_summer)
@@ -169,11 +185,11 @@ async def test_times_in_other_zones_are_stored_as_the_same_instant_in_utc() -> N
         await mem.close()
 
 
-async def test_the_database_itself_refuses_an_inverted_interval() -> None:
+async def test_the_database_itself_refuses_an_inverted_interval(store_target: str) -> None:
     """Belt and braces: a write path that forgot check_interval would still be stopped by CHECK."""
-    mem, _ = await _seeded()
+    mem, _ = await _seeded(store_target)
     try:
-        with pytest.raises(Exception, match="CHECK"):
+        with pytest.raises(Exception, match=r"(?i)check constraint"):  # SQLite: "CHECK constraint failed"
             async with sql(mem, write=True) as conn:
                 await conn.execute(
                     "INSERT INTO knowledge(user_id, statement, key, valid_at, invalid_at, created_at, status,"

@@ -47,6 +47,7 @@ def _fake_tree(tmp: Path, files: dict[str, str]) -> Path:
     base = {
         "engine/__init__.py": "", "engine/storage/__init__.py": "", "engine/storage/sqlite/__init__.py": "",
         "engine/storage/sqlite/connection.py": "import sqlite3\nimport aiosqlite\n",  # allowed there
+        "engine/storage/postgres/__init__.py": "", "engine/storage/postgres/connection.py": "import asyncpg\n",
         "review_app/__init__.py": "", "review_app/cli.py": "import click\nimport engine.storage\n",
     }
     for name, text in {**base, **files}.items():

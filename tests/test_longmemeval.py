@@ -142,8 +142,8 @@ async def test_openai_extractor_arm_counts_extraction_tokens(server: ScriptedOpe
     assert (predict["accuracy"], every["accuracy"]) == (1.0, 0.0)
 
 
-async def test_policy_reviewer_decisions_are_audited(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "m.db") as mem:
+async def test_policy_reviewer_decisions_are_audited(store_target: str) -> None:
+    async with Memory(store_target) as mem:
         at = datetime(2023, 5, 2, 8, 0, tzinfo=UTC)
         await mem.add_exchange("u", "I live in Lisbon.", None, at=at)
         await mem.process("u")

@@ -4,7 +4,8 @@ What must hold: the user is the server's (bound by --user at start) and no tool 
 only that user's APPROVED facts; the agent's writes are requests that a person decides in the queue.
 Every must-not (another user's fact absent, a proposal not searchable, a forget request not yet
 effective, another user's id not found) sits beside the positive control that makes it able to fail.
-The test approves through `engine.Memory(...).review`, on the same file, while the server runs.
+The test approves through `engine.Memory(...).review`, on the same store, while the server runs.
+Every test runs on both backends (`memdesk mcp` is given the path or the postgresql:// URL).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ TOOLS = {"search_memory", "list_memories", "propose_memory", "forget_memory"}
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> Path:
+async def db(store_target: str) -> str:
     """A database holding the same fact for u1 and u2, and one fact that only u2 has."""
-    path = tmp_path / "mcp.db"
+    path = store_target
     async with Memory(path) as mem:
         await mem.add_knowledge("u1", "Lives in Porto near the river", actor="seed")
         await mem.add_knowledge("u2", "Lives in Porto near the river", actor="seed")
@@ -37,8 +38,8 @@ async def db(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def session(db: Path, user: str, errlog: Any) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=str(MEMDESK), args=["mcp", str(db), "--user", user], cwd=str(db.parent))
+async def session(db: Path | str, user: str, errlog: Any) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=str(MEMDESK), args=["mcp", str(db), "--user", user])
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         yield client
@@ -72,12 +73,12 @@ def _keys(schema: Any) -> set[str]:
     return found
 
 
-async def fact_ids(db: Path, user: str) -> dict[str, int]:
+async def fact_ids(db: str, user: str) -> dict[str, int]:
     async with Memory(db) as mem:
         return {k.statement: k.id for k in await mem.knowledge(user, include_expired=True)}
 
 
-async def test_no_tool_takes_a_user(db: Path, errlog: Any) -> None:
+async def test_no_tool_takes_a_user(db: str, errlog: Any) -> None:
     async with session(db, "u1", errlog) as client:
         tools = (await client.list_tools()).tools
     assert {t.name for t in tools} == TOOLS
@@ -92,7 +93,7 @@ async def test_no_tool_takes_a_user(db: Path, errlog: Any) -> None:
     assert not [name for keys in params.values() for name in keys if "user" in name.lower()]
 
 
-async def test_reads_see_only_the_bound_users_approved_facts(db: Path, errlog: Any) -> None:
+async def test_reads_see_only_the_bound_users_approved_facts(db: str, errlog: Any) -> None:
     ids_u1, ids_u2 = await fact_ids(db, "u1"), await fact_ids(db, "u2")
     shared = "Lives in Porto near the river"
     async with session(db, "u1", errlog) as client:
@@ -113,7 +114,7 @@ async def test_reads_see_only_the_bound_users_approved_facts(db: Path, errlog: A
     assert "Keeps three quokkas in Tarnwick" in theirs
 
 
-async def test_a_proposed_memory_is_searchable_only_after_approval(db: Path, errlog: Any) -> None:
+async def test_a_proposed_memory_is_searchable_only_after_approval(db: str, errlog: Any) -> None:
     statement = "Plays the bassoon in an amateur orchestra"
     async with session(db, "u1", errlog) as client:
         answer, err = await call(client, "propose_memory", statement=statement)
@@ -132,7 +133,7 @@ async def test_a_proposed_memory_is_searchable_only_after_approval(db: Path, err
     assert not err and "already" in again  # a duplicate proposal is not queued twice
 
 
-async def test_a_forget_request_retracts_only_after_approval(db: Path, errlog: Any) -> None:
+async def test_a_forget_request_retracts_only_after_approval(db: str, errlog: Any) -> None:
     shared = "Lives in Porto near the river"
     fact_id = (await fact_ids(db, "u1"))[shared]
     async with session(db, "u1", errlog) as client:
@@ -153,7 +154,7 @@ async def test_a_forget_request_retracts_only_after_approval(db: Path, errlog: A
         assert [k.status for k in await mem.knowledge("u2", include_expired=True)] == ["active", "active"]
 
 
-async def test_another_users_id_reads_as_not_found_and_changes_nothing(db: Path, errlog: Any) -> None:
+async def test_another_users_id_reads_as_not_found_and_changes_nothing(db: str, errlog: Any) -> None:
     theirs = (await fact_ids(db, "u2"))["Keeps three quokkas in Tarnwick"]
     async with session(db, "u1", errlog) as client:
         answer, err = await call(client, "forget_memory", knowledge_id=theirs, reason="not mine")
@@ -183,7 +184,7 @@ async def test_the_server_refuses_a_missing_database(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
-async def test_agent_writes_follow_the_librarys_rules(db: Path, errlog: Any) -> None:
+async def test_agent_writes_follow_the_librarys_rules(db: str, errlog: Any) -> None:
     """Issue 9: the server repeated the gates in its own code (three transactions) and gave
     proposals confidence 1.00. Now each tool is one engine call: the same gates, limits and
     sources as `Memory.propose` / `Memory.request_forget`."""
@@ -211,7 +212,7 @@ async def test_agent_writes_follow_the_librarys_rules(db: Path, errlog: Any) -> 
     ]
 
 
-async def test_a_huge_id_is_a_clean_tool_error(db: Path, errlog: Any) -> None:
+async def test_a_huge_id_is_a_clean_tool_error(db: str, errlog: Any) -> None:
     """forget_memory(2**70) used to raise OverflowError inside the driver and log a traceback."""
     async with session(db, "u1", errlog) as client:
         answer, err = await call(client, "forget_memory", knowledge_id=2**70, reason="gone")
@@ -222,7 +223,7 @@ async def test_a_huge_id_is_a_clean_tool_error(db: Path, errlog: Any) -> None:
     assert "Traceback" not in errlog.read()
 
 
-async def test_an_over_long_query_is_refused_naming_the_limit(db: Path, errlog: Any) -> None:
+async def test_an_over_long_query_is_refused_naming_the_limit(db: str, errlog: Any) -> None:
     """An 8 MB search_memory query is refused (bounded cost), and the agent is told why: the engine's
     UserInputError used to escape the tool, so the client saw only "Error executing tool
     search_memory", with no word of the limit it hit."""
@@ -236,7 +237,7 @@ async def test_an_over_long_query_is_refused_naming_the_limit(db: Path, errlog: 
     assert over_err and "max_query_chars" in over and f"{limit:,}" in over
 
 
-async def test_the_pending_proposal_limit_is_refused_clearly(db: Path, errlog: Any) -> None:
+async def test_the_pending_proposal_limit_is_refused_clearly(db: str, errlog: Any) -> None:
     from engine import MemoryConfig
 
     limit = MemoryConfig().max_pending_proposals_per_user

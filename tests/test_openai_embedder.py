@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,11 +82,11 @@ async def test_429_then_success_is_retried(server: ScriptedOpenAIServer) -> None
 
 
 async def test_memory_on_the_openai_embedder_stores_retrieves_and_checks_the_dimension(
-    tmp_path: Path, server: ScriptedOpenAIServer
+    store_target: str, server: ScriptedOpenAIServer
 ) -> None:
     hashing = HashingEmbedder(16)
     server.embed_fallback = lambda texts: [hashing.embed_one(t) for t in texts]
-    path = tmp_path / "m.db"
+    path = store_target
     emb = embedder(server, dimensions=16)
     async with Memory(path, embedder=emb, clock=lambda: T0) as mem:
         fact = await mem.add_knowledge("ana", "Ana keeps bees in her garden", actor="support")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,9 +57,9 @@ def make_extractor(server: ScriptedOpenAIServer, **kw: Any) -> OpenAIExtractor:
 
 
 @pytest.fixture
-async def mem(tmp_path: Path, server: ScriptedOpenAIServer) -> AsyncIterator[Memory]:
+async def mem(store_target: str, server: ScriptedOpenAIServer) -> AsyncIterator[Memory]:
     extractor = make_extractor(server)
-    async with Memory(tmp_path / "m.db", extractor=extractor, clock=lambda: T0) as m:
+    async with Memory(store_target, extractor=extractor, clock=lambda: T0) as m:
         yield m
     await extractor.aclose()
 
@@ -291,10 +290,10 @@ async def test_backoff_doubles_honours_retry_after_and_is_capped(server: Scripte
 
 
 async def test_timeout_fails_the_run_and_a_later_retry_succeeds(
-    tmp_path: Path, server: ScriptedOpenAIServer
+    store_target: str, server: ScriptedOpenAIServer
 ) -> None:
     extractor = make_extractor(server, timeout=0.3, max_retries=1)
-    async with Memory(tmp_path / "m.db", extractor=extractor, clock=lambda: T0) as mem:
+    async with Memory(store_target, extractor=extractor, clock=lambda: T0) as mem:
         await mem.add_exchange("ana", "I live in Lyon.", "ok", at=T0)
         slow = chat_reply({"items": [item("The user lives in Lyon.", "I live in Lyon")]}, delay=1.0)
         server.script(slow, slow)

@@ -3,8 +3,10 @@ a killed worker loses within one lease, reported instead of a silent 0; one audi
 and per run; extractor dates outside the representable range dropped and counted; several users
 processed at once with bounded concurrency.
 
-The killed worker is a real OS process (tests/procs/process_worker.py) SIGKILLed while its model
-call hangs, because only then is the lease in the database what protects the episodes.
+The killed worker is a real OS process (tests/procs/process_worker.py, its own Memory: its own
+connections or asyncpg pool, as on another host) SIGKILLed while its model call hangs, because only
+then is the lease in the database what protects the episodes. Every test runs on both backends; the
+CLI is given the same path or postgresql:// URL.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,8 +58,8 @@ def wait_for_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.
             return line
 
 
-async def test_a_sigkilled_process_leaves_its_episodes_available_again_within_one_lease(tmp_path: Path) -> None:
-    db = tmp_path / "leases.db"
+async def test_a_sigkilled_process_leaves_its_episodes_available_again_within_one_lease(store_target: str) -> None:
+    db = store_target
     config = MemoryConfig(episode_lease_seconds=LEASE_S)
     async with Memory(db, config=config) as mem:
         await three_episodes(mem)
@@ -122,8 +125,8 @@ class Gate:
         return Extraction("", [GapItem(text, evidence=text)])
 
 
-async def test_a_live_worker_renews_its_lease_so_a_slow_model_keeps_its_episode(tmp_path: Path) -> None:
-    db = tmp_path / "renew.db"
+async def test_a_live_worker_renews_its_lease_so_a_slow_model_keeps_its_episode(store_target: str) -> None:
+    db = store_target
     config = MemoryConfig(episode_lease_seconds=0.3)
     slow = Gate()
     async with Memory(db, extractor=slow, config=config) as a, Memory(db, extractor=Gate(), config=config) as b:
@@ -141,7 +144,7 @@ async def test_a_live_worker_renews_its_lease_so_a_slow_model_keeps_its_episode(
         assert len(await a.review.pending()) == 1
 
 
-async def test_every_episode_and_run_gets_one_audit_row(tmp_path: Path) -> None:
+async def test_every_episode_and_run_gets_one_audit_row(store_target: str) -> None:
     class FailFirst(Gate):
         async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
             if episode.messages[0].content.startswith("I work"):
@@ -149,7 +152,7 @@ async def test_every_episode_and_run_gets_one_audit_row(tmp_path: Path) -> None:
             text = episode.messages[0].content
             return Extraction("", [GapItem(text, evidence=text)])
 
-    async with Memory(tmp_path / "audit.db", extractor=FailFirst()) as mem:
+    async with Memory(store_target, extractor=FailFirst()) as mem:
         await three_episodes(mem)
         report = await mem.process()
         assert (report.episodes, report.failed) == (3, 1)
@@ -171,7 +174,7 @@ async def test_every_episode_and_run_gets_one_audit_row(tmp_path: Path) -> None:
         assert next(a for _, a in finished if a["episode_status"] == "failed")["error"].startswith("RuntimeError")
 
 
-async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(tmp_path: Path) -> None:
+async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(store_target: str) -> None:
     far_past, far_future = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
 
     class Dates:
@@ -189,7 +192,7 @@ async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(
                         invalid_at=datetime(2201, 1, 1, tzinfo=UTC), evidence="rows"),
             ])
 
-    async with Memory(tmp_path / "dates.db", extractor=Dates()) as mem:
+    async with Memory(store_target, extractor=Dates()) as mem:
         await mem.add_exchange("ana", "born, rents, bees, rows", "ok", at=START)
         report = await mem.process()
         assert (report.dates_dropped, report.queued, report.failed) == (4, 4, 0)
@@ -203,10 +206,10 @@ async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(
         assert stats["extraction"]["by_extractor"]["dates"]["dates_dropped"] == 4
 
 
-async def test_users_are_processed_concurrently_up_to_the_bound(tmp_path: Path) -> None:
+async def test_users_are_processed_concurrently_up_to_the_bound(new_target: Callable[[str], str]) -> None:
     async def run(concurrency: int) -> tuple[int, list[tuple[str, str]]]:
         slow = Gate(delay=0.05)
-        async with Memory(tmp_path / f"c{concurrency}.db", extractor=slow) as mem:
+        async with Memory(new_target(f"c{concurrency}"), extractor=slow) as mem:
             for u in range(6):
                 await three_episodes(mem, f"user{u}")
             seen: list[tuple[int, int]] = []
@@ -222,8 +225,8 @@ async def test_users_are_processed_concurrently_up_to_the_bound(tmp_path: Path) 
     assert parallel == serial  # the same candidates either way
 
 
-async def test_concurrency_below_one_is_refused(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "x.db") as mem:
+async def test_concurrency_below_one_is_refused(store_target: str) -> None:
+    async with Memory(store_target) as mem:
         for bad in (0, -1, True):
             try:
                 await mem.process(concurrency=bad)  # type: ignore[arg-type]
@@ -233,8 +236,8 @@ async def test_concurrency_below_one_is_refused(tmp_path: Path) -> None:
                 raise AssertionError(f"concurrency={bad!r} was accepted")
 
 
-async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until_when(tmp_path: Path) -> None:
-    db = tmp_path / "held.db"
+async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until_when(store_target: str) -> None:
+    db = store_target
     until = datetime(2100, 1, 1, 12, 0, tzinfo=UTC)
     async with Memory(db) as mem:
         await three_episodes(mem)
@@ -260,7 +263,7 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
     assert refused.returncode == 2 and "--concurrency" in refused.stderr
 
 
-async def test_a_slow_extraction_ends_a_batch_and_every_episode_is_still_stored(tmp_path: Path) -> None:
+async def test_a_slow_extraction_ends_a_batch_and_every_episode_is_still_stored(store_target: str) -> None:
     import time
 
     class SometimesSlow:
@@ -277,7 +280,7 @@ async def test_a_slow_extraction_ends_a_batch_and_every_episode_is_still_stored(
                 time.sleep(0.08)  # blocking on purpose: this extractor never yields
             return Extraction("", [GapItem(text, evidence=text)])
 
-    async with Memory(tmp_path / "slow.db", extractor=SometimesSlow()) as mem:
+    async with Memory(store_target, extractor=SometimesSlow()) as mem:
         texts = ["I live in Lisbon.", "A slow one.", "I keep bees.", "I sail.", "The last is slow."]
         await mem.add_exchanges([("ana", t, "ok", START + timedelta(hours=2 * i)) for i, t in enumerate(texts)])
         report = await mem.process()

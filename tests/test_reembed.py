@@ -4,7 +4,8 @@ as one row.
 
 "Equal to an uninterrupted run" is checked on every vector row (blob bytes and metadata) and on
 meta: an interrupted-then-resumed move of one copy of a database against a straight move of
-another copy.
+another copy. Every test runs on both backends (a copy of a PostgreSQL database is a CREATE
+DATABASE ... TEMPLATE of it); rows are read without Memory, which would refuse the store's embedder.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -31,14 +34,18 @@ from engine import (
     WordLlamaEmbedder,
 )
 from engine.reembed import reembed
+from engine.storage import is_postgres_url, masked
 from engine.storage.sqlite.reembed import STAGING
 from tests.engine_helpers import Clock, open_memory, sql
+from tests.pg import _admin, _run
+
+Target = Path | str
 
 MEMDESK = Path(sys.executable).parent / "memdesk"
 FACTS = [f"User visited city number {i} and liked its food" for i in range(40)]
 
 
-async def build(db: Path, embedder: Any, facts: list[str] = FACTS) -> dict[str, int]:
+async def build(db: Target, embedder: Any, facts: list[str] = FACTS) -> dict[str, int]:
     """A store with active, superseded (corrected) and retracted facts of two users."""
     clock = Clock()
     async with open_memory(db, clock, embedder=embedder) as mem:
@@ -51,47 +58,79 @@ async def build(db: Path, embedder: Any, facts: list[str] = FACTS) -> dict[str, 
         return {"first": made[0].id, "porto": porto.id, "lisbon": lisbon.id, "vegan": vegan.id}
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    """Plain-table reads through the stdlib driver; the vector table needs sqlite-vec (see vectors)."""
+def rows(db: Target, sql: str) -> list[tuple[Any, ...]]:
+    """Plain-table reads (or a write, committed) through the bare driver: the stdlib's sqlite3, or
+    asyncpg; the SQLite vector table needs sqlite-vec (see vectors)."""
+    if is_postgres_url(str(db)):
+        return [tuple(r) for r in _run(lambda: _admin(str(db), sql))]
     with closing(sqlite3.connect(db)) as conn:
-        return [tuple(r) for r in conn.execute(sql).fetchall()]
+        found = [tuple(r) for r in conn.execute(sql).fetchall()]
+        conn.commit()
+        return found
 
 
-async def vectors(db: Path, embedder: Any) -> list[tuple[Any, ...]]:
+def has_table(db: Target, name: str) -> bool:
+    if is_postgres_url(str(db)):
+        return rows(db, f"SELECT to_regclass('{name}') IS NOT NULL") == [(True,)]
+    return rows(db, f"SELECT name FROM sqlite_master WHERE name = '{name}'") != []
+
+
+async def vectors(db: Target, embedder: Any) -> list[tuple[Any, ...]]:
+    """Every fact's vector with the columns a vector search filters on (SQLite's knowledge_vec;
+    PostgreSQL's knowledge row, the vector as pgvector's text)."""
+    query = (
+        "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
+        " FROM knowledge_vec ORDER BY knowledge_id"
+        if not is_postgres_url(str(db)) else
+        "SELECT id, user_id, CAST(embedding AS text), status, valid_at, invalid_at, created_at, expired_at"
+        " FROM knowledge ORDER BY id"
+    )
     async with Memory(db, embedder=embedder) as mem, sql(mem) as conn:
-        found = await (await conn.execute(
-            "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
-            " FROM knowledge_vec ORDER BY knowledge_id"
-        )).fetchall()
+        found = await (await conn.execute(query)).fetchall()
     return [tuple(r) for r in found]
 
 
-def meta(db: Path) -> dict[str, str]:
+def meta(db: Target) -> dict[str, str]:
     return dict(rows(db, "SELECT key, value FROM meta"))  # type: ignore[arg-type]
 
 
-def copy_db(source: Path, target: Path) -> Path:
+def copy_db(source: Target, target: Target) -> Target:
+    """`target` (a fresh path or an empty database's URL) made a copy of `source`."""
+    if is_postgres_url(str(source)):
+        parts = urlsplit(str(target))
+        maintenance = parts._replace(path="/postgres").geturl()
+        new, old = parts.path.lstrip("/"), urlsplit(str(source)).path.lstrip("/")
+        _run(lambda: _admin(maintenance, f'DROP DATABASE "{new}"', f'CREATE DATABASE "{new}" TEMPLATE "{old}"'))
+        return target
     for suffix in ("", "-wal", "-shm"):
         if Path(f"{source}{suffix}").exists():
             shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
     return target
 
 
+def unchanged(db: Target) -> Any:
+    """What "refused before anything was written" compares: the file's bytes, or every row of the
+    tables an open could touch."""
+    if not is_postgres_url(str(db)):
+        return Path(db).read_bytes()
+    return [rows(db, f"SELECT * FROM {t} ORDER BY 1") for t in ("meta", "knowledge", "audit_log")]
+
+
 # -- the recorded embedder and the refusal --------------------------------------------------------
 
 
-async def test_a_new_store_records_its_embedder_and_refuses_another(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+async def test_a_new_store_records_its_embedder_and_refuses_another(store_target: str) -> None:
+    db = store_target
     await build(db, HashingEmbedder())
     assert meta(db)["embedder"] == "hashing" and meta(db)["embedding_dimensions"] == "384"
-    before = db.read_bytes()
+    before = unchanged(db)
 
     with pytest.raises(EmbedderMismatchError) as refused:
         await Memory(db, embedder=WordLlamaEmbedder()).open()
     message = str(refused.value)
-    assert f"memdesk reembed {db}" in message
+    assert f"memdesk reembed {masked(db)}" in message
     assert "hashing" in message and "wordllama" in message and "384" in message and "256" in message
-    assert db.read_bytes() == before  # refused before anything was written
+    assert unchanged(db) == before  # refused before anything was written
 
     # The default (no embedder given) is WordLlama, so it is refused the same way.
     with pytest.raises(EmbedderMismatchError, match="memdesk reembed"):
@@ -102,8 +141,8 @@ async def test_a_new_store_records_its_embedder_and_refuses_another(tmp_path: Pa
         assert len(await mem.knowledge("ana")) == len(FACTS)
 
 
-async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(tmp_path: Path) -> None:
-    db = tmp_path / "w.db"
+async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_reembed(store_target: str) -> None:
+    db = store_target
     async with Memory(db, embedder=WordLlamaEmbedder(256)) as mem:
         await mem.add_knowledge("ana", "User lives in Porto", actor="t")
     with pytest.raises(EmbeddingDimensionError, match="memdesk reembed"):
@@ -112,12 +151,10 @@ async def test_another_width_of_the_same_embedder_is_a_dimension_error_naming_re
         pass
 
 
-async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(tmp_path: Path) -> None:
-    db = tmp_path / "legacy.db"
+async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_built_with(store_target: str) -> None:
+    db = store_target
     await build(db, HashingEmbedder())
-    with closing(sqlite3.connect(db)) as conn:  # what a v4 database holds: the width only
-        conn.execute("DELETE FROM meta WHERE key = 'embedder'")
-        conn.commit()
+    rows(db, "DELETE FROM meta WHERE key = 'embedder'")  # what a v4 database holds: the width only
     async with Memory(db, embedder=HashingEmbedder()) as mem:
         assert len(await mem.knowledge("ana")) == len(FACTS)
     with pytest.raises(EmbedderMismatchError, match="built with the hashing embedder"):
@@ -127,8 +164,8 @@ async def test_a_store_without_a_recorded_name_is_the_hashing_embedder_it_was_bu
 # -- the move -------------------------------------------------------------------------------------
 
 
-async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(store_target: str) -> None:
+    db = store_target
     ids = await build(db, HashingEmbedder())
     seen: list[tuple[int, int]] = []
     report = await reembed(
@@ -141,7 +178,7 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_
     assert seen[0] == (0, total) and seen[-1] == (total, total)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert meta(db) == {"embedder": "wordllama", "embedding_dimensions": "256"}
-    assert rows(db, f"SELECT name FROM sqlite_master WHERE name IN ('{STAGING}', 'reembed_copy')") == []
+    assert not has_table(db, STAGING) and not has_table(db, "reembed_copy")
 
     audit = rows(db, "SELECT actor, action, user_id, entity, entity_id, before, after FROM audit_log"
                      " WHERE action = 'reembed'")
@@ -153,11 +190,13 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_
     expected = await WordLlamaEmbedder().embed(["User lives in Porto", "User lives in Lisbon", "User is vegan"])
     async with Memory(db) as mem:
         assert isinstance(mem.embedder, WordLlamaEmbedder)
+        query = (  # the vector as JSON text (pgvector's text form is a JSON array too)
+            "SELECT knowledge_id, status, vec_to_json(embedding) FROM knowledge_vec WHERE knowledge_id IN"
+            " (?, ?, ?) ORDER BY knowledge_id" if mem.store.backend == "sqlite" else
+            "SELECT id, status, CAST(embedding AS text) FROM knowledge WHERE id IN (?, ?, ?) ORDER BY id"
+        )
         async with sql(mem) as conn:
-            got = await (await conn.execute(
-                "SELECT knowledge_id, status, vec_to_json(embedding) FROM knowledge_vec WHERE knowledge_id IN"
-                " (?, ?, ?) ORDER BY knowledge_id", (ids["porto"], ids["lisbon"], ids["vegan"]),
-            )).fetchall()
+            got = await (await conn.execute(query, (ids["porto"], ids["lisbon"], ids["vegan"]))).fetchall()
         assert [(r[0], r[1]) for r in got] == [
             (ids["porto"], "superseded"), (ids["lisbon"], "active"), (ids["vegan"], "retracted")
         ]
@@ -180,8 +219,8 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(tmp_
     assert len(rows(db, "SELECT id FROM audit_log WHERE action = 'reembed'")) == 1
 
 
-async def test_reembed_back_from_256_to_384_dimensions(tmp_path: Path) -> None:
-    db = tmp_path / "back.db"
+async def test_reembed_back_from_256_to_384_dimensions(store_target: str) -> None:
+    db = store_target
     async with Memory(db) as mem:  # the default: WordLlama, 256
         await mem.add_knowledge_many("ana", FACTS[:10], actor="t")
     report = await reembed(str(db), HashingEmbedder(), actor="ops", batch_size=3)
@@ -197,11 +236,13 @@ class Interrupt(KeyboardInterrupt):
     pass
 
 
-async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(tmp_path: Path) -> None:
-    original = tmp_path / "orig.db"
+async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_same_end(
+    new_target: Callable[[str], str],
+) -> None:
+    original = new_target("orig")
     await build(original, HashingEmbedder())
-    straight = copy_db(original, tmp_path / "straight.db")
-    broken = copy_db(original, tmp_path / "broken.db")
+    straight = copy_db(original, new_target("straight"))
+    broken = copy_db(original, new_target("broken"))
     await reembed(str(straight), WordLlamaEmbedder(), actor="ops", batch_size=5)
 
     calls = 0
@@ -232,8 +273,8 @@ async def test_an_interrupted_reembed_leaves_a_working_store_and_resumes_to_the_
     assert len(rows(broken, "SELECT id FROM audit_log WHERE action = 'reembed'")) == 1
 
 
-async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(tmp_path: Path) -> None:
-    db = tmp_path / "live.db"
+async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(store_target: str) -> None:
+    db = store_target
     await build(db, HashingEmbedder())
 
     def stop(done: int, total: int) -> None:
@@ -257,8 +298,8 @@ async def test_facts_written_or_erased_during_an_interrupted_move_are_handled(tm
         assert await mem.knowledge("ana") == []
 
 
-async def test_another_target_discards_what_an_interrupted_move_staged(tmp_path: Path) -> None:
-    db = tmp_path / "switch.db"
+async def test_another_target_discards_what_an_interrupted_move_staged(store_target: str) -> None:
+    db = store_target
     await build(db, HashingEmbedder())
 
     def stop(done: int, total: int) -> None:
@@ -277,24 +318,24 @@ async def test_another_target_discards_what_an_interrupted_move_staged(tmp_path:
     done = await reembed(str(db), WordLlamaEmbedder(128), actor="ops")
     assert done.audit_id is None
     assert "reembed_target" not in meta(db)
-    assert rows(db, f"SELECT name FROM sqlite_master WHERE name = '{STAGING}'") == []
+    assert not has_table(db, STAGING)
 
 
 # -- the command ----------------------------------------------------------------------------------
 
 
-def memdesk(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def memdesk(*args: Target, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     return subprocess.run([str(MEMDESK), *map(str, args)], capture_output=True, text=True, timeout=180,
                           env={**base, "NO_COLOR": "1", **(env or {})}, check=False)
 
 
-def test_the_cli_refuses_then_reembeds_with_a_progress_bar(tmp_path: Path) -> None:
-    db = tmp_path / "cli.db"
+def test_the_cli_refuses_then_reembeds_with_a_progress_bar(store_target: str) -> None:
+    db = store_target
     asyncio.run(build(db, HashingEmbedder()))
     refused = memdesk("search", db, "--user", "bob", "where", "do", "they", "live")
     assert refused.returncode == 1
-    assert f"memdesk reembed {db}" in refused.stderr
+    assert f"memdesk reembed {masked(db)}" in refused.stderr
     hashing = memdesk("search", db, "--user", "bob", "Lisbon", env={"MEMDESK_EMBEDDER": "hashing"})
     assert hashing.returncode == 0 and "Lisbon" in hashing.stdout  # control: the recorded embedder opens it
 
@@ -311,14 +352,14 @@ def test_the_cli_refuses_then_reembeds_with_a_progress_bar(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
-def test_the_cli_move_survives_a_signal_and_resumes(tmp_path: Path, how: signal.Signals) -> None:
+def test_the_cli_move_survives_a_signal_and_resumes(new_target: Callable[[str], str], how: signal.Signals) -> None:
     facts = [f"User noted detail {i} about their week" for i in range(1500)]
-    original = tmp_path / "orig.db"
+    original = new_target("orig")
     asyncio.run(build(original, HashingEmbedder(), facts))
-    straight = copy_db(original, tmp_path / "straight.db")
+    straight = copy_db(original, new_target("straight"))
     assert memdesk("reembed", straight, "--actor", "ops").returncode == 0
 
-    db = copy_db(original, tmp_path / "sig.db")
+    db = copy_db(original, new_target("sig"))
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     proc = subprocess.Popen([str(MEMDESK), "reembed", str(db), "--actor", "ops", "--batch-size", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)
@@ -350,15 +391,15 @@ def test_the_cli_move_survives_a_signal_and_resumes(tmp_path: Path, how: signal.
 
 
 def test_the_workstation_refuses_another_embedders_store_with_the_message_not_a_traceback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from review_app.cli import _can_open
 
-    db = tmp_path / "tui.db"
+    db = store_target
     asyncio.run(build(db, HashingEmbedder()))
     refused = memdesk("review", db, "--reviewer", "ana")
     assert refused.returncode == 1
-    assert f"memdesk reembed {db}" in refused.stderr and "Traceback" not in refused.stderr
+    assert f"memdesk reembed {masked(db)}" in refused.stderr and "Traceback" not in refused.stderr
     # Control: the check `review` makes first passes with the embedder the store was built with.
     monkeypatch.setenv("MEMDESK_EMBEDDER", "hashing")
     asyncio.run(_can_open(str(db)))

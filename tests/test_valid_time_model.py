@@ -12,6 +12,7 @@ separately (vector KNN and BM25, each applying the predicates before its LIMIT),
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -87,7 +88,7 @@ op_st = st.one_of(
 )
 
 
-async def run_history(ops: list[tuple], gaps: list[int]) -> None:
+async def run_history(ops: list[tuple], gaps: list[int], target: str = ":memory:", user: str = "ana") -> None:
     clock = Clock(year(2025))
     facts: list[Fact] = []
     moments: list[datetime] = [clock.now - timedelta(days=1)]
@@ -98,7 +99,7 @@ async def run_history(ops: list[tuple], gaps: list[int]) -> None:
         n += 1
         return f"Ana fact number{n}"
 
-    async with Memory(":memory:", clock=clock) as mem:
+    async with Memory(target, clock=clock) as mem:
         for i, op in enumerate(ops):
             clock.advance(days=gaps[i % len(gaps)])
             moments.append(clock.now)
@@ -108,14 +109,14 @@ async def run_history(ops: list[tuple], gaps: list[int]) -> None:
                 _, s, length, open_end = op
                 start = None if s is None else year(s)
                 end = None if open_end or s is None else year(s + length)
-                k = await mem.add_knowledge("ana", text(), actor="t", valid_at=start, invalid_at=end)
+                k = await mem.add_knowledge(user, text(), actor="t", valid_at=start, invalid_at=end)
                 facts.append(Fact(k.id, start, end, clock.now, believed_end=end))
             elif kind in ("confirm", "keep_both") and active:
                 old = active[op[1] % len(active)]
                 start = None if op[2] is None else year(op[2])
                 cand_kind = op[3] if kind == "confirm" else "update"
                 queued = clock.now
-                cid = await mem.queue_candidate("ana", text(), kind=cand_kind, supersedes_id=old.id, valid_at=start)
+                cid = await mem.queue_candidate(user, text(), kind=cand_kind, supersedes_id=old.id, valid_at=start)
                 clock.advance(hours=1)
                 if kind == "confirm":
                     k = await mem.review.confirm_supersession(cid, reviewer="r")
@@ -129,26 +130,26 @@ async def run_history(ops: list[tuple], gaps: list[int]) -> None:
                     old.supersede(new_start, clock.now, why)
             elif kind == "correct" and active:
                 old = active[op[1] % len(active)]
-                k = await mem.correct("ana", old.id, text(), actor="t", reason="fix")
+                k = await mem.correct(user, old.id, text(), actor="t", reason="fix")
                 facts.append(Fact(k.id, old.start, old.end, clock.now, believed_end=old.end))
                 old.status, old.expired, old.end_reason = "superseded", clock.now, "corrected"
             elif kind == "retract" and active:
                 old = active[op[1] % len(active)]
                 # a retraction's end_reason is its free-text reason, which may read like a change
                 reason = "superseded" if op[1] % 2 else "wrong"
-                await mem.retract("ana", old.id, actor="t", reason=reason, tombstone=False)
+                await mem.retract(user, old.id, actor="t", reason=reason, tombstone=False)
                 old.status, old.expired, old.end_reason = "retracted", clock.now, reason
             elif kind == "supersede" and len(active) >= 2:
                 old = active[op[1] % len(active)]
                 others = [f for f in active if f is not old]
                 new = others[op[2] % len(others)]
-                await mem.supersede("ana", old.id, new.id, actor="t", reason="moved")
+                await mem.supersede(user, old.id, new.id, actor="t", reason="moved")
                 old.supersede(new.start, clock.now, "superseded")
             moments.append(clock.now + timedelta(minutes=30))
-        await check(mem, facts, moments)
+        await check(mem, facts, moments, user)
 
 
-async def check(mem: Memory, facts: list[Fact], moments: list[datetime]) -> None:
+async def check(mem: Memory, facts: list[Fact], moments: list[datetime], user: str = "ana") -> None:
     [embedding] = await mem.embedder.embed([QUERY])
     ats: list[datetime | None] = [None, *(year(y) + timedelta(days=100) for y in YEARS[::2]), *map(year, YEARS[1::3])]
     knowns: list[datetime | None] = [None, *moments[::2]]
@@ -158,17 +159,17 @@ async def check(mem: Memory, facts: list[Fact], moments: list[datetime]) -> None
                 for include_expired in (False, True):
                     want = expected(facts, at, known, include_expired)
                     args = {"at_time": to_us(at), "known_at": to_us(known), "include_expired": include_expired}
-                    vec = await tx.vector_arm("ana", embedding, 500, **args)
-                    text = await tx.text_arm("ana", ["ana", "fact"], 500, **args)
+                    vec = await tx.vector_arm(user, embedding, 500, **args)
+                    text = await tx.text_arm(user, ["ana", "fact"], 500, **args)
                     assert set(vec) == want, ("vector", at, known, include_expired)
                     assert set(text) == want, ("text", at, known, include_expired)
     for at in ats[1:]:
-        listed = {k.id for k in await mem.knowledge("ana", at_time=at)}
+        listed = {k.id for k in await mem.knowledge(user, at_time=at)}
         assert listed == expected(facts, at, None, False), ("knowledge()", at)
     by_id = {f.id: f for f in facts}
     for known in knowns[1:]:
         assert known is not None
-        result = await mem.retrieve(QUERY, user_id="ana", top_k=500, known_at=known)
+        result = await mem.retrieve(QUERY, user_id=user, top_k=500, known_at=known)
         assert {i.knowledge.id for i in result.items} == expected(facts, None, known, False)
         for item in result.items:
             f = by_id[item.knowledge.id]
@@ -177,7 +178,18 @@ async def check(mem: Memory, facts: list[Fact], moments: list[datetime]) -> None
             assert item.knowledge.invalid_at == f.believed_end, (f, known)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(op_st, min_size=1, max_size=12), gaps=st.lists(st.integers(1, 60), min_size=1, max_size=5))
-def test_reads_match_the_model_over_random_histories(ops: list[tuple], gaps: list[int]) -> None:
-    asyncio.run(run_history(ops, gaps))
+def test_reads_match_the_model_over_random_histories(backend: str, store_target: str) -> None:
+    # SQLite: a fresh in-memory store per example; PostgreSQL: the test's one database with a user
+    # of its own per example (every read is scoped by user), and fewer examples
+    examples = itertools.count()
+
+    @settings(max_examples=40 if backend == "sqlite" else 15, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(ops=st.lists(op_st, min_size=1, max_size=12), gaps=st.lists(st.integers(1, 60), min_size=1, max_size=5))
+    def history(ops: list[tuple], gaps: list[int]) -> None:
+        if backend == "sqlite":
+            asyncio.run(run_history(ops, gaps))
+        else:
+            asyncio.run(run_history(ops, gaps, store_target, f"ana{next(examples)}"))
+
+    history()

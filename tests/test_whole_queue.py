@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_helpers import Clock, last_audit_id, snapshot, sql
@@ -82,16 +83,18 @@ def clock() -> Clock:
     return Clock(T0)
 
 
-def memory(tmp_path: Path, clock: Clock, script: Callable[..., Extraction] = facts_in_messages,
+def memory(store_target: str, clock: Clock, script: Callable[..., Extraction] = facts_in_messages,
            config: MemoryConfig | None = None) -> Memory:
-    return Memory(tmp_path / "q.db", extractor=Scripted(script), clock=clock, config=config)
+    return Memory(store_target, extractor=Scripted(script), clock=clock, config=config)
 
 
 # -- 1. prediction and every gate see pending candidates -------------------------------------------
 
 
-async def test_the_extractor_is_shown_pending_candidates_with_their_own_handles(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock) as mem:
+async def test_the_extractor_is_shown_pending_candidates_with_their_own_handles(
+    store_target: str, clock: Clock,
+) -> None:
+    async with memory(store_target, clock) as mem:
         fact = await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "FACT: Ana lives in Lisbon", "ok", at=T0)
         await mem.process()
@@ -109,8 +112,8 @@ async def test_the_extractor_is_shown_pending_candidates_with_their_own_handles(
         assert parse_handle("lisbon") is None and parse_handle("0") is None
 
 
-async def test_a_repeat_of_a_pending_value_is_predicted_not_queued_again(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock) as mem:
+async def test_a_repeat_of_a_pending_value_is_predicted_not_queued_again(store_target: str, clock: Clock) -> None:
+    async with memory(store_target, clock) as mem:
         await mem.add_exchange("ana", "FACT: Ana lives in Lisbon", "ok", at=T0)
         await mem.add_exchange("ana", "FACT: Ana lives in Lisbon", "ok", at=T0 + timedelta(hours=2))
         await mem.add_exchange("ana", "FACT: Ana sails", "ok", at=T0 + timedelta(hours=2, minutes=1))
@@ -119,8 +122,8 @@ async def test_a_repeat_of_a_pending_value_is_predicted_not_queued_again(tmp_pat
         assert sorted(c.statement for c in await mem.review.pending()) == ["Ana lives in Lisbon", "Ana sails"]
 
 
-async def test_a_change_to_a_pending_value_is_chained_to_that_candidate(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock) as mem:
+async def test_a_change_to_a_pending_value_is_chained_to_that_candidate(store_target: str, clock: Clock) -> None:
+    async with memory(store_target, clock) as mem:
         await mem.add_exchange("ana", "FACT: Ana lives in Lisbon", "ok", at=T0)
         await mem.add_exchange("ana", "MOVE: Ana lives in Porto", "ok", at=T0 + timedelta(days=30))
         report = await mem.process()
@@ -134,13 +137,13 @@ async def test_a_change_to_a_pending_value_is_chained_to_that_candidate(tmp_path
         assert rome.kind == "new" and rome.supersedes_candidate_id is None and report.supersedes_dropped == 1
 
 
-async def test_a_chain_never_forks_a_change_goes_to_the_latest_pending_link(tmp_path: Path, clock: Clock) -> None:
+async def test_a_chain_never_forks_a_change_goes_to_the_latest_pending_link(store_target: str, clock: Clock) -> None:
     def name_the_fact(episode: Episode, existing: list[Knowledge]) -> Extraction:
         fact = next(k for k in existing if k.status == "active")
         text = episode.messages[0].content
         return Extraction("", [GapItem(text, kind="update", supersedes=handle(fact), evidence=text)])
 
-    async with memory(tmp_path, clock, name_the_fact) as mem:
+    async with memory(store_target, clock, name_the_fact) as mem:
         berlin = await mem.add_knowledge("ana", "Ana lives in Berlin", actor="support")
         lisbon = await mem.queue_candidate("ana", "Ana lives in Lisbon", kind="update", supersedes_id=berlin.id)
         await mem.add_exchange("ana", "Ana lives in Porto", "ok", at=T0)
@@ -154,7 +157,7 @@ async def test_a_chain_never_forks_a_change_goes_to_the_latest_pending_link(tmp_
         assert braga.statement == "Ana lives in Braga" and braga.supersedes_candidate_id == porto.id
 
 
-async def test_a_handle_that_names_nothing_shown_or_live_is_dropped(tmp_path: Path, clock: Clock) -> None:
+async def test_a_handle_that_names_nothing_shown_or_live_is_dropped(store_target: str, clock: Clock) -> None:
     handles: dict[str, str] = {}
 
     def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
@@ -164,7 +167,7 @@ async def test_a_handle_that_names_nothing_shown_or_live_is_dropped(tmp_path: Pa
             GapItem("Ana works at Acme", kind="update", supersedes=handles["mine"], evidence="Acme"),
         ])
 
-    async with memory(tmp_path, clock, script) as mem:
+    async with memory(store_target, clock, script) as mem:
         handles["bob"] = f"K-{await mem.queue_candidate('bob', 'Bob lives in Rome')}"  # another user's pending
         decided = await mem.queue_candidate("ana", "Ana lives in Evora")
         await mem.review.reject(decided, reviewer="rev", reason="no", tombstone=False)
@@ -182,7 +185,7 @@ async def test_a_handle_that_names_nothing_shown_or_live_is_dropped(tmp_path: Pa
 # -- 2. a change with no start of its own starts when it is stated --------------------------------
 
 
-async def test_a_change_without_a_start_starts_at_the_message_that_states_it(tmp_path: Path, clock: Clock) -> None:
+async def test_a_change_without_a_start_starts_at_the_message_that_states_it(store_target: str, clock: Clock) -> None:
     said = T0 + timedelta(minutes=3)
 
     def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
@@ -195,7 +198,7 @@ async def test_a_change_without_a_start_starts_at_the_message_that_states_it(tmp
                     valid_at=datetime(2025, 5, 1, tzinfo=UTC)),
         ])
 
-    async with memory(tmp_path, clock, script) as mem:
+    async with memory(store_target, clock, script) as mem:
         await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
         await mem.add_exchange("ana", "Hello there, I keep bees", "hi", at=T0)
         await mem.add_exchange("ana", "I moved to Porto in the spring", "nice", at=said)
@@ -223,8 +226,8 @@ def every_gate(episode: Episode, existing: list[Knowledge]) -> Extraction:
     ], covered=[CoveredClaim("Ana keeps bees", handle(fact))])
 
 
-async def test_every_dropped_statement_is_kept_with_its_gate_and_match(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock, every_gate) as mem:
+async def test_every_dropped_statement_is_kept_with_its_gate_and_match(store_target: str, clock: Clock) -> None:
+    async with memory(store_target, clock, every_gate) as mem:
         fact = await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         queen = await mem.queue_candidate("ana", "Ana is the queen")
         stone = await mem.review.reject(queen, reviewer="rev", reason="a joke")
@@ -253,8 +256,8 @@ async def test_every_dropped_statement_is_kept_with_its_gate_and_match(tmp_path:
         assert [d.statement for d in await mem.discarded(limit=2, offset=5)] == ["Ana keeps bees"]
 
 
-async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock, every_gate) as mem:
+async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(store_target: str, clock: Clock) -> None:
+    async with memory(store_target, clock, every_gate) as mem:
         await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
         await mem.process()
@@ -287,8 +290,8 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(tmp_pa
         assert (await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")).kind == "new"
 
 
-async def test_stats_lists_discarded_statements_text_and_json(tmp_path: Path, clock: Clock) -> None:
-    async with memory(tmp_path, clock, every_gate) as mem:
+async def test_stats_lists_discarded_statements_text_and_json(store_target: str, clock: Clock) -> None:
+    async with memory(store_target, clock, every_gate) as mem:
         await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
         await mem.process()
@@ -296,7 +299,7 @@ async def test_stats_lists_discarded_statements_text_and_json(tmp_path: Path, cl
         assert data["discarded"]["total"] == 5 and data["discarded"]["by_gate"]["duplicate"] == 2
         assert data["discarded"]["by_gate"]["predicted"] == 1
         assert {d["statement"] for d in data["discarded"]["latest"]} >= {"Ana hums", "Ana keeps bees"}
-    db = tmp_path / "q.db"
+    db = store_target
     as_json = subprocess.run([str(MEMDESK), "stats", str(db), "--json"], capture_output=True, text=True, check=False)
     assert as_json.returncode == 0, as_json.stderr
     latest = json.loads(as_json.stdout)["discarded"]["latest"]
@@ -315,8 +318,8 @@ def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(tmp_path: Path) -> None:
-    db = tmp_path / "batch.db"
+async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(store_target: str) -> None:
+    db = store_target
     assert run_cli("ingest", db, conversations_path()).returncode == 0
     done = run_cli("process", db, "--json")
     assert done.returncode == 0, done.stderr
@@ -340,14 +343,14 @@ async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_upda
     assert len(chained) >= 11  # before: 0 (every change of a pending value was queued as `new`)
 
 
-async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(tmp_path: Path) -> None:
+async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_them(store_target: str) -> None:
     from engine import OfflineExtractor, OpenAIExtractor
     from engine.extraction import Extractor
 
     for cls in (OfflineExtractor, OpenAIExtractor, Scripted):
         assert {"name", "model", "prompt_version"} <= set(dir(cls)), cls
     assert isinstance(OfflineExtractor(), Extractor)
-    db = tmp_path / "v.db"
+    db = store_target
     for version, texts in (("v1", ["FACT: Ana sails", "FACT: Ana rows"]), ("v2", ["FACT: Ana hikes"])):
         extractor = Scripted(facts_in_messages)
         extractor.prompt_version = version
@@ -372,13 +375,13 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
         assert split["v1"]["extractor"] == "scripted" and split["v1"]["model"] == "script-1"
 
 
-async def test_an_oversized_statement_is_invalid_and_kept_clipped(tmp_path: Path, clock: Clock) -> None:
+async def test_an_oversized_statement_is_invalid_and_kept_clipped(store_target: str, clock: Clock) -> None:
     long = "Ana " + "very " * 100 + "much likes tea"
 
     def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
         return Extraction("", [GapItem(long, evidence="tea"), GapItem("Ana likes tea", evidence="tea")])
 
-    async with memory(tmp_path, clock, script, MemoryConfig(max_statement_chars=60)) as mem:
+    async with memory(store_target, clock, script, MemoryConfig(max_statement_chars=60)) as mem:
         await mem.add_exchange("ana", "tea", "ok", at=T0)
         report = await mem.process()
         assert (report.invalid, report.queued) == (1, 1)  # control: the short one is queued
@@ -386,7 +389,9 @@ async def test_an_oversized_statement_is_invalid_and_kept_clipped(tmp_path: Path
         assert kept.gate == "invalid" and kept.statement.startswith(long[:60]) and len(kept.statement) < 100
 
 
-async def test_batched_and_one_by_one_processing_store_the_same_rows(tmp_path: Path, clock: Clock) -> None:
+async def test_batched_and_one_by_one_processing_store_the_same_rows(
+    new_target: Callable[[str], str], clock: Clock,
+) -> None:
     """The offline extractor is `batchable`: several episodes are extracted and written in one
     transaction. The same extractor with batching off must leave exactly the same rows."""
     from engine import OfflineExtractor
@@ -406,12 +411,45 @@ async def test_batched_and_one_by_one_processing_store_the_same_rows(tmp_path: P
     }
     seen = []
     for name, extractor in (("batched", OfflineExtractor()), ("alone", OneByOne())):
-        async with Memory(tmp_path / f"{name}.db", extractor=extractor, clock=clock) as mem:
+        async with Memory(new_target(name), extractor=extractor, clock=clock) as mem:
             await mem.add_knowledge("ana", "User lives in Lisbon", actor="support")  # retrieval outside the batch
             await mem.add_exchanges(load_exchanges())
             report = await mem.process()
             async with sql(mem) as conn:
                 rows = {t: [tuple(r) for r in await (await conn.execute(q)).fetchall()] for t, q in tables.items()}
-            seen.append((report.queued, report.predicted, report.episodes, rows))
+            if mem.store.backend == "sqlite":  # ids come from the table itself: dense, compared as they are
+                assert dense(rows) == rows
+            seen.append((report.queued, report.predicted, report.episodes, dense(rows)))
     assert seen[0][0] > 0 and seen[0][3]["candidates"]
+    for table in seen[0][3]:
+        assert seen[0][3][table] == seen[1][3][table], table
     assert seen[0] == seen[1]
+
+
+def dense(rows: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows with candidate and run ids renumbered 1, 2, ... in id order, everywhere they appear.
+
+    Why: the pipeline reserves a candidate id for every extracted item before the gates run (so they
+    can number survivors without awaiting). On SQLite an unused reservation costs nothing; a
+    PostgreSQL sequence never hands a value out twice, so ids reserved and not used by one
+    transaction leave gaps, and one-by-one processing (a transaction per episode) leaves more of
+    them than a batch does. What must match is every row, its order and what it points at."""
+    cand = {r[0]: n for n, r in enumerate(rows["candidates"], 1)}
+    run = {r[0]: n for n, r in enumerate(rows["runs"], 1)}
+
+    def c(value: Any) -> Any:
+        return None if value is None else cand[value]
+
+    def existing(ids: str) -> str:  # pending candidates are shown to the extractor as -<candidate id>
+        return json.dumps([-cand[-i] if i < 0 else i for i in json.loads(ids)])
+
+    def audit_id(entity: str, value: Any) -> Any:
+        return cand[value] if entity == "candidate" else run[value] if entity == "extraction_run" else value
+
+    return {
+        "candidates": [(c(r[0]), *r[1:5], c(r[5]), *r[6:9], run[r[9]], r[10]) for r in rows["candidates"]],
+        "discarded": [(*r[:4], c(r[4]) if r[3] == "candidate" else r[4], run[r[5]]) for r in rows["discarded"]],
+        "runs": [(run[r[0]], *r[1:7], existing(r[7])) for r in rows["runs"]],
+        "episodes": rows["episodes"],
+        "audit": [(r[0], r[1], audit_id(r[1], r[2])) for r in rows["audit"]],
+    }

@@ -162,8 +162,8 @@ def test_memory_defaults_to_wordllama_and_the_environment_chooses(monkeypatch: p
         Memory(":memory:")
 
 
-async def test_default_retrieval_finds_facts_that_share_no_word_with_the_question(tmp_path: Path) -> None:
-    async with Memory(tmp_path / "m.db") as mem:
+async def test_default_retrieval_finds_facts_that_share_no_word_with_the_question(store_target: str) -> None:
+    async with Memory(store_target) as mem:
         assert isinstance(mem.embedder, WordLlamaEmbedder)
         for statement in ("User lives in Porto", "User is vegan", "User's sister is named Maria",
                           "User works as a nurse", "User plays the cello"):

@@ -24,6 +24,16 @@ TABLES: tuple[str, ...] = (
 Verify = Callable[[SqlTx], Awaitable[None]]
 """A check `open_store` runs on an existing store before migrating it (the embedder check)."""
 
+# The audit log's entity names and the tables whose ids they are. A store that loads rows with
+# their ids (`memdesk migrate`) moves each table's id counter past every id its audit rows name as
+# well as past its rows: an erased or undone row's id still has an audit history, and ids are
+# never reused.
+AUDITED_TABLES: dict[str, str] = {
+    "message": "messages", "episode": "episodes", "extraction_run": "extraction_runs",
+    "candidate": "candidates", "knowledge": "knowledge", "tombstone": "tombstones",
+    "discarded": "discarded", "assignment": "assignments",
+}
+
 NEW_CANDIDATES = "memdesk_candidates"
 """The channel a store announces new pending candidates on (the payload is the user id)."""
 

@@ -1,13 +1,16 @@
 """A reviewer in its own OS process, driven by tests/test_concurrency.py.
 
 Two modes, both talking to the parent over stdin/stdout only (no shared Python state, so the
-engine's cross-process guarantees are what is exercised, not an in-process lock):
+engine's cross-process guarantees are what is exercised, not an in-process lock). DB is a database
+path or a postgresql:// URL; the worker opens its own Memory (its own connections, or asyncpg pool,
+as a reviewer on another host would):
 
 ``race DB NAME SEED``: open the store, print ``ready``, wait for ``go`` on stdin (so every worker
 starts at once), then keep taking pages of the pending queue in a shuffled order and deciding each
 candidate (approve, or reject when ``id % 3 == 0``). A conflict (another process decided it or
 holds its lease) is expected and counted; ANY other exception is reported back as text, because
-"database is locked" reaching a caller is exactly what the test must catch. The last line is one
+"database is locked" (or a PostgreSQL serialization or deadlock error) reaching a caller is exactly
+what the test must catch. The last line is one
 JSON object: name, decided ids, conflicts, errors.
 
 ``stream DB NAME``: decide every pending candidate in id order (confirm the supersession for an

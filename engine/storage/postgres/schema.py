@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ..base import NEW_CANDIDATES
+from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
 SCHEMA_VERSION = 2
@@ -468,10 +468,16 @@ async def migrate(conn: Conn, dimensions: int, *, embedder: str | None = None,
 
 async def sync_sequences(conn: Conn, tables: tuple[str, ...] = IDENTITY_TABLES) -> None:
     """Move each table's identity sequence past its largest id (after rows were loaded with their
-    ids), so the next generated id is new. Never moves a sequence back: ids stay unique over time."""
+    ids) and past every id the audit log names for it (an erased or undone row's id keeps its
+    audit history: `base.AUDITED_TABLES`), so the next generated id is new. Never moves a sequence
+    back: ids stay unique over time."""
+    entities = {table: entity for entity, table in AUDITED_TABLES.items()}
     for table in tables:
         seq = await conn.fetchval("SELECT pg_get_serial_sequence($1, 'id')", table)
+        audited = "0"
+        if table in entities:
+            audited = f"(SELECT coalesce(max(entity_id), 0) + 1 FROM audit_log WHERE entity = '{entities[table]}')"
         await conn.execute(
-            f"SELECT setval('{seq}', greatest((SELECT coalesce(max(id), 0) + 1 FROM {table}),"
+            f"SELECT setval('{seq}', greatest((SELECT coalesce(max(id), 0) + 1 FROM {table}), {audited},"
             f" (SELECT last_value + CASE WHEN is_called THEN 1 ELSE 0 END FROM {seq})), false)"
         )

@@ -202,7 +202,8 @@ class PostgresStore(Store):
             await conn.executemany(sql, records)
             await self._apply_pending_refs(conn)
             if table != "meta":
-                await schema.sync_sequences(conn, (table,))
+                # the audit log names ids of every table: all counters move past them
+                await schema.sync_sequences(conn, schema.IDENTITY_TABLES if table == "audit_log" else (table,))
 
     async def _hold_forward_refs(self, conn: Conn, table: str, data: list[dict[str, Any]]) -> None:
         """Set to NULL (and remember) each reference of these rows whose target row is neither in

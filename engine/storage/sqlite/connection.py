@@ -185,33 +185,52 @@ class Database:
             raise
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self, *, foreign_keys: bool = True) -> AsyncIterator[aiosqlite.Connection]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Lock contention beyond the
-        busy timeout is retried, so a caller does not see "database is locked" under load."""
+        busy timeout is retried, so a caller does not see "database is locked" under load.
+
+        `foreign_keys=False` is for `SqliteStore.load` alone: a whole-store copy loads rows that
+        name rows of a later batch or table (candidates and facts name each other), which the
+        source already held consistent and the copy's verification compares row for row. The
+        pragma is a no-op inside a transaction, so it is switched around it, under the lock."""
         async with self.lock:
+            if not foreign_keys:
+                await self.conn.execute("PRAGMA foreign_keys = OFF")
+                try:
+                    async with self._transaction() as conn:
+                        yield conn
+                finally:
+                    await self.conn.execute("PRAGMA foreign_keys = ON")
+                return
+            async with self._transaction() as conn:
+                yield conn
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT for `transaction`, which holds the lock."""
+        for attempt in range(20):
+            try:
+                await self._begin("BEGIN IMMEDIATE")
+                break
+            except Exception as exc:  # driver-specific OperationalError
+                if not _is_busy(exc) or attempt == 19:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        try:
+            yield self.conn
+        except BaseException:
+            await self._rollback()
+            raise
+        else:
             for attempt in range(20):
                 try:
-                    await self._begin("BEGIN IMMEDIATE")
+                    await self.conn.execute("COMMIT")
                     break
-                except Exception as exc:  # driver-specific OperationalError
+                except Exception as exc:
                     if not _is_busy(exc) or attempt == 19:
+                        await self._rollback()
                         raise
                     await asyncio.sleep(0.05 * (attempt + 1))
-            try:
-                yield self.conn
-            except BaseException:
-                await self._rollback()
-                raise
-            else:
-                for attempt in range(20):
-                    try:
-                        await self.conn.execute("COMMIT")
-                        break
-                    except Exception as exc:
-                        if not _is_busy(exc) or attempt == 19:
-                            await self._rollback()
-                            raise
-                        await asyncio.sleep(0.05 * (attempt + 1))
 
     async def _rollback(self) -> None:
         """ROLLBACK only when a transaction is still open. On some errors ("database or disk is

@@ -106,8 +106,9 @@ class SqliteStore(Store):
     async def load(self, table: str, rows: list[dict[str, Any]]) -> None:
         from .dump import load_rows
 
-        async with self.transaction() as tx:
-            await load_rows(tx.conn, table, rows)
+        # references are not checked row by row: see Database.transaction(foreign_keys=False)
+        async with self._writer.transaction(foreign_keys=False) as conn:
+            await load_rows(conn, table, rows)
 
     async def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
