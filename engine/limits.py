@@ -42,7 +42,7 @@ def check_reason(text: str, config: MemoryConfig, what: str = "the reason") -> s
 def check_unicode(text: str, what: str) -> str:
     """Refuse a string that is not valid Unicode text: a lone surrogate ("\\ud800", which JSON's
     \\u escapes can produce) cannot be encoded as UTF-8, so SQLite, the terminal and every export
-    would fail on it later, far from the door it came in by."""
+    would fail on it later, far from the door it came in by; nor can a NUL be stored by PostgreSQL."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -50,6 +50,11 @@ def check_unicode(text: str, what: str) -> str:
         raise UserInputError(
             f"{what} holds a lone surrogate (U+{ord(bad):04X} at position {exc.start}), which is not valid Unicode"
         ) from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        # PostgreSQL's text type cannot hold U+0000 at all; refused on both backends, so a store
+        # accepts the same text whichever database it is, and can always be migrated to the other.
+        raise UserInputError(f"{what} holds a NUL character (U+0000 at position {nul}), which cannot be stored")
     return text
 
 

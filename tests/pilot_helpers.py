@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.pilot import Pilot
+
+from engine.storage.sqlite.connection import sqlite_module
+
+# The engine's own SQLite library: a second copy of SQLite in one process (the stdlib's, when the
+# engine runs on pysqlite3) drops the engine's file locks whenever it closes the file.
+sqlite3 = sqlite_module()
 
 
 async def settle(pilot: Pilot[Any]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from test_cli import memdesk
 
 from engine import Memory
 from engine.storage.sqlite.schema import SCHEMA_VERSION
+from tests.pilot_helpers import sqlite3  # the engine's own SQLite library (see there)
 
 HOSTILE = "\x1b]2;PWNED\x07\x1b[2J"
 SHOWN = "␛]2;PWNED␇␛[2J"  # the workstation's convention (review_app/widgets/literal.visible)

@@ -14,7 +14,6 @@ import asyncio
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from engine.storage import is_postgres_url, masked
 from engine.storage.sqlite.reembed import STAGING
 from tests.engine_helpers import Clock, open_memory, sql
 from tests.pg import _admin, _run
+from tests.pilot_helpers import sqlite3  # the engine's own SQLite library (see there)
 
 Target = Path | str
 

@@ -25,7 +25,6 @@ import queue
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -42,6 +41,7 @@ from click.testing import CliRunner
 from review_app.auth import CredentialFile, hash_password, load_credentials, verify_password, write_credentials
 from review_app.cli import main
 from review_app.serve import COOKIE, THROTTLE_FAILURES, THROTTLE_SECONDS, WorkstationServer
+from tests.pilot_helpers import sqlite3  # the engine's own SQLite library (see there)
 from tests.tui_seed import SeededDb
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +20,10 @@ from review_app.app import ReviewApp
 from review_app.keymap import KeymapError, load_keymap
 from review_app.modals import EditModal, ErrorModal, ReasonModal, ReplaceChoiceModal
 from review_app.screens.queue import PAGE_SIZE, QueueScreen
-from tests.pilot_helpers import settle
+from tests.pilot_helpers import (
+    settle,
+    sqlite3,  # the engine's own SQLite library (see there)
+)
 from tests.tui_seed import MARKUP_STATEMENT, T0, SeededDb, fixed_clock
 
 SIZE = (160, 48)
@@ -30,7 +32,8 @@ SIZE = (160, 48)
 async def settle_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
     """Settle until `done()` holds: a key press on a loaded machine can be handled after the first
     settle returned. Bounded; on failure it says what the reviewer was told and what had focus."""
-    for _ in range(40):
+    deadline = asyncio.get_running_loop().time() + 60  # a loaded CI machine: seconds, not a count
+    while asyncio.get_running_loop().time() < deadline:
         await settle(pilot)
         if done():
             return

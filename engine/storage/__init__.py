@@ -79,9 +79,14 @@ async def inspect(target: str | os.PathLike[str]) -> tuple[bool, int]:
 
 
 def _inspect_sqlite(path: Path) -> tuple[bool, int]:
-    """PRAGMA user_version read-only through the stdlib driver (no extension needed, WAL honoured)."""
-    import sqlite3
+    """PRAGMA user_version, read-only, through the engine's own SQLite library: a second copy of
+    SQLite in the process (the stdlib's, when the engine runs on pysqlite3) would drop the file
+    locks of every open store when it closes the file."""
     from contextlib import closing
+
+    from .sqlite.connection import sqlite_module
+
+    sqlite3 = sqlite_module()
 
     if not path.exists():
         return False, 0

@@ -31,6 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from ...errors import UserInputError
+
 Conn = asyncpg.Connection | PoolConnectionProxy
 """A connection of its own or one borrowed from the pool (same API)."""
 
@@ -172,10 +174,15 @@ class PgConn:
         if isinstance(args, dict):
             raise TypeError("PgConn takes positional ? parameters only")
         query = to_dollar(sql)
-        if _returns_rows(sql):
-            rows = await self.raw.fetch(query, *args)
-            return PgCursor(rows, len(rows))
-        status = await self.raw.execute(query, *args) if args else await self._execute_simple(query)
+        try:
+            if _returns_rows(sql):
+                rows = await self.raw.fetch(query, *args)
+                return PgCursor(rows, len(rows))
+            status = await self.raw.execute(query, *args) if args else await self._execute_simple(query)
+        except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError) as exc:
+            # Text PostgreSQL cannot hold (a NUL, where a caller's text did not pass through
+            # limits.check_unicode): the user's input, reported as such, and the transaction rolls back.
+            raise UserInputError(f"the text holds a character PostgreSQL cannot store ({exc})") from None
         return PgCursor([], _status_count(status))
 
     async def _execute_simple(self, query: str) -> str:
