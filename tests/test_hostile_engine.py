@@ -126,6 +126,24 @@ async def test_lone_surrogates_are_refused_at_every_library_door(new_target: Cal
         assert len((await mem.retrieve("tea 🍵", user_id="ana")).items) == 1
 
 
+async def test_a_nul_character_is_refused_at_every_library_door(new_target: Callable[[str], str]) -> None:
+    """PostgreSQL's text cannot hold U+0000, so neither backend takes it: the same text is accepted
+    by both, and a store can always move to the other."""
+    async with open_memory(new_target("nul"), Clock()) as mem:
+        before = await snapshot(mem)
+        with pytest.raises(UserInputError, match="NUL"):
+            await mem.add_exchange("ana", "hello\x00there", None)
+        with pytest.raises(UserInputError, match="NUL"):
+            await mem.add_knowledge("ana", "Ana likes\x00 tea", actor="s")
+        with pytest.raises(UserInputError, match="NUL"):
+            await mem.propose("ana", "Ana likes\x00 tea", actor="agent")
+        with pytest.raises(UserInputError, match="NUL"):
+            await mem.retrieve("tea\x00", user_id="ana")
+        assert await snapshot(mem) == before and await messages(mem) == 0
+        await mem.add_knowledge("ana", "Ana likes \x01 tea", actor="s")  # control: another control character
+        assert len((await mem.retrieve("tea", user_id="ana")).items) == 1
+
+
 async def test_statement_query_and_reason_limits(new_target: Callable[[str], str]) -> None:
     config = MemoryConfig(max_statement_chars=40, max_query_chars=30, max_reason_chars=20)
     async with open_memory(new_target("lim2"), Clock(), config=config) as mem:
