@@ -12,8 +12,9 @@ import asyncpg
 import pytest
 
 from engine.errors import ConfigurationError
+from engine.storage import masked
 from engine.storage.postgres import schema
-from engine.storage.postgres.connection import PgConn, _status_count, connect, mask_url, to_dollar
+from engine.storage.postgres.connection import PgConn, _status_count, connect, to_dollar
 from engine.storage.postgres.store import PostgresStore
 
 
@@ -45,8 +46,8 @@ def test_status_counts() -> None:
 
 
 def test_masked_url() -> None:
-    assert mask_url("postgresql://app:s3cret@db.example:5432/memdesk") == "postgresql://app:***@db.example:5432/memdesk"
-    assert mask_url("postgresql://app@db/memdesk") == "postgresql://app@db/memdesk"
+    assert masked("postgresql://app:s3cret@db.example:5432/memdesk") == "postgresql://app:***@db.example:5432/memdesk"
+    assert masked("postgresql://app@db/memdesk") == "postgresql://app@db/memdesk"
 
 
 async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:

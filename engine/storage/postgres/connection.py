@@ -26,7 +26,6 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -46,19 +45,6 @@ SERVER_SETTINGS = {
     # compile time (tens of ms) would land on exactly the per-user scans a large user triggers.
     "jit": "off",
 }
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ***, for messages and `Store.target`."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 # -- placeholders ------------------------------------------------------------------------------------

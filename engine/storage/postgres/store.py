@@ -33,9 +33,10 @@ from typing import Any
 
 import asyncpg
 
+from .. import masked
 from ..base import TABLES, Store
 from . import schema
-from .connection import Conn, PgConn, connect, create_pool, mask_url
+from .connection import Conn, PgConn, connect, create_pool
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class PostgresStore(Store):
 
     def __init__(self, url: str, pool: asyncpg.Pool, tx_factory: TxFactory | None = None) -> None:
         self.url = url
-        self.target = mask_url(url)
+        self.target = masked(url)
         self.pool = pool
         self._tx_factory = tx_factory
         # BM25 statistics per user, shared by every pooled connection: each use re-checks them
@@ -96,7 +97,7 @@ class PostgresStore(Store):
                         await verify(_make_tx(tx_factory, PgConn(conn), {}, writing=False))
 
             await schema.migrate(conn, dimensions, embedder=embedder, max_version=max_version,
-                                 target=mask_url(url), verify=check)
+                                 target=masked(url), verify=check)
         finally:
             await conn.close()
         pool = await create_pool(url, min_size=min_size, max_size=max_size)
