@@ -262,10 +262,6 @@ class IdSource:
             raise RuntimeError("IdSource.take() without a reserve()")
         return self._ready.pop(0)
 
-    async def next(self) -> int:
-        await self.reserve(1)
-        return self.take()
-
 
 async def returned_id(cursor: Any) -> int:
     """The id an `INSERT ... RETURNING id` gave back."""
@@ -601,7 +597,8 @@ class SqlTx(TeamOps, StatsOps):
             ids = [int(row["id"]) for row in rows]
         else:
             source = self.id_source("candidates")
-            ids = [await source.next() for _ in rows]
+            await source.reserve(len(rows))  # one fetch for the batch (one sequence call on PostgreSQL)
+            ids = [source.take() for _ in rows]
         names = ", ".join(_CANDIDATE_INSERT_FIELDS)
         await self.conn.executemany(
             f"INSERT INTO candidates(id, key, status, {names}) VALUES (?, ?, 'pending', "
@@ -1105,7 +1102,8 @@ class SqlTx(TeamOps, StatsOps):
         if not episodes:
             return []
         source = self.id_source("episodes")
-        ids = [await source.next() for _ in episodes]
+        await source.reserve(len(episodes))
+        ids = [source.take() for _ in episodes]
         await self.conn.executemany(
             "INSERT INTO episodes(id, user_id, title, narrative, start_at, end_at, status, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, 'open', ?)",
