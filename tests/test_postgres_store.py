@@ -370,3 +370,35 @@ async def test_text_statistics_rows_follow_inserts_and_deletes(pg_url: str) -> N
         await erase_user(mem.ctx, "ana", "dpo")
         async with mem.store.reading() as tx:
             assert [tuple(r) for r in await tx.conn.execute_fetchall(kept)] == [("bob", 1, 4, 2)]
+
+
+async def test_migration_3_gives_every_fact_its_users_scope_lexeme(pg_url: str) -> None:
+    """Facts written before migration 3 get the scope lexeme the text arm ANDs into its tsquery,
+    computed in SQL exactly as `search_scope` computes it in Python (a non-ASCII id included), so
+    the text arm still finds them, for their own user only."""
+    from engine import Memory
+    from engine.embedders import HashingEmbedder
+    from engine.storage.postgres.tx import search_scope
+
+    users = ("ünïcode/user", "bob")
+    scoped = "SELECT count(*) FROM knowledge WHERE search @@ $1::tsquery"
+    conn = await connect(pg_url, vector=False)
+    try:
+        await schema.migrate(conn, HashingEmbedder().dimensions, max_version=2)
+        for kid, user in enumerate(users, start=1):
+            await conn.execute(
+                "INSERT INTO knowledge(id, user_id, statement, key, created_at, status, created_by, search)"
+                " VALUES ($1, $2, 'Keeps Zebrafinch birds', $3, 1, 'active', 'v2', to_tsvector('simple', $4))",
+                kid, user, f"zebrafinch {kid}", "keeps zebrafinch birds",
+            )
+        # control: at version 2 no row holds a scope lexeme
+        assert [await conn.fetchval(scoped, f"'{search_scope(u)}'") for u in users] == [0, 0]
+    finally:
+        await conn.close()
+    async with Memory(pg_url, embedder=HashingEmbedder()) as mem:
+        async with mem.store.reading() as tx:
+            for user in users:
+                assert await tx.conn.execute_fetchall(scoped.replace("$1", "?"), (f"'{search_scope(user)}'",)) == [(1,)]
+        for kid, user in enumerate(users, start=1):
+            res = await mem.retrieve("zebrafinch", user_id=user, top_k=5)
+            assert [(i.knowledge.id, i.text_rank) for i in res.items] == [(kid, 1)]

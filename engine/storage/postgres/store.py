@@ -190,16 +190,17 @@ class PostgresStore(Store):
             values = [f"${i}" for i in range(1, len(names) + 1)]
             insert_cols = [f'"{n}"' for n in names]
             if table == "knowledge":
-                from .tx import search_text
+                from .tx import search_scope, search_text, search_value
 
                 insert_cols.append("search")
-                values.append(f"to_tsvector('simple', ${len(names) + 1})")
+                values.append(search_value(f"${len(names) + 1}", f"${len(names) + 2}"))
             sql = f"INSERT INTO {table}({', '.join(insert_cols)}) VALUES ({', '.join(values)})"
             if table == "meta":
                 sql += " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
             records = [tuple(row.get(n) for n in names) for row in data]
             if table == "knowledge":
-                records = [(*rec, search_text(row["statement"])) for rec, row in zip(records, data, strict=True)]
+                records = [(*rec, search_text(row["statement"]), search_scope(row["user_id"]))
+                           for rec, row in zip(records, data, strict=True)]
             await conn.executemany(sql, records)
             await self._apply_pending_refs(conn)
             if table != "meta":

@@ -24,6 +24,7 @@ Read-only snapshots (`reading()`) take no lock.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,28 @@ def search_text(statement: str) -> str:
     casefolded, diacritics removed), joined by spaces, so PostgreSQL matches exactly the rows whose
     term frequencies are computed in Python (schema.py says why the column is not GENERATED)."""
     return " ".join(fts_tokens(statement))
+
+
+def search_scope(user_id: str) -> str:
+    """The lexeme that stands for a user in `knowledge.search` (schema migration 3): '~' and the
+    SHA-256 of the id's UTF-8 bytes, which no statement's token can be ('~' is neither letter
+    nor digit). Every text query ANDs it with its terms, so the GIN index reads only this user's
+    entries (as SQLite's scope token does inside the MATCH); migration 3 computes the same value."""
+    return "~" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+
+
+def search_value(text: str, scope: str) -> str:
+    """The SQL of a fact's `search` value from two parameters: `search_text(statement)` and
+    `search_scope(user_id)` (placeholders, `?` or `$n`)."""
+    return f"(to_tsvector('simple', {text}) || array_to_tsvector(ARRAY[{scope}::text]))"
+
+
+# A user's rows holding any of some search tokens (letters and digits only, nothing tsquery would
+# parse; "a | b"): the scope lexeme ANDed in, so the GIN index reads this user's entries only.
+# Arguments: the user's scope as a tsquery ("'~...'"), the tokens, and for _EXCLUDING the tokens a
+# row must not hold.
+_MATCH = "k.search @@ (?::tsquery && to_tsquery('simple', ?))"
+_MATCH_EXCLUDING = "k.search @@ (?::tsquery && to_tsquery('simple', ?) && !! to_tsquery('simple', ?))"
 
 
 def _condition(sql: str) -> str:
@@ -142,9 +165,9 @@ class PostgresTx(SqlTx):
         cur = await self.conn.execute(
             "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
             " invalid_at, created_at, status, created_by, embedding, search)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, to_tsvector('simple', ?)) RETURNING id",
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, {search_value('?', '?')}) RETURNING id",
             (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
-             invalid_at, created_at, created_by, list(embedding), search_text(statement)),
+             invalid_at, created_at, created_by, list(embedding), search_text(statement), search_scope(user_id)),
         )
         row = await cur.fetchone()
         return int(row[0])
@@ -164,8 +187,9 @@ class PostgresTx(SqlTx):
         await self.conn.executemany(
             "INSERT INTO knowledge(id, user_id, statement, key, confidence, valid_at, invalid_at, created_at,"
             " status, created_by, embedding, search)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, to_tsvector('simple', ?))",
-            [(kid, u, text, value_key(text), conf, start, end, created_at, created_by, list(emb), search_text(text))
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, {search_value('?', '?')})",
+            [(kid, u, text, value_key(text), conf, start, end, created_at, created_by, list(emb), search_text(text),
+              search_scope(u))
              for kid, (u, text, emb, start, end, conf) in zip(ids, rows, strict=True)],
         )
         return ids
@@ -230,29 +254,30 @@ class PostgresTx(SqlTx):
             if len(self.text_stats) > 10_000:
                 self.text_stats.clear()
             stats = self.text_stats[user_id] = _UserStats(None, n, top, tokens)
-        for term in terms:
-            if term not in stats.terms:
-                stats.terms[term] = await self.term_documents(user_id, term)
+        await self._count_terms(user_id, stats, terms)
         return stats
 
-    async def term_documents(self, user_id: str, term: str) -> int:
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM knowledge WHERE user_id = ? AND search @@ plainto_tsquery('simple', ?)",
-            (user_id, term),
-        )).fetchone()
-        return int(row[0])
+    async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
+        """One scalar subquery a term, each a count over the GIN index with the user's scope."""
+        scope = f"'{search_scope(user_id)}'"
+        counts = ", ".join(f"(SELECT count(*) FROM knowledge k WHERE k.user_id = ? AND {_MATCH})" for _ in terms)
+        [row] = await fetchall(self.conn, f"SELECT {counts}", [a for t in terms for a in (user_id, scope, t)])
+        return [int(c) for c in row]
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any]
+        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
-        """The user's facts holding ANY of the terms (an OR tsquery over the GIN index), with the
-        belief filter in the same WHERE."""
-        query = " | ".join(terms)  # search tokens: letters and digits only, nothing tsquery would parse
+        """The user's facts holding ANY of the terms and none of `excluding` (a tsquery with the
+        user's scope lexeme, over the GIN index), with the belief filter in the same WHERE."""
+        match_args = [f"'{search_scope(user_id)}'", " | ".join(terms)]
+        if excluding:
+            match_args.append(" | ".join(excluding))
         rows = await fetchall(
             self.conn,
             f"SELECT k.id, k.statement, {_WORDS} FROM knowledge k WHERE k.user_id = ?"
-            f" AND k.search @@ to_tsquery('simple', ?) AND {_condition(condition)}",
-            (user_id, query, *args),
+            f" AND {_MATCH_EXCLUDING if excluding else _MATCH} AND {_condition(condition)}",
+            (user_id, *match_args, *args),
         )
         return [(int(r[0]), r[1], int(r[2])) for r in rows]
 
@@ -288,4 +313,4 @@ class PostgresTx(SqlTx):
         rows.sort(key=lambda r: (r[1] is not None, r[1] or 0, r[0]))
         return [int(r[0]) for r in rows]
 
-__all__ = ["PostgresTx", "search_text"]
+__all__ = ["PostgresTx", "search_scope", "search_text", "search_value"]

@@ -191,6 +191,22 @@ _WORDS = "length(trim(k.statement)) - length(replace(trim(k.statement), ' ', '')
 COMMON_TERM_MIN_FACTS = 1000
 
 
+def _essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
+    """The terms whose rows must still be read (MaxScore's "essential" terms). `bounds` holds each
+    unread term's upper bound, idf * (k1 + 1) (the score of one term as its frequency grows
+    without end); `threshold`, the lowest score in the current top list (0 while it is short).
+    The terms with the smallest bounds whose bounds add up to LESS than the threshold can be left
+    out: a row holding only those scores strictly below every row already listed. Empty when the
+    whole list is settled."""
+    total, skipped = 0.0, 0
+    for bound in sorted(bounds.values()):
+        if total + bound >= threshold:
+            break
+        total += bound
+        skipped += 1
+    return [t for t, _ in sorted(bounds.items(), key=lambda kv: (kv[1], kv[0]))[skipped:]]
+
+
 class _UserStats:
     """One user's BM25 statistics as of one store generation: their fact count, the total of their
     statements' lengths in tokens, and the document frequency of each term asked about so far."""
@@ -902,25 +918,33 @@ class SqlTx(TeamOps, StatsOps):
                 cache.clear()
             cache[user_id] = stats = _UserStats(generation, n, top, tokens)
             stats.terms.update(known)
-        for term in terms:
-            if term not in stats.terms:
-                stats.terms[term] = await self.term_documents(user_id, term)
+        await self._count_terms(user_id, stats, terms)
         return stats
+
+    async def _count_terms(self, user_id: str, stats: _UserStats, terms: Sequence[str]) -> None:
+        """Fill in the document frequencies of `terms` not yet in `stats`, in one statement."""
+        missing = [t for t in dict.fromkeys(terms) if t not in stats.terms]
+        if missing:
+            stats.terms.update(zip(missing, await self.term_documents(user_id, missing), strict=True))
 
     async def store_generation(self) -> Any:
         """A value that changes whenever anything was committed since it was last read, or None
         when the backend cannot tell cheaply (then the statistics are counted again each query)."""
         raise NotImplementedError
 
-    async def term_documents(self, user_id: str, term: str) -> int:
-        """How many of this user's facts (any status) hold the search token `term`."""
+    async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
+        """For each search token of `terms`, how many of this user's facts (any status) hold it:
+        one statement for all of them (a round trip each was most of a small user's query on
+        PostgreSQL)."""
         raise NotImplementedError
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any]
+        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
         """(id, statement, length in words) of the user's facts holding ANY of the search tokens
-        `terms` that satisfy `condition` (the belief filter on `k`, with its `args`)."""
+        `terms` and NONE of `excluding` (rows the text arm has already scored) that satisfy
+        `condition` (the belief filter on `k`, with its `args`)."""
         raise NotImplementedError
 
     async def text_arm(self, user_id: str, terms: list[str], limit: int, *, at_time: int | None,
@@ -933,11 +957,12 @@ class SqlTx(TeamOps, StatsOps):
         for everyone, reordering this user's results and telling an agent what other users' facts
         contain. So the scores are computed here, per user (`user_text_stats`: the user's fact count,
         average length and each term's document frequency, each counted by FTS5 with the user's scope
-        token INSIDE the MATCH, so no other user's row is even visited). One FTS5 query then finds the
+        token INSIDE the MATCH, so no other user's row is even visited). The index then finds the
         user's rows holding any of the terms that pass the status and time predicates, all before the
-        LIMIT; the query's terms are found in each row's statement as FTS5's tokenizer would find them
-        (the term frequencies), and its length is counted in words. The formula and parameters are
-        FTS5's (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
+        LIMIT (for a large user in two steps that skip rows which cannot reach the list); the query's
+        terms are found in each row's statement as FTS5's tokenizer would find them (the term
+        frequencies), and its length is counted in words. The formula and parameters are FTS5's
+        (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
         wanted = list(dict.fromkeys(token for term in terms for token in fts_tokens(term)))
         if not wanted:
             return []
@@ -946,10 +971,10 @@ class SqlTx(TeamOps, StatsOps):
         wanted = [t for t in wanted if stats.terms[t]]
         if not wanted:
             return []
-        idf = [max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted]
+        weight = {
+            t: max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted
+        }
         condition, args = _belief_filter(at_time, known_at, include_expired)
-        rows = await self.text_rows(user_id, wanted, condition, args)
-        weight = dict(zip(wanted, idf, strict=True))
         # The terms as FTS5 found them: whole words of the casefolded, diacritic-free statement. (An
         # underscore joins words for `\b` but not for FTS5; a row matched only across one scores 0.)
         find = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b").findall
@@ -957,15 +982,34 @@ class SqlTx(TeamOps, StatsOps):
         # computed once per shape, not once per row.
         memo: dict[tuple[Any, ...], float] = {}
         scored: list[tuple[float, int]] = []
-        for kid, statement, words in rows:
-            folded = statement.casefold()
-            shape = (words, *find(folded if folded.isascii() else _fold(folded)))
-            score = memo.get(shape)
-            if score is None:
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
-                counts = Counter(shape[1:])
-                score = memo[shape] = sum(weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items())
-            scored.append((-score, kid))
+
+        def score(rows: list[tuple[int, str, int]]) -> None:
+            for kid, statement, words in rows:
+                folded = statement.casefold()
+                shape = (words, *find(folded if folded.isascii() else _fold(folded)))
+                value = memo.get(shape)
+                if value is None:
+                    norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
+                    counts = Counter(shape[1:])
+                    value = memo[shape] = sum(
+                        weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items()
+                    )
+                scored.append((-value, kid))
+
+        if n < COMMON_TERM_MIN_FACTS or len(wanted) == 1:
+            score(await self.text_rows(user_id, wanted, condition, args))
+        else:
+            # A large user: the rows of the rarest term first, then only the rows a still-missing
+            # term could lift into the top `limit` (`_essential_terms`): a row holding none of the
+            # terms read so far scores less than the sum of its terms' bounds, so once that sum is
+            # below the `limit`-th score so far, its terms need not be read. The result is the
+            # same as scoring every matching row; "likes jazz" reads the 830 rows with "jazz", not
+            # the 3,000 with "likes".
+            rarest, *rest = sorted(wanted, key=lambda t: (stats.terms[t], t))
+            score(await self.text_rows(user_id, [rarest], condition, args))
+            threshold = -heapq.nsmallest(limit, scored)[-1][0] if len(scored) >= limit else 0.0
+            if needed := _essential_terms({t: weight[t] * (BM25_K1 + 1) for t in rest}, threshold):
+                score(await self.text_rows(user_id, needed, condition, args, excluding=[rarest]))
         return [kid for _, kid in heapq.nsmallest(limit, scored)]
 
     async def informative_terms(self, user_id: str, terms: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ import sqlite_vec
 
 from ...text import value_key
 from ...timeutil import BEGINNING, FOREVER
-from ..sql.tx import STILL_TRUE_SQL, USER_TABLES, IdSource, SqlTx, fetchall
+from ..sql.tx import _WORDS, STILL_TRUE_SQL, USER_TABLES, IdSource, SqlTx, fetchall
 
 
 def fts_scope(user_id: str) -> str:
@@ -25,6 +25,12 @@ def fts_scope(user_id: str) -> str:
     (spaces, punctuation, non-Latin script) becomes a single token the tokenizer cannot split or
     fold into another user's. Migration v2 computes the same value in SQL."""
     return "u" + user_id.encode("utf-8").hex()
+
+
+def _any_of(tokens: Sequence[str]) -> str:
+    """An FTS5 query for rows holding any of these search tokens (letters and digits only, so
+    quoting them is enough)."""
+    return " OR ".join(f'"{t}"' for t in tokens)
 
 
 class _SequenceIds(IdSource):
@@ -165,21 +171,21 @@ class SqliteTx(SqlTx):
         row = await (await self.conn.execute("PRAGMA data_version")).fetchone()
         return (int(row[0]), self.conn.total_changes)
 
-    async def term_documents(self, user_id: str, term: str) -> int:
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?",
-            (f'scope : "{fts_scope(user_id)}" AND "{term}"',),
-        )).fetchone()
-        return int(row[0])
+    async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
+        scope = fts_scope(user_id)
+        counts = ", ".join("(SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?)" for _ in terms)
+        [row] = await fetchall(self.conn, f"SELECT {counts}", [f'scope : "{scope}" AND "{t}"' for t in terms])
+        return [int(c) for c in row]
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any]
+        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
         """One FTS5 query with the user's scope token INSIDE the MATCH, so no other user's row is
         even visited; the belief filter applies before the caller's LIMIT."""
-        from ..sql.tx import _WORDS
-
-        match = " OR ".join(f'"{t}"' for t in terms)
+        match = _any_of(terms)
+        if excluding:
+            match = f"({match}) NOT ({_any_of(excluding)})"
         rows = await fetchall(
             self.conn,
             f"SELECT k.id, k.statement, {_WORDS} FROM knowledge_fts CROSS JOIN knowledge k"
