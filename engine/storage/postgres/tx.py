@@ -63,7 +63,10 @@ def search_value(text: str, scope: str) -> str:
 # A user's rows holding any of some search tokens (letters and digits only, nothing tsquery would
 # parse; "a | b"): the scope lexeme ANDed in, so the GIN index reads this user's entries only.
 # Arguments: the user's scope as a tsquery ("'~...'"), the tokens, and for _EXCLUDING the tokens a
-# row must not hold.
+# row must not hold. The scope alone selects the user (a SHA-256 of the id). Where rows are read,
+# `user_id` is checked as well, written `k.user_id || '' = ?` so that the planner cannot AND in the
+# btree of the user's ids: for a large user that read 22,000 index entries (2.5 ms a statement) to
+# confirm what the scope lexeme had already decided.
 _MATCH = "k.search @@ (?::tsquery && to_tsquery('simple', ?))"
 _MATCH_EXCLUDING = "k.search @@ (?::tsquery && to_tsquery('simple', ?) && !! to_tsquery('simple', ?))"
 
@@ -258,10 +261,11 @@ class PostgresTx(SqlTx):
         return stats
 
     async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
-        """One scalar subquery a term, each a count over the GIN index with the user's scope."""
+        """One scalar subquery a term, each a count over the GIN index with the user's scope (the
+        scope alone: a bitmap count reads no row whose page is all-visible)."""
         scope = f"'{search_scope(user_id)}'"
-        counts = ", ".join(f"(SELECT count(*) FROM knowledge k WHERE k.user_id = ? AND {_MATCH})" for _ in terms)
-        [row] = await fetchall(self.conn, f"SELECT {counts}", [a for t in terms for a in (user_id, scope, t)])
+        counts = ", ".join(f"(SELECT count(*) FROM knowledge k WHERE {_MATCH})" for _ in terms)
+        [row] = await fetchall(self.conn, f"SELECT {counts}", [a for t in terms for a in (scope, t)])
         return [int(c) for c in row]
 
     async def text_rows(
@@ -275,7 +279,7 @@ class PostgresTx(SqlTx):
             match_args.append(" | ".join(excluding))
         rows = await fetchall(
             self.conn,
-            f"SELECT k.id, k.statement, {_WORDS} FROM knowledge k WHERE k.user_id = ?"
+            f"SELECT k.id, k.statement, {_WORDS} FROM knowledge k WHERE k.user_id || '' = ?"
             f" AND {_MATCH_EXCLUDING if excluding else _MATCH} AND {_condition(condition)}",
             (user_id, *match_args, *args),
         )
