@@ -64,5 +64,6 @@ if __name__ == "__main__":
     p.add_argument("--queries", type=int, default=100)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--rebuild", action="store_true")
+    p.add_argument("--no-settle", action="store_true")
     a = p.parse_args()
     asyncio.run(main(a))

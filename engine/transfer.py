@@ -166,6 +166,7 @@ async def _copy(
                 progress(done, max(total, done))
         digests[table] = digest.hexdigest()
         copied[table] = (n, max_id, id_sum)
+    await dst.settle()  # statistics and visibility for the copied rows, before anyone reads them
     tick = None if progress is None else (lambda n: progress(done + n, max(total, done + n)))
     tables = await _verify(src, dst, expected, copied, digests, batch=batch, tick=tick)
     if progress is not None:

@@ -7,6 +7,7 @@ The GRANT block is read from README.md itself, so the README cannot drift from w
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import AsyncIterator
@@ -117,3 +118,32 @@ async def test_the_erasure_role_erases_and_only_the_owner_compacts(roles: tuple[
     async with Memory(owner_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
         report = await erase_user(mem, "bob", actor="dpo")
         assert report.wal_truncated  # the owner's erasure compacts the tables
+
+
+async def test_settle_vacuums_as_the_owner_and_reports_what_another_role_cannot(
+    roles: tuple[str, str, str],
+) -> None:
+    """`Store.settle()` (after `memdesk migrate` or a bulk import) runs VACUUM ANALYZE on memdesk's
+    tables; the application role owns none of them, so it gets False and a warning, not an error."""
+    owner_url, app_url, _ = roles
+    vacuumed = "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'knowledge' AND last_vacuum IS NOT NULL"
+    async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+        await mem.add_knowledge_many("ana", ["Ana lives in Lisbon", "Ana keeps bees"], actor="import")
+        assert await mem.store.settle() is False
+    conn = await asyncpg.connect(owner_url)
+    try:
+        assert await conn.fetchval(vacuumed) == 0
+    finally:
+        await conn.close()
+    async with Memory(owner_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+        assert await mem.store.settle() is True
+        assert len((await mem.retrieve("bees", user_id="ana", top_k=5)).items) == 2
+    conn = await asyncpg.connect(owner_url)
+    try:
+        for _ in range(50):  # the statistics collector reports asynchronously
+            if await conn.fetchval(vacuumed) == 1:
+                break
+            await asyncio.sleep(0.1)
+        assert await conn.fetchval(vacuumed) == 1
+    finally:
+        await conn.close()

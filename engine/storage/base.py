@@ -77,6 +77,16 @@ class Store(ABC):
         """No row in any logical table but `meta` (which every opened store holds)."""
         return not any(n for table, n in (await self.counts()).items() if table != "meta")
 
+    # -- after a bulk load ---------------------------------------------------------------------------
+
+    async def settle(self) -> bool:
+        """After a bulk load (`memdesk migrate`, a scripted import): bring what the database keeps
+        about its rows up to date before they are read, as PostgreSQL's own documentation asks after
+        populating a database. False when part of it could not be done (which the caller may
+        report; nothing is wrong with the data). SQLite needs nothing: its plans here do not rest
+        on statistics, and a reader sees committed pages as they are."""
+        return True
+
     # -- after an erasure ---------------------------------------------------------------------------
 
     @abstractmethod
