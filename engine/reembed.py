@@ -35,6 +35,7 @@ from collections.abc import Callable
 from .embedders import Embedder
 from .memory import Memory
 from .models import ReembedReport
+from .storage.sql.reembed import reembed_store
 from .timeutil import to_us
 
 DEFAULT_BATCH = 256
@@ -50,16 +51,8 @@ async def reembed(
     mem = Memory(path, embedder=embedder)
     await mem.open(check_embedder=False)
     try:
-        store = mem.store
-        if store.backend == "postgres":
-            from .storage.postgres.reembed import reembed_store as reembed_postgres
-
-            return await reembed_postgres(store, embedder, actor=actor, now=lambda: to_us(mem.now()),  # type: ignore[arg-type]
-                                          batch_size=batch_size, progress=progress)
-        from .storage.sqlite.reembed import reembed_store
-
-        return await reembed_store(store, embedder, actor=actor, now=lambda: to_us(mem.now()),  # type: ignore[arg-type]
-                                   batch_size=batch_size, progress=progress)
+        return await reembed_store(mem.store, mem.store.vector_swap(), embedder, actor=actor,
+                                   now=lambda: to_us(mem.now()), batch_size=batch_size, progress=progress)
     finally:
         await mem.close()
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from .sql.reembed import VectorSwap
 from .sql.tx import SqlTx
 
 # Every logical table, parents before children (the order `memdesk migrate` copies them in).
@@ -86,6 +87,12 @@ class Store(ABC):
         report; nothing is wrong with the data). SQLite needs nothing: its plans here do not rest
         on statistics, and a reader sees committed pages as they are."""
         return True
+
+    # -- moving to another embedder ------------------------------------------------------------------
+
+    @abstractmethod
+    def vector_swap(self) -> VectorSwap:
+        """This backend's part of `memdesk reembed` (engine/storage/sql/reembed.py runs the rest)."""
 
     # -- after an erasure ---------------------------------------------------------------------------
 

@@ -1,115 +1,35 @@
-"""Re-embedding a PostgreSQL store: the SQLite procedure (engine/storage/sqlite/reembed.py) with a
-vector column instead of a vec0 table.
-
-New vectors are staged in `reembed_staging` (knowledge_id -> vector), one transaction per batch,
-each also writing meta `reembed_last_id`, so an interrupted run resumes where it stopped and the
-store keeps answering with its old vectors meanwhile. The switch is ONE transaction: facts still
-without a staged vector are embedded in it, every fact's `embedding` is replaced from the staging
-table (the column has no fixed width, so nothing is re-created), meta names the new embedder, the
-staging table is dropped, and one audit row records the move. Staged rows reference
-`knowledge(id) ON DELETE CASCADE`: erasing a user midway removes their staged vectors too.
-"""
+"""PostgreSQL's part of a re-embedding (engine/storage/sql/reembed.py runs it): vectors staged in
+a `vector` column, and swapped in by one UPDATE of the fact rows (`knowledge.embedding` has no
+fixed width, so nothing is re-created), with the fact table held against writers meanwhile."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
-from ...embedders import Embedder, embedder_name
-from ...models import ReembedReport
-from ..sql.tx import fetchall, recorded_embedder
-from .store import PostgresStore
-
-STAGING = "reembed_staging"
-Progress = Callable[[int, int], None]
+from ..sql.reembed import STAGING, VectorSwap
 
 
-async def _count(conn: Any, sql: str) -> int:
-    row = await (await conn.execute(sql)).fetchone()
-    return int(row[0])
+class PostgresVectorSwap(VectorSwap):
+    staging_ddl = (
+        f"CREATE TABLE {STAGING} (knowledge_id BIGINT PRIMARY KEY"
+        " REFERENCES knowledge(id) ON DELETE CASCADE, embedding vector NOT NULL)"
+    )
 
-
-async def reembed_store(
-    store: PostgresStore, embedder: Embedder, *, actor: str, now: Callable[[], int], batch_size: int,
-    progress: Progress | None,
-) -> ReembedReport:
-    """Stage every fact's new vector (resumable), then swap them in with one transaction."""
-    target, width = embedder_name(embedder), embedder.dimensions
-    target_key = f"{target}:{width}"
-    async with store.transaction() as tx:
-        conn = tx.conn
-        source, source_width = await recorded_embedder(tx)
-        pending = await tx.meta_value("reembed_target")
-        if (source, source_width) == (target, width):
-            # already there; an interrupted move elsewhere is abandoned (its staged vectors dropped)
-            await conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
-            await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
-            return ReembedReport(source, source_width, target, width, 0, 0, None)
-        if pending != target_key:  # nothing staged, or staged by another target: start over
-            await conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
-            await conn.execute(
-                f"CREATE TABLE {STAGING} (knowledge_id BIGINT PRIMARY KEY"
-                " REFERENCES knowledge(id) ON DELETE CASCADE, embedding vector NOT NULL)"
-            )
-            await tx.set_meta("reembed_target", target_key)
-            await tx.set_meta("reembed_last_id", 0)
-        last = int(await tx.meta_value("reembed_last_id") or 0)
-        done = await _count(conn, f"SELECT count(*) FROM {STAGING}")
-        total = await _count(conn, "SELECT count(*) FROM knowledge")
-    resumed_at = done
-    if progress:
-        progress(done, total)
-    while True:
-        async with store.reading() as tx:
-            rows = await fetchall(tx.conn, "SELECT id, statement FROM knowledge WHERE id > ? ORDER BY id LIMIT ?",
-                                  (last, batch_size))
-        if not rows:
-            break
-        vectors = await embedder.embed([r[1] for r in rows])
-        async with store.transaction() as tx:
-            await _stage(tx.conn, [(int(r[0]), v) for r, v in zip(rows, vectors, strict=True)])
-            last = int(rows[-1][0])
-            await tx.set_meta("reembed_last_id", last)
-            done = await _count(tx.conn, f"SELECT count(*) FROM {STAGING}")
-            total = await _count(tx.conn, "SELECT count(*) FROM knowledge")
-        if progress:
-            progress(done, total)
-
-    async with store.transaction() as tx:
-        conn = tx.conn
-        # no fact may be written while the vectors are swapped: one of the old width would follow
-        await conn.execute("LOCK TABLE knowledge IN SHARE ROW EXCLUSIVE MODE")
-        stragglers = await fetchall(
-            conn,
-            f"SELECT id, statement FROM knowledge k WHERE NOT EXISTS"
-            f" (SELECT 1 FROM {STAGING} s WHERE s.knowledge_id = k.id) ORDER BY id",
+    async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
+        await conn.executemany(
+            f"INSERT INTO {STAGING}(knowledge_id, embedding) SELECT CAST(? AS BIGINT), CAST(? AS vector)"
+            " WHERE EXISTS (SELECT 1 FROM knowledge WHERE id = ?)"
+            " ON CONFLICT (knowledge_id) DO UPDATE SET embedding = EXCLUDED.embedding",
+            [(kid, list(vec), kid) for kid, vec in rows],
         )
-        if stragglers:
-            vectors = await embedder.embed([r[1] for r in stragglers])
-            await _stage(conn, [(int(r[0]), v) for r, v in zip(stragglers, vectors, strict=True)])
-        facts = await _count(conn, f"SELECT count(*) FROM {STAGING}")
+
+    async def hold_writes(self, conn: Any) -> None:
+        # transactions run at once here: a fact inserted during the switch would keep the old width
+        await conn.execute("LOCK TABLE knowledge IN SHARE ROW EXCLUSIVE MODE")
+
+    async def swap(self, conn: Any, width: int) -> None:
+        del width  # the column takes any width; meta records it
         await conn.execute(
             f"UPDATE knowledge k SET embedding = s.embedding FROM {STAGING} s WHERE s.knowledge_id = k.id"
         )
-        await conn.execute(f"DROP TABLE {STAGING}")
-        await tx.set_meta("embedder", target)
-        await tx.set_meta("embedding_dimensions", width)
-        await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
-        audit_id = await tx.audit(
-            at=now(), actor=actor, action="reembed", user_id="", entity="store", entity_id=None,
-            before={"embedder": source, "dimensions": source_width},
-            after={"embedder": target, "dimensions": width, "facts": facts, "resumed_at": resumed_at},
-        )
-    if progress:
-        progress(facts, facts)
-    return ReembedReport(source, source_width, target, width, facts, resumed_at, audit_id)
-
-
-async def _stage(conn: Any, rows: list[tuple[int, list[float]]]) -> None:
-    """Stage vectors of facts that still exist (one may have been erased since it was read)."""
-    await conn.executemany(
-        f"INSERT INTO {STAGING}(knowledge_id, embedding) SELECT CAST(? AS BIGINT), CAST(? AS vector)"
-        " WHERE EXISTS (SELECT 1 FROM knowledge WHERE id = ?)"
-        " ON CONFLICT (knowledge_id) DO UPDATE SET embedding = EXCLUDED.embedding",
-        [(kid, list(vec), kid) for kid, vec in rows],
-    )

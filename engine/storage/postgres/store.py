@@ -35,6 +35,7 @@ import asyncpg
 
 from .. import masked
 from ..base import TABLES, Store
+from ..sql.reembed import VectorSwap
 from . import schema
 from .connection import Conn, PgConn, connect, create_pool
 
@@ -259,6 +260,11 @@ class PostgresStore(Store):
         return True
 
     # -- erasure --------------------------------------------------------------------------------------
+
+    def vector_swap(self) -> VectorSwap:
+        from .reembed import PostgresVectorSwap
+
+        return PostgresVectorSwap()
 
     async def compact(self) -> bool:
         """VACUUM FULL every table an erasure touches (see the module docstring for why FULL, and

@@ -1,93 +1,37 @@
-"""Re-embedding a SQLite store: new vectors are staged in a table of their own, batch by batch
-(an interrupted run resumes from `meta.reembed_last_id`), then the vec0 table is rebuilt at the
-new width and swapped in, with the meta rows and the audit row, in ONE transaction."""
+"""SQLite's part of a re-embedding (engine/storage/sql/reembed.py runs it): vectors staged as
+float32 blobs, and the vec0 table rebuilt at the new width from the staged vectors, its metadata
+columns copied, inside the switch's one transaction (which holds SQLite's write lock)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
 
-import aiosqlite
 import sqlite_vec
 
-from ...embedders import Embedder, embedder_name
-from ...models import ReembedReport
-from ..sql.tx import recorded_embedder
+from ..sql.reembed import STAGING, VectorSwap
 from .schema import VEC_COLUMNS, create_vec_table
-from .store import SqliteStore
-
-STAGING = "reembed_staging"
-Progress = Callable[[int, int], None]
 
 
-async def _set_meta(conn: aiosqlite.Connection, key: str, value: str | int) -> None:
-    await conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))
+class SqliteVectorSwap(VectorSwap):
+    staging_ddl = (
+        f"CREATE TABLE {STAGING} (knowledge_id INTEGER PRIMARY KEY"
+        " REFERENCES knowledge(id) ON DELETE CASCADE, embedding BLOB NOT NULL)"
+    )
 
+    async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
+        await conn.executemany(
+            f"INSERT OR REPLACE INTO {STAGING}(knowledge_id, embedding)"
+            " SELECT ?, ? WHERE EXISTS (SELECT 1 FROM knowledge WHERE id = ?)",
+            [(kid, sqlite_vec.serialize_float32(vec), kid) for kid, vec in rows],
+        )
 
-async def _count(conn: aiosqlite.Connection, sql: str) -> int:
-    row = await (await conn.execute(sql)).fetchone()
-    return int(row[0])  # type: ignore[index]
+    async def hold_writes(self, conn: Any) -> None:
+        """Nothing to do: the switch's transaction holds SQLite's write lock (BEGIN IMMEDIATE)."""
 
-
-async def reembed_store(
-    store: SqliteStore, embedder: Embedder, *, actor: str, now: Callable[[], int], batch_size: int,
-    progress: Progress | None,
-) -> ReembedReport:
-    """Stage every fact's new vector in a table of its own (resumable: a run that stops keeps what
-    it staged), then swap the vector table in one transaction."""
-    target, width = embedder_name(embedder), embedder.dimensions
-    target_key = f"{target}:{width}"
-    async with store.transaction() as tx:
-        conn = tx.conn
-        source, source_width = await recorded_embedder(tx)
-        pending = await tx.meta_value("reembed_target")
-        if (source, source_width) == (target, width):
-            # already there; an interrupted move elsewhere is abandoned (its staged vectors dropped)
-            await conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
-            await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
-            return ReembedReport(source, source_width, target, width, 0, 0, None)
-        if pending != target_key:  # nothing staged, or staged by another target: start over
-            await conn.execute(f"DROP TABLE IF EXISTS {STAGING}")
-            await conn.execute(
-                f"CREATE TABLE {STAGING} (knowledge_id INTEGER PRIMARY KEY"
-                " REFERENCES knowledge(id) ON DELETE CASCADE, embedding BLOB NOT NULL)"
-            )
-            await _set_meta(conn, "reembed_target", target_key)
-            await _set_meta(conn, "reembed_last_id", 0)
-        last = int(await tx.meta_value("reembed_last_id") or 0)
-        done = await _count(conn, f"SELECT count(*) FROM {STAGING}")
-        total = await _count(conn, "SELECT count(*) FROM knowledge")
-    resumed_at = done
-    if progress:
-        progress(done, total)
-    while True:
-        async with store.reading() as tx:
-            conn = tx.conn
-            rows = await (await conn.execute(
-                "SELECT id, statement FROM knowledge WHERE id > ? ORDER BY id LIMIT ?", (last, batch_size)
-            )).fetchall()
-        if not rows:
-            break
-        vectors = await embedder.embed([r[1] for r in rows])
-        async with store.transaction() as tx:
-            conn = tx.conn
-            await _stage(conn, [(r[0], v) for r, v in zip(rows, vectors, strict=True)])
-            last = int(rows[-1][0])
-            await _set_meta(conn, "reembed_last_id", last)
-            done = await _count(conn, f"SELECT count(*) FROM {STAGING}")
-            total = await _count(conn, "SELECT count(*) FROM knowledge")
-        if progress:
-            progress(done, total)
-
-    async with store.transaction() as tx:
-        conn = tx.conn
-        stragglers = await (await conn.execute(
-            f"SELECT id, statement FROM knowledge k WHERE NOT EXISTS"
-            f" (SELECT 1 FROM {STAGING} s WHERE s.knowledge_id = k.id) ORDER BY id"
-        )).fetchall()
-        if stragglers:
-            vectors = await embedder.embed([r[1] for r in stragglers])
-            await _stage(conn, [(r[0], v) for r, v in zip(stragglers, vectors, strict=True)])
-        facts = await _count(conn, f"SELECT count(*) FROM {STAGING}")
+    async def swap(self, conn: Any, width: int) -> None:
+        """vec0 tables have a fixed width: copy the rows with their staged vectors aside, create
+        the table anew at `width`, and copy them back."""
         await conn.execute("DROP TABLE IF EXISTS reembed_copy")
         await conn.execute(
             "CREATE TABLE reembed_copy AS SELECT v.knowledge_id, v.user_id, s.embedding, v.status, v.valid_from,"
@@ -98,23 +42,3 @@ async def reembed_store(
         await conn.execute(create_vec_table(width))
         await conn.execute(f"INSERT INTO knowledge_vec({VEC_COLUMNS}) SELECT {VEC_COLUMNS} FROM reembed_copy")
         await conn.execute("DROP TABLE reembed_copy")
-        await conn.execute(f"DROP TABLE {STAGING}")
-        await _set_meta(conn, "embedder", target)
-        await _set_meta(conn, "embedding_dimensions", width)
-        await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
-        audit_id = await tx.audit(at=now(), actor=actor, action="reembed", user_id="", entity="store",
-            entity_id=None, before={"embedder": source, "dimensions": source_width},
-            after={"embedder": target, "dimensions": width, "facts": facts, "resumed_at": resumed_at},
-        )
-    if progress:
-        progress(facts, facts)
-    return ReembedReport(source, source_width, target, width, facts, resumed_at, audit_id)
-
-
-async def _stage(conn: aiosqlite.Connection, rows: list[tuple[int, list[float]]]) -> None:
-    """Stage vectors of facts that still exist (one may have been erased since it was read)."""
-    await conn.executemany(
-        f"INSERT OR REPLACE INTO {STAGING}(knowledge_id, embedding)"
-        " SELECT ?, ? WHERE EXISTS (SELECT 1 FROM knowledge WHERE id = ?)",
-        [(kid, sqlite_vec.serialize_float32(vec), kid) for kid, vec in rows],
-    )

@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import ConfigurationError, NotFoundError
 from ..base import TABLES, Store, Verify
+from ..sql.reembed import VectorSwap
 from ..sql.tx import _UserStats
 from .connection import Database
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -119,6 +120,11 @@ class SqliteStore(Store):
         return out
 
     # -- after an erasure ---------------------------------------------------------------------------
+
+    def vector_swap(self) -> VectorSwap:
+        from .reembed import SqliteVectorSwap
+
+        return SqliteVectorSwap()
 
     async def compact(self) -> bool:
         """VACUUM (outside any transaction: it refuses to run inside one), then a TRUNCATE
