@@ -5,6 +5,7 @@ kept, and erasure's compaction leaving no deleted text in the table files."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,48 @@ async def test_new_candidates_notify_after_commit_only(pg_url: str) -> None:
             await conn.execute(insert, ("carol",))
         await asyncio.sleep(0.1)
         assert "carol" not in got  # unsubscribed
+    finally:
+        await store.close()
+
+
+async def test_a_lost_listening_connection_is_opened_again(pg_url: str) -> None:
+    """An administrator ends the listening session (as a server restart would): the subscription
+    opens a new connection, says "" (notifications may have been missed), and new candidates are
+    announced again. Control: before that, and after stop(), as usual."""
+    store = await _open(pg_url)
+    got: list[str] = []
+    stop = await store.subscribe(schema.NOTIFY_CHANNEL, got.append)
+    insert = "INSERT INTO candidates(user_id, statement, key, kind, created_at) VALUES (?, 's', 'k', 'new', 1)"
+    listening = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                 " AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()")
+
+    async def until(condition: Callable[[], bool]) -> None:
+        for _ in range(200):
+            if condition():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not reached; got {got}")
+
+    try:
+        async with store.transaction() as conn:
+            await conn.execute(insert, ("before",))
+        await until(lambda: got == ["before"])
+        async with store.transaction() as conn:
+            [(pid,)] = await conn.execute_fetchall(listening)
+            await conn.execute("SELECT pg_terminate_backend(?)", (pid,))
+        await until(lambda: "" in got)
+        async with store.transaction() as conn:
+            [(new_pid,)] = await conn.execute_fetchall(listening)
+            assert new_pid != pid
+            await conn.execute(insert, ("after",))
+        await until(lambda: "after" in got)
+        assert got == ["before", "", "after"]
+        await stop()
+        async with store.transaction() as conn:
+            assert await conn.execute_fetchall(listening) == []
+            await conn.execute(insert, ("stopped",))
+        await asyncio.sleep(0.2)
+        assert "stopped" not in got
     finally:
         await store.close()
 

@@ -307,8 +307,16 @@ class PostgresStore(Store):
     async def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
         """Call `callback(payload)` on this event loop for every NOTIFY on `channel`, from a
         connection of its own (a pooled connection would lose its LISTEN when released). The
-        returned coroutine function UNLISTENs and closes it."""
-        conn = await connect(self.url, vector=False)
+        returned coroutine function UNLISTENs and closes it.
+
+        A lost connection (the server restarted, an administrator ended the session) is opened
+        again, after 0.5 s and then twice as long each failed try (at most 30 s), for as long as
+        the subscription lasts; once listening again, `callback("")` says that notifications may
+        have been missed meanwhile (a workstation then reloads its queue)."""
+
+        retry: asyncio.Task[None] | None = None
+        stopped = False
+        current: Conn | None = None
 
         def deliver(_conn: Conn, _pid: int, _channel: str, payload: object) -> None:
             try:
@@ -316,8 +324,39 @@ class PostgresStore(Store):
             except Exception:  # a failing subscriber must not take the listener down
                 log.exception("subscriber of %s failed", channel)
 
-        await conn.add_listener(channel, deliver)
-        stopped = False
+        async def listen() -> Conn:
+            conn = await connect(self.url, vector=False)
+            await conn.add_listener(channel, deliver)
+            conn.add_termination_listener(lost)
+            return conn
+
+        def lost(_conn: Conn) -> None:
+            nonlocal retry
+            if not stopped and retry is None:
+                log.warning("the connection listening on %s was lost; opening it again", channel)
+                retry = asyncio.get_running_loop().create_task(relisten())
+
+        async def relisten() -> None:
+            nonlocal current, retry
+            delay = 0.5
+            while not stopped:
+                await asyncio.sleep(delay)
+                try:
+                    conn = await listen()
+                except Exception as exc:  # the server still down, a refused login: try again later
+                    log.warning("listening on %s again failed (%s); next try in %.1f s", channel, exc,
+                                min(delay * 2, 30.0))
+                    delay = min(delay * 2, 30.0)
+                    continue
+                if stopped:  # stopped while connecting
+                    await _close_quietly(conn)
+                    break
+                current, retry = conn, None
+                deliver(conn, 0, channel, "")  # anything announced while nobody listened
+                return
+            retry = None
+
+        current = await listen()
 
         async def stop() -> None:
             nonlocal stopped
@@ -326,13 +365,22 @@ class PostgresStore(Store):
             stopped = True
             with contextlib.suppress(ValueError):
                 self._listeners.remove(stop)
-            with contextlib.suppress(Exception):
-                await conn.remove_listener(channel, deliver)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), timeout=5)
+            if retry is not None:
+                retry.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await retry
+            if current is not None:
+                with contextlib.suppress(Exception):
+                    await current.remove_listener(channel, deliver)
+                await _close_quietly(current)
 
         self._listeners.append(stop)
         return stop
+
+
+async def _close_quietly(conn: Conn) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(conn.close(), timeout=5)
 
 
 def _make_tx(factory: TxFactory | None, conn: PgConn, stats: dict[str, Any], *, writing: bool) -> Any:
