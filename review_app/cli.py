@@ -865,16 +865,21 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
 
 
 @main.command()
-@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("db", required=False, type=click.Path(dir_okay=False))
 @click.option("--user", required=True, help="The one user this server serves; no tool can name another.")
-def mcp(db: str, user: str) -> None:
-    """Serve USER's memory to an agent over MCP (stdio).
+def mcp(db: str | None, user: str) -> None:
+    """Serve USER's memory to an agent over MCP (stdio), from DB or $MEMDESK_DB.
 
     \b
     Tools: search_memory(query, top_k), list_memories(include_expired),
            propose_memory(statement), forget_memory(knowledge_id, reason).
     Proposals and forget requests wait in the review queue; none is a direct write.
+    A server runs as long as its agent does: give a PostgreSQL URL holding a password in
+    $MEMDESK_DB (the agent's MCP config has an env section), where `ps` does not show it.
     """
+    db = db or os.environ.get("MEMDESK_DB")
+    if not db:
+        raise BadInput("give the database: memdesk mcp DB --user NAME, or set $MEMDESK_DB")
     existing_db(db)
     if not user.strip():
         raise BadInput("--user is empty")

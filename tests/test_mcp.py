@@ -184,6 +184,23 @@ async def test_the_server_refuses_a_missing_database(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
+async def test_the_database_may_come_from_the_environment(db: str, errlog: Any) -> None:
+    """$MEMDESK_DB instead of argv (a URL's password stays out of `ps`); without either, one line
+    and exit 2."""
+    import subprocess
+
+    params = StdioServerParameters(command=str(MEMDESK), args=["mcp", "--user", "u2"],
+                                   env={**os.environ, "MEMDESK_DB": str(db)})
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        text, is_error = await call(client, "search_memory", query="quokkas", top_k=3)
+    assert not is_error and "Keeps three quokkas in Tarnwick" in text
+    env = {k: v for k, v in os.environ.items() if k != "MEMDESK_DB"}
+    done = subprocess.run([str(MEMDESK), "mcp", "--user", "u2"], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env={**env, "NO_COLOR": "1"})
+    assert done.returncode == 2 and "set $MEMDESK_DB" in done.stderr
+
+
 async def test_agent_writes_follow_the_librarys_rules(db: str, errlog: Any) -> None:
     """Issue 9: the server repeated the gates in its own code (three transactions) and gave
     proposals confidence 1.00. Now each tool is one engine call: the same gates, limits and
