@@ -11,10 +11,7 @@ from ..sql.reembed import STAGING, VectorSwap
 
 
 class PostgresVectorSwap(VectorSwap):
-    staging_ddl = (
-        f"CREATE TABLE {STAGING} (knowledge_id BIGINT PRIMARY KEY"
-        " REFERENCES knowledge(id) ON DELETE CASCADE, embedding vector NOT NULL)"
-    )
+    id_type, vector_type = "BIGINT", "vector"
 
     async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
         await conn.executemany(

@@ -31,9 +31,14 @@ class VectorSwap(ABC):
     """A backend's part of a re-embedding: its staging table, how it stages vectors, and how it
     swaps them in."""
 
-    staging_ddl: str
-    """CREATE TABLE reembed_staging (knowledge_id ... PRIMARY KEY REFERENCES knowledge(id) ON
-    DELETE CASCADE, embedding ... NOT NULL) in the backend's types."""
+    id_type: str
+    vector_type: str
+    """The staging table's column types in this backend (its ids, a staged vector)."""
+
+    @property
+    def staging_ddl(self) -> str:
+        return (f"CREATE TABLE {STAGING} (knowledge_id {self.id_type} PRIMARY KEY"
+                f" REFERENCES knowledge(id) ON DELETE CASCADE, embedding {self.vector_type} NOT NULL)")
 
     @abstractmethod
     async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:

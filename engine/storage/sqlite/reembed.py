@@ -14,10 +14,7 @@ from .schema import VEC_COLUMNS, create_vec_table
 
 
 class SqliteVectorSwap(VectorSwap):
-    staging_ddl = (
-        f"CREATE TABLE {STAGING} (knowledge_id INTEGER PRIMARY KEY"
-        " REFERENCES knowledge(id) ON DELETE CASCADE, embedding BLOB NOT NULL)"
-    )
+    id_type, vector_type = "INTEGER", "BLOB"
 
     async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
         await conn.executemany(
