@@ -75,6 +75,9 @@ class TransferReport:
     destination: str
     tables: list[TableCopy] = field(default_factory=list)
     seconds: float = 0.0
+    settled: bool = True
+    """False when the destination's statistics could not be refreshed (`Store.settle()`: on
+    PostgreSQL, VACUUM ANALYZE needs the owner); the copy is complete either way."""
 
     @property
     def rows(self) -> int:
@@ -166,12 +169,12 @@ async def _copy(
                 progress(done, max(total, done))
         digests[table] = digest.hexdigest()
         copied[table] = (n, max_id, id_sum)
-    await dst.settle()  # statistics and visibility for the copied rows, before anyone reads them
+    settled = await dst.settle()  # statistics and visibility for the copied rows, before anyone reads them
     tick = None if progress is None else (lambda n: progress(done + n, max(total, done + n)))
     tables = await _verify(src, dst, expected, copied, digests, batch=batch, tick=tick)
     if progress is not None:
         progress(total, total)
-    return TransferReport(src.target, dst.target, tables, round(time.perf_counter() - started, 2))
+    return TransferReport(src.target, dst.target, tables, round(time.perf_counter() - started, 2), settled)
 
 
 def _canonical(row: dict[str, Any]) -> bytes:

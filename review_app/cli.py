@@ -695,13 +695,16 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
         raise
     if as_json:
         echo(_json({"source": report.source, "destination": report.destination, "seconds": report.seconds,
-                    "tables": [asdict(t) for t in report.tables]}))
+                    "settled": report.settled, "tables": [asdict(t) for t in report.tables]}))
         return
     echo(f"Copied {report.source} -> {report.destination} in {report.seconds} s:")
     echo(f"  {'table':<16}{'source':>10}{'copied':>10}{'destination':>13}")
     for t in report.tables:
         echo(f"  {t.table:<16}{t.source_rows:>10}{t.copied:>10}{t.destination_rows:>13}")
     echo(f"Verified: {report.rows} rows; counts, ids and every row's contents match on both sides.")
+    if not report.settled:
+        echo(f"Not analysed: this role does not own {report.destination}'s tables; run VACUUM ANALYZE as"
+             " the owner (or let autovacuum do it) before timing queries on the copy.")
 
 
 def _new_file(target: str) -> Path | None:

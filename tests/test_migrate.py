@@ -223,6 +223,7 @@ def test_sqlite_to_postgres_and_back_keeps_every_row(source: str, pg_url: str, t
     there = asyncio.run(copy_store(source, pg_url, batch=4))
     again = asyncio.run(copy_store(pg_url, back, batch=6))
     assert there.rows == again.rows == sum(asyncio.run(_counts(source)).values())
+    assert there.settled and again.settled  # the copy into PostgreSQL was analysed (the owner ran it)
     before, on_pg, after = asyncio.run(_dump(source)), asyncio.run(_dump(pg_url)), asyncio.run(_dump(back))
     for table in TABLES:
         assert after[table] == before[table], table
