@@ -278,8 +278,9 @@ class PostgresStore(Store):
         bits (the first query to read each row checks the commit log and writes the page back),
         the visibility map is empty (no index-only scan, no bitmap count without heap reads) and
         the planner's statistics are those of the empty table: 100,000 facts just loaded made a
-        100-fact user's retrieve p95 20 ms; after this, 7 ms. Autovacuum gets there by itself
-        within minutes; `memdesk migrate` and the benchmark do not wait for it."""
+        100-fact user's retrieve p95 14-20 ms; after this, 4-7 ms (benchmarks/README.md).
+        Autovacuum gets there by itself within minutes; `memdesk migrate` and the benchmark do
+        not wait for it."""
         return await self._vacuum("ANALYZE", (*self.TABLES, "knowledge_stats"), "settle")
 
     async def _vacuum(self, options: str, tables: Sequence[str], what: str) -> bool:

@@ -996,16 +996,19 @@ class SqlTx(TeamOps, StatsOps):
                     )
                 scored.append((-value, kid))
 
-        if n < COMMON_TERM_MIN_FACTS or len(wanted) == 1:
+        rarest, *rest = sorted(wanted, key=lambda t: (stats.terms[t], t))
+        if n < COMMON_TERM_MIN_FACTS or sum(stats.terms[t] for t in rest) <= 2 * stats.terms[rarest]:
+            # a small user, or terms about as rare as each other: one statement reads them all
             score(await self.text_rows(user_id, wanted, condition, args))
         else:
-            # A large user: the rows of the rarest term first, then only the rows a still-missing
-            # term could lift into the top `limit` (`_essential_terms`): a row holding none of the
-            # terms read so far scores less than the sum of its terms' bounds, so once that sum is
-            # below the `limit`-th score so far, its terms need not be read. The result is the
-            # same as scoring every matching row; "likes jazz" reads the 830 rows with "jazz", not
-            # the 3,000 with "likes".
-            rarest, *rest = sorted(wanted, key=lambda t: (stats.terms[t], t))
+            # A large user asking common words beside a rare one: the rows of the rarest term
+            # first, then only the rows a still-missing term could lift into the top `limit`
+            # (`_essential_terms`): a row holding none of the terms read so far scores less than
+            # the sum of its terms' bounds, so once that sum is below the `limit`-th score so far,
+            # its terms need not be read. The result is the same as scoring every matching row;
+            # "likes jazz" reads the 830 rows with "jazz", not the 3,000 with "likes". (When the
+            # other terms hold no more than twice the rarest one's rows, the second statement
+            # would cost more than the rows it could save.)
             score(await self.text_rows(user_id, [rarest], condition, args))
             threshold = -heapq.nsmallest(limit, scored)[-1][0] if len(scored) >= limit else 0.0
             if needed := _essential_terms({t: weight[t] * (BM25_K1 + 1) for t in rest}, threshold):
