@@ -93,6 +93,13 @@ class ReviewService:
         async with self._ctx.store.reading() as tx:
             return await tx.pending_count(user_id=user_id, **filters)
 
+    async def pending_ids(self, user_id: str | None = None, **filters: Any) -> frozenset[int]:
+        """The ids of every pending candidate under the filters of `pending` (not one page): what
+        an open queue compares with what it has seen to find new work. A count cannot tell "one
+        decided elsewhere and one added" from "nothing happened"."""
+        async with self._ctx.store.reading() as tx:
+            return await tx.pending_ids(user_id=user_id, **filters)
+
     async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
         async with self._ctx.store.reading() as tx:
             return await tx.get_candidate(candidate_id, user_id)

@@ -175,6 +175,28 @@ async def test_a_candidate_queued_elsewhere_after_a_decision_here_appears_too(st
         assert queue(app).total == 2
 
 
+async def test_a_candidate_queued_elsewhere_while_another_is_decided_elsewhere_appears(store_target: str) -> None:
+    """One candidate decided on another workstation and one queued by an agent between two looks
+    leave the count as it was: the screen compared counts and never showed the new one (on
+    PostgreSQL a decision announces nothing, so the two always met in one look). It compares ids."""
+    async with Memory(store_target, clock=fixed_clock) as mem:
+        first = await mem.queue_candidate("u-ana", "Ana keeps bees", actor="seed")
+        second = await mem.queue_candidate("u-ana", "Ana plays the cello", actor="seed")
+    app = ReviewApp(store_target, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle_until(pilot, lambda: queue(app).current_id == first, "the queue loading")
+        async with Memory(store_target, clock=fixed_clock) as other:
+            await other.review.approve(second, "bo")
+            cid = await other.queue_candidate("u-ana", "Ana learned to sail", actor="elsewhere")
+        await settle_until(pilot, lambda: cid in queue(app).candidates, "the new candidate appearing")
+        assert set(queue(app).candidates) == {first, cid}  # the reload also drops the one decided elsewhere
+        # control: what this screen decides itself is not news
+        await pilot.press("a")
+        await settle_until(pilot, lambda: first not in queue(app).candidates and not queue(app)._deciding,
+                           "the approval")
+        assert set(queue(app).candidates) == {cid}
+
+
 async def test_memory_subscribe_new_candidates_calls_back_and_stops(tui_db: SeededDb) -> None:
     path, _ = tui_db
     calls: list[int] = []

@@ -209,7 +209,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._wanted: int | None = None
         self.columns: tuple[str, ...] = ()
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
-        self._last_count: int | None = None
+        self._seen: frozenset[int] | None = None  # the pending ids at the last look (this filter)
         """Pending candidates (under the filter) at the last look for new ones."""
 
     # -- layout ------------------------------------------------------------------------------------
@@ -258,18 +258,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
-        """Reload only when more candidates are pending than at the last look: an announcement may
-        be spurious (SQLite reports every commit, this screen's own leases included, and a reload
-        at every lease would re-claim and so announce again). Fewer pending (decided elsewhere) is
-        left alone: rows moving under the reviewer's cursor would make the next key decide another
-        candidate; deciding a gone one is refused by the engine and refreshes the list. While a
-        decision is being saved the list is about to change: look again a little later."""
+        """Reload only when a candidate is pending that was not at the last look: an announcement
+        may be spurious (SQLite reports every commit, this screen's own leases included, and a
+        reload at every lease would re-claim and so announce again). Ids, not a count: one
+        candidate decided on another workstation and one queued by an agent leave the count as it
+        was. Candidates gone (decided elsewhere) are left alone: rows moving under the reviewer's
+        cursor would make the next key decide another candidate; deciding a gone one is refused by
+        the engine and refreshes the list. While a decision is being saved the list is about to
+        change: look again a little later."""
         if self._deciding:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
-        total = await self.review_app.memory.review.count(**self.filter.kwargs())
-        seen, self._last_count = self._last_count, total
-        if seen is not None and total > seen and not self._deciding:
+        ids = await self.review_app.memory.review.pending_ids(**self.filter.kwargs())
+        seen, self._seen = self._seen, ids
+        if seen is not None and not ids <= seen and not self._deciding:
             self.reload()
 
     def on_resize(self, event: Resize) -> None:
@@ -408,7 +410,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         previous_row = table.cursor_row
         keep = select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
-        self.total = self._last_count = await memory.review.count(**kwargs)
+        self._seen = await memory.review.pending_ids(**kwargs)
+        self.total = len(self._seen)
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
         now = self.review_app.now()
         self.candidates = {c.id: c for c in page}
@@ -588,8 +591,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return
         table.remove_row(str(candidate_id))
         self.total = max(0, self.total - 1)
-        if self._last_count is not None:  # this screen's own decision is not "fewer from elsewhere"
-            self._last_count = max(0, self._last_count - 1)
         self._update_header()
         self._update_title()
         if table.row_count == 0:

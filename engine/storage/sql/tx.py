@@ -102,7 +102,12 @@ QUEUE_SORTS: dict[str, str] = {
 stable while reviewers work and a user's (or a kind's) candidates sit together."""
 
 
-# -- tombstones -----------------------------------------------------------------------------------
+def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """`queue_filters` from the keyword filters of `pending_count` / `pending_ids`."""
+    return queue_filters(
+        filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"), filters.get("max_confidence"),
+        filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"),
+    )
 
 
 # -- dedup ----------------------------------------------------------------------------------------
@@ -746,13 +751,14 @@ class SqlTx(TeamOps, StatsOps):
         return [candidate_from_row(r) for r in rows]
 
     async def pending_count(self, **filters: Any) -> int:
-        where, args = queue_filters(
-            filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"),
-            filters.get("max_confidence"), filters.get("unsupported"), filters.get("search"),
-                filters.get("assigned_to"),
-        )
+        where, args = _pending_where(filters)
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
         return int(row[0])
+
+    async def pending_ids(self, **filters: Any) -> frozenset[int]:
+        where, args = _pending_where(filters)
+        return frozenset(int(r[0]) for r in await fetchall(self.conn, f"SELECT c.id FROM candidates c WHERE {where}",
+                                                           args))
 
     async def insert_tombstone(self, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
         candidate_id: int | None = None, knowledge_id: int | None = None,
