@@ -255,6 +255,22 @@ class BulkResult:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class QueueMark:
+    """`ReviewService.mark`: the pending count under a filter and the newest pending id (0 when
+    none). A look that finds a larger count or a newer id has new work to show."""
+
+    count: int
+    newest_id: int
+
+    def has_news_since(self, last: QueueMark) -> bool:
+        """More pending than at `last`, or a candidate newer than any then. Ids grow with time
+        (AUTOINCREMENT; on PostgreSQL an identity sequence, where a transaction that drew its id
+        earlier may commit later: such a candidate is missed only if a candidate is also decided
+        elsewhere before the next look, and shows at the next reload)."""
+        return self.count > last.count or self.newest_id > last.newest_id
+
+
 @dataclass(slots=True)
 class ProposalOutcome:
     """What `Memory.propose` / `Memory.request_forget` did: queued a request (candidate_id), or

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .knowledge import retract_in
 from .limits import check_reason, check_statement
-from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, Tombstone
+from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
 from .storage import SqlTx
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
@@ -93,12 +93,12 @@ class ReviewService:
         async with self._ctx.store.reading() as tx:
             return await tx.pending_count(user_id=user_id, **filters)
 
-    async def pending_ids(self, user_id: str | None = None, **filters: Any) -> frozenset[int]:
-        """The ids of every pending candidate under the filters of `pending` (not one page): what
-        an open queue compares with what it has seen to find new work. A count cannot tell "one
-        decided elsewhere and one added" from "nothing happened"."""
+    async def mark(self, user_id: str | None = None, **filters: Any) -> QueueMark:
+        """How many candidates are pending under the filters of `pending`, and the newest id among
+        them: what an open queue compares with its last look to find new work (a count alone
+        cannot tell "one decided elsewhere and one added" from "nothing happened")."""
         async with self._ctx.store.reading() as tx:
-            return await tx.pending_ids(user_id=user_id, **filters)
+            return QueueMark(*await tx.pending_mark(user_id=user_id, **filters))
 
     async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
         async with self._ctx.store.reading() as tx:

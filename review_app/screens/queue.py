@@ -41,7 +41,7 @@ from engine.errors import (
     StaleSupersessionError,
     UndoRefusedError,
 )
-from engine.models import Candidate, CandidateContext
+from engine.models import Candidate, CandidateContext, QueueMark
 from engine.review import replaces
 
 from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
@@ -209,7 +209,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._wanted: int | None = None
         self.columns: tuple[str, ...] = ()
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
-        self._seen: frozenset[int] | None = None  # the pending ids at the last look (this filter)
+        self._seen: QueueMark | None = None  # the pending count and newest id at the last look
         """Pending candidates (under the filter) at the last look for new ones."""
 
     # -- layout ------------------------------------------------------------------------------------
@@ -258,20 +258,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
-        """Reload only when a candidate is pending that was not at the last look: an announcement
-        may be spurious (SQLite reports every commit, this screen's own leases included, and a
-        reload at every lease would re-claim and so announce again). Ids, not a count: one
-        candidate decided on another workstation and one queued by an agent leave the count as it
-        was. Candidates gone (decided elsewhere) are left alone: rows moving under the reviewer's
-        cursor would make the next key decide another candidate; deciding a gone one is refused by
-        the engine and refreshes the list. While a decision is being saved the list is about to
-        change: look again a little later."""
+        """Reload only when more candidates are pending than at the last look, or a newer one is
+        (`QueueMark.has_news_since`): an announcement may be spurious (SQLite reports every commit,
+        this screen's own leases included, and a reload at every lease would re-claim and so
+        announce again), and a count alone missed one candidate decided on another workstation
+        plus one queued by an agent. Candidates gone (decided elsewhere) are left alone: rows
+        moving under the reviewer's cursor would make the next key decide another candidate;
+        deciding a gone one is refused by the engine and refreshes the list. While a decision is
+        being saved the list is about to change: look again a little later."""
         if self._deciding:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
-        ids = await self.review_app.memory.review.pending_ids(**self.filter.kwargs())
-        seen, self._seen = self._seen, ids
-        if seen is not None and not ids <= seen and not self._deciding:
+        mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
+        seen, self._seen = self._seen, mark
+        if seen is not None and mark.has_news_since(seen) and not self._deciding:
             self.reload()
 
     def on_resize(self, event: Resize) -> None:
@@ -410,8 +410,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         previous_row = table.cursor_row
         keep = select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
-        self._seen = await memory.review.pending_ids(**kwargs)
-        self.total = len(self._seen)
+        self._seen = await memory.review.mark(**kwargs)
+        self.total = self._seen.count
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
         now = self.review_app.now()
         self.candidates = {c.id: c for c in page}
@@ -591,6 +591,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return
         table.remove_row(str(candidate_id))
         self.total = max(0, self.total - 1)
+        if self._seen is not None:  # this screen's own decision is not "fewer from elsewhere"
+            self._seen = QueueMark(max(0, self._seen.count - 1), self._seen.newest_id)
         self._update_header()
         self._update_title()
         if table.row_count == 0:

@@ -103,7 +103,7 @@ stable while reviewers work and a user's (or a kind's) candidates sit together."
 
 
 def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
-    """`queue_filters` from the keyword filters of `pending_count` / `pending_ids`."""
+    """`queue_filters` from the keyword filters of `pending_count` / `pending_mark`."""
     return queue_filters(
         filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"), filters.get("max_confidence"),
         filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"),
@@ -755,10 +755,12 @@ class SqlTx(TeamOps, StatsOps):
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
         return int(row[0])
 
-    async def pending_ids(self, **filters: Any) -> frozenset[int]:
+    async def pending_mark(self, **filters: Any) -> tuple[int, int]:
+        """(how many candidates are pending under the filters, the largest of their ids or 0)."""
         where, args = _pending_where(filters)
-        return frozenset(int(r[0]) for r in await fetchall(self.conn, f"SELECT c.id FROM candidates c WHERE {where}",
-                                                           args))
+        [row] = await fetchall(self.conn, f"SELECT count(*), coalesce(max(c.id), 0) FROM candidates c WHERE {where}",
+                               args)
+        return int(row[0]), int(row[1])
 
     async def insert_tombstone(self, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
         candidate_id: int | None = None, knowledge_id: int | None = None,
