@@ -122,6 +122,43 @@ async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
     return Counter(int(r[0]) for r in found)  # type: ignore[call-overload]
 
 
+def _kill(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def start_all(procs: list[subprocess.Popen[str]]) -> None:
+    """Wait until every worker has its store open, then let them all go at once (a worker that
+    does not start fails the test and takes the others down)."""
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            ready = proc.stdout.readline().strip()
+            assert ready == "ready", f"worker did not start: {ready!r} {proc.stderr.read() if proc.stderr else ''}"
+    except BaseException:
+        _kill(procs)
+        raise
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+
+
+def final_reports(procs: list[subprocess.Popen[str]], timeout: float = PROCESS_TIMEOUT_S * 2) -> list[dict[str, Any]]:
+    """Each worker's last line (its JSON report), once it has exited 0."""
+    reports = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, err
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        _kill(procs)
+    return reports
+
+
 # -- (a) four processes drain one queue ------------------------------------------------------------
 
 
@@ -135,25 +172,8 @@ async def test_four_processes_decide_each_candidate_exactly_once(store_target: s
 
     names = [f"reviewer{n}" for n in range(4)]
     procs = [spawn("race", str(db), name, str(seed)) for seed, name in enumerate(names)]
-    reports: list[dict[str, object]] = []
-    try:
-        for proc in procs:  # everyone has the database open before anyone starts deciding
-            assert proc.stdout is not None
-            ready = proc.stdout.readline().strip()
-            assert ready == "ready", f"worker did not start: {ready!r} {proc.stderr.read() if proc.stderr else ''}"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        for proc in procs:
-            out, err = proc.communicate(timeout=PROCESS_TIMEOUT_S)
-            assert proc.returncode == 0, err
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    start_all(procs)  # everyone has the database open before anyone starts deciding
+    reports = final_reports(procs, timeout=PROCESS_TIMEOUT_S)
 
     # No caller saw "database is locked" or any other unexpected error.
     errors = {r["name"]: r["errors"] for r in reports if r["errors"]}
@@ -349,35 +369,7 @@ async def test_superseded_fact_check_can_fail(store_target: str) -> None:
         await check_consistent(db, {cid: ("user1", old.id)}, {})
 
 
-
 # -- (d) ingest and process workers on one database at once ----------------------------------------
-
-
-def start_all(procs: list[subprocess.Popen[str]]) -> None:
-    """Wait until every worker has its store open, then let them all go at once."""
-    for proc in procs:
-        assert proc.stdout is not None
-        ready = proc.stdout.readline().strip()
-        assert ready == "ready", f"worker did not start: {ready!r} {proc.stderr.read() if proc.stderr else ''}"
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-
-
-def final_reports(procs: list[subprocess.Popen[str]]) -> list[dict[str, Any]]:
-    reports = []
-    try:
-        for proc in procs:
-            out, err = proc.communicate(timeout=PROCESS_TIMEOUT_S * 2)
-            assert proc.returncode == 0, err
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return reports
 
 
 async def test_ingest_and_process_workers_at_once_put_each_message_in_one_episode(store_target: str) -> None:
