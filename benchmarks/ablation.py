@@ -151,8 +151,13 @@ async def curate(mem: Memory, user_id: str, labels: list[dict[str, Any]], tally:
                 tally.valid_at_correct += 1
 
 
-async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: list[Exchange],
-                  expected: dict[str, list[dict[str, Any]]], batch: bool = False) -> dict[str, Any]:
+async def run_arm(
+    make_extractor: Callable[[], Any],
+    predict: bool,
+    exchanges: list[Exchange],
+    expected: dict[str, list[dict[str, Any]]],
+    batch: bool = False,
+) -> dict[str, Any]:
     """One arm. `batch=False` reviews after every session (an assistant in daily use); `batch=True`
     ingests the whole history, runs ONE `process()` and reviews the queue afterwards (importing a
     history, then reviewing): updates are proposed only if the pipeline predicts from the pending
@@ -184,8 +189,11 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
             stale = 0
             for user_id, labels in expected.items():
                 active = [k.statement for k in await mem.knowledge(user_id)]
-                stale += sum(1 for lab in labels if lab.get("supersedes")
-                             and any(same_statement(a, lab["supersedes"]) for a in active))
+                stale += sum(
+                    1
+                    for lab in labels
+                    if lab.get("supersedes") and any(same_statement(a, lab["supersedes"]) for a in active)
+                )
     r = tally.report
     labelled = sum(len(v) for v in expected.values())
     labelled_updates = sum(1 for v in expected.values() for lab in v if lab.get("supersedes"))
@@ -215,8 +223,12 @@ async def run_arm(make_extractor: Callable[[], Any], predict: bool, exchanges: l
         "replaced_facts_still_active": stale,
         "valid_at": {"labelled_and_matched": tally.valid_at_labelled_matched, "correct": tally.valid_at_correct},
         "gates": {
-            "predicted": r.predicted, "below_confidence": r.below_confidence, "invalid": r.invalid,
-            "tombstoned": r.tombstoned, "duplicates": r.duplicates, "supersedes_dropped": r.supersedes_dropped,
+            "predicted": r.predicted,
+            "below_confidence": r.below_confidence,
+            "invalid": r.invalid,
+            "tombstoned": r.tombstoned,
+            "duplicates": r.duplicates,
+            "supersedes_dropped": r.supersedes_dropped,
             "unsupported": r.unsupported,
         },
         "failed_episodes": r.failed,
@@ -237,11 +249,16 @@ def extractors() -> dict[str, Callable[[], Any]]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None,
-                        help="results file (default benchmarks/results/ablation-DATE.json)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results file (default benchmarks/results/ablation-DATE.json)"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument("--conversations", type=Path, default=None,
-                        help="another labelled set in the same format (default: the bundled one)")
+    parser.add_argument(
+        "--conversations",
+        type=Path,
+        default=None,
+        help="another labelled set in the same format (default: the bundled one)",
+    )
     parser.add_argument("--expected", type=Path, default=None, help="its labels (with --conversations)")
     args = parser.parse_args()
     if (args.conversations is None) != (args.expected is None):
@@ -264,9 +281,12 @@ async def main() -> None:
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "platform": f"{platform.system()} {platform.machine()}",
         },
-        "dataset": {"file": str(args.conversations or "engine/data/conversations.jsonl"),
-                    "exchanges": len(exchanges), "users": len({e[0] for e in exchanges}),
-                    "labelled_facts": sum(len(v) for v in expected.values())},
+        "dataset": {
+            "file": str(args.conversations or "engine/data/conversations.jsonl"),
+            "exchanges": len(exchanges),
+            "users": len({e[0] for e in exchanges}),
+            "labelled_facts": sum(len(v) for v in expected.values()),
+        },
         "match_threshold": MATCH_THRESHOLD,
         "arms": arms,
     }

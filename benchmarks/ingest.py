@@ -75,27 +75,37 @@ async def main() -> None:
             t1, c1 = time.perf_counter(), time.process_time()
             report = await mem.process(concurrency=args.concurrency)
             process_s, process_cpu = time.perf_counter() - t1, time.process_time() - c1
-    print(json.dumps({
-        "benchmark": "ingest",
-        "date": datetime.now(UTC).date().isoformat(),
-        "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
-        "exchanges": args.exchanges,
-        "users": args.users,
-        "capture_exchanges_per_s": round(args.exchanges / capture_s, 1),
-        "process_exchanges_per_s": round(args.exchanges / process_s, 1),
-        "process_seconds": round(process_s, 2),
-        "process_cpu_seconds": round(process_cpu, 2),
-        "process_exchanges_per_cpu_s": round(args.exchanges / process_cpu, 1),
-        "concurrency": args.concurrency,
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "episodes": report.episodes,
-        "claims": report.claims,
-        "queued": report.queued,
-        "discards": {"predicted": report.predicted, "below_confidence": report.below_confidence,
-                     "invalid": report.invalid, "tombstoned": report.tombstoned, "duplicates": report.duplicates},
-        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "target_process_exchanges_per_s": 1000,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "ingest",
+                "date": datetime.now(UTC).date().isoformat(),
+                "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
+                "exchanges": args.exchanges,
+                "users": args.users,
+                "capture_exchanges_per_s": round(args.exchanges / capture_s, 1),
+                "process_exchanges_per_s": round(args.exchanges / process_s, 1),
+                "process_seconds": round(process_s, 2),
+                "process_cpu_seconds": round(process_cpu, 2),
+                "process_exchanges_per_cpu_s": round(args.exchanges / process_cpu, 1),
+                "concurrency": args.concurrency,
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "episodes": report.episodes,
+                "claims": report.claims,
+                "queued": report.queued,
+                "discards": {
+                    "predicted": report.predicted,
+                    "below_confidence": report.below_confidence,
+                    "invalid": report.invalid,
+                    "tombstoned": report.tombstoned,
+                    "duplicates": report.duplicates,
+                },
+                "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "target_process_exchanges_per_s": 1000,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -52,16 +52,16 @@ ANSWER_SYSTEM = (
 )
 JUDGE_RULES = {
     "default": "Answer yes if the response contains the correct answer or an equivalent of it, otherwise no. "
-               "A response that gives only part of the required answer is wrong.",
+    "A response that gives only part of the required answer is wrong.",
     "temporal-reasoning": "Answer yes if the response contains the correct answer; do not penalise an off-by-one "
-                          "error in counting days, weeks or months. Otherwise answer no.",
+    "error in counting days, weeks or months. Otherwise answer no.",
     "knowledge-update": "Answer yes if the response gives the updated answer, even when it also mentions the "
-                        "earlier information. Otherwise answer no.",
+    "earlier information. Otherwise answer no.",
     "single-session-preference": "The correct answer is a rubric of what a personalised answer would use. Answer "
-                                 "yes if the response recalls and uses the user's personal information "
-                                 "correctly. Otherwise answer no.",
+    "yes if the response recalls and uses the user's personal information "
+    "correctly. Otherwise answer no.",
     "abstention": "The question cannot be answered from what the user said. Answer yes if the response says "
-                  "that it cannot answer or does not know, otherwise no.",
+    "that it cannot answer or does not know, otherwise no.",
 }
 
 
@@ -145,7 +145,10 @@ class ArmResult:
 async def chat(client: TokenCounter, model: str, messages: list[dict[str, str]]) -> str:
     response = await call_with_retries(
         lambda: client.chat.completions.create(model=model, messages=messages, temperature=0),
-        what=f"chat completion at {client.base_url}", max_retries=3, backoff=0.5, max_backoff=8.0,
+        what=f"chat completion at {client.base_url}",
+        max_retries=3,
+        backoff=0.5,
+        max_backoff=8.0,
     )
     return str(response.choices[0].message.content or "").strip()
 
@@ -176,8 +179,15 @@ def make_extractor(kind: str, endpoint: Endpoint, counter: TokenCounter | None) 
     return OpenAIExtractor(model=endpoint.model, client=counter)
 
 
-async def run_question(question: dict[str, Any], arm: str, extractor_kind: str, endpoint: Endpoint,
-                       client: TokenCounter, top_k: int, result: ArmResult) -> dict[str, Any]:
+async def run_question(
+    question: dict[str, Any],
+    arm: str,
+    extractor_kind: str,
+    endpoint: Endpoint,
+    client: TokenCounter,
+    top_k: int,
+    result: ArmResult,
+) -> dict[str, Any]:
     user_id = str(question["question_id"])
     dates = [parse_date(d) for d in question["haystack_dates"]]
     sessions = sorted(zip(dates, question["haystack_sessions"], strict=True), key=lambda s: s[0])
@@ -186,8 +196,7 @@ async def run_question(question: dict[str, Any], arm: str, extractor_kind: str, 
     config = MemoryConfig(predict=(arm == "predict"))
     with tempfile.TemporaryDirectory() as tmp:
         extractor = make_extractor(extractor_kind, endpoint, extract_counter)
-        async with Memory(Path(tmp) / "lme.db", extractor=extractor, config=config,
-                          clock=lambda: now["t"]) as mem:
+        async with Memory(Path(tmp) / "lme.db", extractor=extractor, config=config, clock=lambda: now["t"]) as mem:
             for start, turns in sessions:
                 exchanges = session_exchanges(turns, start)
                 if not exchanges:
@@ -207,21 +216,34 @@ async def run_question(question: dict[str, Any], arm: str, extractor_kind: str, 
         await extract_counter.close()
     model = endpoint.model or await _first_model(client)
     before = client.tokens
-    answer = await chat(client, model, [
-        {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"{facts}\n\nToday is {question['question_date']}.\n"
-                                    f"Question: {question['question']}"},
-    ])
+    answer = await chat(
+        client,
+        model,
+        [
+            {"role": "system", "content": ANSWER_SYSTEM},
+            {
+                "role": "user",
+                "content": f"{facts}\n\nToday is {question['question_date']}.\nQuestion: {question['question']}",
+            },
+        ],
+    )
     result.tokens["answer"] += client.tokens - before
     qtype = str(question["question_type"])
     abstention = user_id.endswith("_abs")
     rules = JUDGE_RULES["abstention" if abstention else qtype if qtype in JUDGE_RULES else "default"]
     before = client.tokens
-    verdict = await chat(client, endpoint.judge_model or model, [
-        {"role": "system", "content": "You grade answers. " + rules + " Reply with yes or no only."},
-        {"role": "user", "content": f"Question: {question['question']}\nCorrect answer: {question['answer']}\n"
-                                    f"Response: {answer}\nIs the response correct?"},
-    ])
+    verdict = await chat(
+        client,
+        endpoint.judge_model or model,
+        [
+            {"role": "system", "content": "You grade answers. " + rules + " Reply with yes or no only."},
+            {
+                "role": "user",
+                "content": f"Question: {question['question']}\nCorrect answer: {question['answer']}\n"
+                f"Response: {answer}\nIs the response correct?",
+            },
+        ],
+    )
     result.tokens["judge"] += client.tokens - before
     ok = verdict.strip().lower().lstrip("*\"' ").startswith("yes")
     result.correct.setdefault(qtype, []).append(ok)
@@ -281,8 +303,9 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     try:
         for question in questions:
             for arm in ARMS:
-                answers.append(await run_question(question, arm, args.extractor, endpoint, client, args.top_k,
-                                                  results[arm]))
+                answers.append(
+                    await run_question(question, arm, args.extractor, endpoint, client, args.top_k, results[arm])
+                )
     finally:
         await client.close()
     print(table(results))
@@ -298,8 +321,13 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             arm: {
                 "accuracy": accuracy([f for fl in r.correct.values() for f in fl]),
                 "accuracy_by_type": {t: accuracy(fl) for t, fl in sorted(r.correct.items())},
-                "queued": r.queued, "claims": r.claims, "predicted": r.predicted, "approved": r.approved,
-                "superseded": r.superseded, "failed_episodes": r.failed_episodes, "tokens": r.tokens,
+                "queued": r.queued,
+                "claims": r.claims,
+                "predicted": r.predicted,
+                "approved": r.approved,
+                "superseded": r.superseded,
+                "failed_episodes": r.failed_episodes,
+                "tokens": r.tokens,
             }
             for arm, r in results.items()
         },

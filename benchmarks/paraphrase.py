@@ -60,13 +60,69 @@ def identifier_queries(facts: list[str]) -> list[tuple[str, int]]:
     plain = [(f"note {i}", i) for i in range(0, len(facts), 5)]
     mixed = [(f"{facts[i].removeprefix('User ').split(' (')[0]} note {i}", i) for i in range(1, len(facts), 10)]
     return plain + mixed
+
+
 # Words that carry no topic: pronouns, auxiliaries, question words, and "user" (in every statement).
-STOP = frozenset((
-    "a", "an", "the", "is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "of", "to", "in", "on",
-    "at", "for", "and", "or", "with", "by", "as", "it", "its", "this", "that", "they", "them", "their", "what",
-    "which", "who", "whom", "how", "where", "when", "why", "any", "i", "should", "know", "about", "would",
-    "could", "can", "have", "has", "there", "user", "s", "into", "up", "out", "all",
-))
+STOP = frozenset(
+    (
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "do",
+        "does",
+        "did",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+        "with",
+        "by",
+        "as",
+        "it",
+        "its",
+        "this",
+        "that",
+        "they",
+        "them",
+        "their",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "where",
+        "when",
+        "why",
+        "any",
+        "i",
+        "should",
+        "know",
+        "about",
+        "would",
+        "could",
+        "can",
+        "have",
+        "has",
+        "there",
+        "user",
+        "s",
+        "into",
+        "up",
+        "out",
+        "all",
+    )
+)
 _WORD = re.compile(r"[\w-]+", re.UNICODE)
 
 
@@ -157,10 +213,13 @@ async def main() -> None:
     configured = (config.vector_weight, config.text_weight)
     weights = [configured] + ([w for w in GRID if w != configured] if not args.no_grid else [])
     report: dict[str, Any] = {
-        "benchmark": "paraphrase", "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "benchmark": "paraphrase",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()},
-        "facts": len(facts), "questions": sum(len(f.questions) for f in facts),
-        "configured_weights": {"vector": configured[0], "text": configured[1]}, "embedders": {},
+        "facts": len(facts),
+        "questions": sum(len(f.questions) for f in facts),
+        "configured_weights": {"vector": configured[0], "text": configured[1]},
+        "embedders": {},
     }
     for name, embedder in (("hashing", HashingEmbedder()), ("wordllama", WordLlamaEmbedder())):
         report["embedders"][name] = {

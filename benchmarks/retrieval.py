@@ -57,24 +57,52 @@ LARGE_USER = "large-user"
 
 TOPICS = ["lives in", "works at", "likes", "is allergic to", "plays", "studies", "owns", "visited", "speaks"]
 OBJECTS = [
-    "Lisbon", "Porto", "Berlin", "Oslo", "Kyoto", "Quito", "a bakery", "a hospital", "jazz", "chess", "tennis",
-    "peanuts", "shellfish", "Portuguese", "Japanese", "a red bicycle", "a sailing boat", "the violin",
-    "astronomy", "medieval history", "a cat named Miso", "a dog named Rex", "Iceland", "Patagonia",
+    "Lisbon",
+    "Porto",
+    "Berlin",
+    "Oslo",
+    "Kyoto",
+    "Quito",
+    "a bakery",
+    "a hospital",
+    "jazz",
+    "chess",
+    "tennis",
+    "peanuts",
+    "shellfish",
+    "Portuguese",
+    "Japanese",
+    "a red bicycle",
+    "a sailing boat",
+    "the violin",
+    "astronomy",
+    "medieval history",
+    "a cat named Miso",
+    "a dog named Rex",
+    "Iceland",
+    "Patagonia",
 ]
 # Questions an agent would ask, sharing words with the facts so that the BM25 arm does real work
 # (a common word such as "lives" or "Lisbon" matches thousands of facts across all users).
 QUERIES = [
-    "where does the user live, Lisbon or Porto?", "is the user allergic to peanuts or shellfish",
-    "does the user play chess or tennis", "which languages: speaks Portuguese or Japanese",
-    "works at a hospital or a bakery", "owns a dog named Rex", "visited Iceland", "studies astronomy",
-    "likes jazz", "plays the violin", "medieval history", "a red bicycle",
+    "where does the user live, Lisbon or Porto?",
+    "is the user allergic to peanuts or shellfish",
+    "does the user play chess or tennis",
+    "which languages: speaks Portuguese or Japanese",
+    "works at a hospital or a bakery",
+    "owns a dog named Rex",
+    "visited Iceland",
+    "studies astronomy",
+    "likes jazz",
+    "plays the violin",
+    "medieval history",
+    "a red bicycle",
 ]
 # Per backend: SQLite's from issue 2 (large user from issue 11); PostgreSQL's floors from issue 11
 # (server on the same 2-core host).
 TARGETS = {
     "sqlite": {"ordinary_p95_ms": 10.0, "large_p95_ms": 30.0, "approve_median_ms": 5.0, "build_facts_per_s": 2000.0},
-    "postgres": {"ordinary_p95_ms": 10.0, "large_p95_ms": 50.0, "approve_median_ms": 10.0,
-                 "build_facts_per_s": 2000.0},
+    "postgres": {"ordinary_p95_ms": 10.0, "large_p95_ms": 50.0, "approve_median_ms": 10.0, "build_facts_per_s": 2000.0},
 }
 
 
@@ -254,9 +282,11 @@ def refuse_unusable(target: str) -> None:
 async def store_size_mb(mem: Memory, target: str) -> float:
     if mem.store.backend == "postgres":
         return round(int(await scalar(mem, "SELECT pg_database_size(current_database())")) / 1e6, 1)
-    return round(sum(
-        Path(f"{target}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{target}{suffix}").exists()
-    ) / 1e6, 1)
+    return round(
+        sum(Path(f"{target}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{target}{suffix}").exists())
+        / 1e6,
+        1,
+    )
 
 
 async def server_versions(mem: Memory) -> dict[str, object]:
@@ -309,10 +339,15 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     expected_by_user: dict[str, int] = {}
                     for (u, q), res in zip(queries, results, strict=True):
                         if u not in expected_by_user:
-                            expected_by_user[u] = min(args.top_k, await matching_count(
-                                mem, u, us(when["at_time"]) if when["at_time"] else None,
-                                us(when["known_at"]) if when["known_at"] else None,
-                            ))
+                            expected_by_user[u] = min(
+                                args.top_k,
+                                await matching_count(
+                                    mem,
+                                    u,
+                                    us(when["at_time"]) if when["at_time"] else None,
+                                    us(when["known_at"]) if when["known_at"] else None,
+                                ),
+                            )
                         got = len(res.items)  # type: ignore[attr-defined]
                         checked += 1
                         if got != expected_by_user[u]:
@@ -363,13 +398,22 @@ def main() -> None:
     parser.add_argument("--approvals", type=int, default=200)
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--db", help="a path that does not exist yet, or the postgresql:// URL of an EMPTY database"
-                        " (default: a SQLite file in a temporary directory)")
-    parser.add_argument("--start-pgserver", action="store_true",
-                        help="build in a throwaway PostgreSQL (pgserver wheel) started in a temporary directory")
+    parser.add_argument(
+        "--db",
+        help="a path that does not exist yet, or the postgresql:// URL of an EMPTY database"
+        " (default: a SQLite file in a temporary directory)",
+    )
+    parser.add_argument(
+        "--start-pgserver",
+        action="store_true",
+        help="build in a throwaway PostgreSQL (pgserver wheel) started in a temporary directory",
+    )
     parser.add_argument("--no-save", action="store_true", help="print only; do not write benchmarks/results/")
-    parser.add_argument("--no-settle", action="store_true",
-                        help="time the store as the build left it (no Store.settle(): no VACUUM ANALYZE)")
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="time the store as the build left it (no Store.settle(): no VACUUM ANALYZE)",
+    )
     args = parser.parse_args()
     if args.db and args.start_pgserver:
         parser.error("--db and --start-pgserver exclude each other")

@@ -37,8 +37,12 @@ from review_app.app import ReviewApp
 from review_app.screens.queue import PendingTable, QueueScreen
 
 STATEMENTS = [
-    "{u} lives in {c}", "{u} works as a {j}", "{u} has a dog named {p}", "{u} is learning {l}",
-    "{u} prefers {f} for dinner", "{u} moved to {c} last spring",
+    "{u} lives in {c}",
+    "{u} works as a {j}",
+    "{u} has a dog named {p}",
+    "{u} is learning {l}",
+    "{u} prefers {f} for dinner",
+    "{u} moved to {c} last spring",
 ]
 CITIES = ["Lisbon", "Porto", "Berlin", "Madrid", "Oslo", "Turin", "Ghent", "Leeds", "Kyoto", "Quito"]
 JOBS = ["nurse", "teacher", "plumber", "architect", "baker", "pilot"]
@@ -54,14 +58,26 @@ async def build(path: str, pending: int, users: int = 500, seed: int = 11) -> fl
     async with Memory(path) as mem, mem.store.transaction() as tx:
         for i in range(pending):
             user = f"user{rng.randrange(users):04d}"
-            text = rng.choice(STATEMENTS).format(
-                u=user, c=rng.choice(CITIES), j=rng.choice(JOBS), p=rng.choice(PETS), l=rng.choice(LANGS),
-                f=rng.choice(FOODS),
-            ) + f" (#{i})"
+            text = (
+                rng.choice(STATEMENTS).format(
+                    u=user,
+                    c=rng.choice(CITIES),
+                    j=rng.choice(JOBS),
+                    p=rng.choice(PETS),
+                    l=rng.choice(LANGS),
+                    f=rng.choice(FOODS),
+                )
+                + f" (#{i})"
+            )
             await tx.insert_candidate(
-                user_id=user, statement=text, kind=rng.choice(["new", "new", "new", "proposed"]),
-                confidence=round(rng.uniform(0.7, 1.0), 2), created_at=to_us(start + timedelta(seconds=i)),  # type: ignore[arg-type]
-                evidence=text, unsupported=rng.random() < 0.05, created_by="bench",
+                user_id=user,
+                statement=text,
+                kind=rng.choice(["new", "new", "new", "proposed"]),
+                confidence=round(rng.uniform(0.7, 1.0), 2),
+                created_at=to_us(start + timedelta(seconds=i)),  # type: ignore[arg-type]
+                evidence=text,
+                unsupported=rng.random() < 0.05,
+                created_by="bench",
             )
     return time.perf_counter() - began
 
@@ -106,8 +122,13 @@ async def drive(path: str, decisions: int) -> dict[str, Any]:
             # the key arrives exactly as the terminal driver delivers it; Pilot.press would add its
             # own idle waits (tens of ms) that a reviewer never experiences
             app.post_message(events.Key("a", "a"))
-            await wait_until(lambda b=before: screen.current is not None and screen.current_id != b  # type: ignore[misc]
-                             and not screen._deciding)
+            await wait_until(
+                lambda b=before: (
+                    screen.current is not None
+                    and screen.current_id != b  # type: ignore[misc]
+                    and not screen._deciding
+                )
+            )
             timings.append(time.perf_counter() - t0)
         out["decided"] = screen.decided
     timings.sort()
@@ -129,8 +150,11 @@ async def query_times(path: str) -> dict[str, float]:
         t2 = time.perf_counter()
         await mem.review.pending(limit=200, user_id="user0007")
         t3 = time.perf_counter()
-    return {"count_ms": round((t1 - t0) * 1000, 2), "first_page_ms": round((t2 - t1) * 1000, 2),
-            "first_page_one_user_ms": round((t3 - t2) * 1000, 2)}
+    return {
+        "count_ms": round((t1 - t0) * 1000, 2),
+        "first_page_ms": round((t2 - t1) * 1000, 2),
+        "first_page_one_user_ms": round((t3 - t2) * 1000, 2),
+    }
 
 
 async def main() -> None:
@@ -158,9 +182,7 @@ async def main() -> None:
         "decided": figures["decided"],
         "targets": {"first_paint_s": 1.5, "approve_and_advance_median_ms": 50},
     }
-    result["meets_targets"] = (
-        result["first_paint_s"] <= 1.5 and result["approve_and_advance_ms"]["median"] <= 50
-    )
+    result["meets_targets"] = result["first_paint_s"] <= 1.5 and result["approve_and_advance_ms"]["median"] <= 50
     text = json.dumps(result, indent=2)
     print(text)
     out_dir = Path(__file__).parent / "results"

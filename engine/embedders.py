@@ -32,8 +32,33 @@ from .errors import ConfigurationError, ModelError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
-    ("a", "an", "the", "is", "are", "was", "were", "be", "been", "am", "of", "to", "in", "on", "at", "for", "and",
-     "or", "with", "by", "as", "it", "its", "this", "that")
+    (
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "am",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+        "with",
+        "by",
+        "as",
+        "it",
+        "its",
+        "this",
+        "that",
+    )
 )
 
 
@@ -213,8 +238,11 @@ def _load_wordllama(dimensions: int) -> _PooledWordLlama:
         package_dir = Path(wordllama.__file__).parent
         try:
             inference = wordllama.WordLlama.load(
-                config=WordLlamaEmbedder.CONFIG, dim=256, trunc_dim=None if dimensions == 256 else dimensions,
-                cache_dir=package_dir, disable_download=True,
+                config=WordLlamaEmbedder.CONFIG,
+                dim=256,
+                trunc_dim=None if dimensions == 256 else dimensions,
+                cache_dir=package_dir,
+                disable_download=True,
             )
         except FileNotFoundError as exc:
             raise ConfigurationError(
@@ -291,7 +319,10 @@ class OpenAIEmbedder:
             batch = texts[start : start + self.batch_size]
             response = await call_with_retries(
                 functools.partial(self._client.embeddings.create, model=self.model, input=batch),
-                what=what, max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
+                what=what,
+                max_retries=self.max_retries,
+                backoff=self.backoff,
+                max_backoff=self.max_backoff,
             )
             raw = getattr(response, "data", None)
             if not isinstance(raw, list):

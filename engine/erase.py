@@ -65,13 +65,26 @@ async def erase_user(mem: EngineContext, user_id: str, actor: str, *, compact: b
         await tx.erase_user_rows(user_id, redacted_at=now_us)
         summary = {table: counts[table] for table in USER_TABLES}
         summary["audit_redacted"] = counts["audit_log"]
-        audit_id = await tx.audit(at=now_us, actor=actor.strip(), action="erase", user_id=user_id,
-                                     entity="user", entity_id=None, after=summary)
+        audit_id = await tx.audit(
+            at=now_us,
+            actor=actor.strip(),
+            action="erase",
+            user_id=user_id,
+            entity="user",
+            entity_id=None,
+            after=summary,
+        )
     truncated = await compact_file(mem) if compact else False
     return ErasureReport(
-        user_id=user_id, messages=counts["messages"], episodes=counts["episodes"],
-        extraction_runs=counts["extraction_runs"], candidates=counts["candidates"], knowledge=counts["knowledge"],
-        tombstones=counts["tombstones"], audit_redacted=counts["audit_log"], audit_id=audit_id,
+        user_id=user_id,
+        messages=counts["messages"],
+        episodes=counts["episodes"],
+        extraction_runs=counts["extraction_runs"],
+        candidates=counts["candidates"],
+        knowledge=counts["knowledge"],
+        tombstones=counts["tombstones"],
+        audit_redacted=counts["audit_log"],
+        audit_id=audit_id,
         wal_truncated=truncated,
     )
 

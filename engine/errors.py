@@ -131,8 +131,9 @@ class SecondOpinionError(ClaimedError):
 
     def __init__(self, candidate_id: int, flagged_by: str) -> None:
         ConflictError.__init__(
-            self, f"candidate {candidate_id} awaits a second opinion: {flagged_by} flagged it, so another "
-            "reviewer must decide it"
+            self,
+            f"candidate {candidate_id} awaits a second opinion: {flagged_by} flagged it, so another "
+            "reviewer must decide it",
         )
         self.candidate_id = candidate_id
         self.claimed_by = "another reviewer (you asked for a second opinion)"

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from .context import EngineContext
 
 EXPORT_FORMAT = "memdesk-export/1"
+
+
 def _event(e: AuditEvent) -> dict[str, Any]:
     return to_jsonable(e)
 

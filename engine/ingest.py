@@ -146,8 +146,13 @@ def _open(path: Path) -> Any:
 
 
 def parse_file(
-    path: str | Path, fmt: Literal["auto", "jsonl", "longmemeval"] = "auto", *, user: str | None = None,
-    skip_bad: bool = False, progress: Progress | None = None, config: MemoryConfig | None = None,
+    path: str | Path,
+    fmt: Literal["auto", "jsonl", "longmemeval"] = "auto",
+    *,
+    user: str | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+    config: MemoryConfig | None = None,
 ) -> IngestPlan:
     """Read and validate the whole file. Raises InvalidIngestError at the first bad unit unless
     `skip_bad`, in which case bad units are listed in `plan.skipped`.
@@ -387,8 +392,7 @@ def _lme_question(value: Any, where: str, user: str | None) -> tuple[list[Exchan
         raise InvalidIngestError(f"{where}: question_id is empty")
     if len(q.haystack_dates) != len(q.haystack_sessions):
         raise InvalidIngestError(
-            f"{label}: {len(q.haystack_sessions)} haystack_sessions"
-            f" but {len(q.haystack_dates)} haystack_dates"
+            f"{label}: {len(q.haystack_sessions)} haystack_sessions but {len(q.haystack_dates)} haystack_dates"
         )
     user_id = user if user is not None else qid
     exchanges: list[Exchange] = []
@@ -413,8 +417,7 @@ def _lme_question(value: Any, where: str, user: str | None) -> tuple[list[Exchan
                 current.assistant = turn.content if previous is None else f"{previous}\n\n{turn.content}"
         if orphans:
             notes.append(
-                f"{label}: haystack_sessions[{s}]: {orphans} assistant turn(s) before the first user"
-                " turn not ingested"
+                f"{label}: haystack_sessions[{s}]: {orphans} assistant turn(s) before the first user turn not ingested"
             )
     return exchanges, notes
 

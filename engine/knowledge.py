@@ -35,22 +35,51 @@ _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
 async def retract_in(
-    tx: SqlTx, fact: Knowledge, actor: str, reason: str, tombstone: bool, now_us: int,
-    candidate_id: int | None = None, note: str | None = None,
+    tx: SqlTx,
+    fact: Knowledge,
+    actor: str,
+    reason: str,
+    tombstone: bool,
+    now_us: int,
+    candidate_id: int | None = None,
+    note: str | None = None,
 ) -> None:
     """End `fact` as retracted (audited), and by default tombstone its value so that extraction
     does not bring it back (audited too)."""
     await tx.end_knowledge(fact.id, status="retracted", expired_at=now_us, end_reason=reason)
-    await tx.audit(at=now_us, actor=actor, action="retract", user_id=fact.user_id, entity="knowledge",
-                   entity_id=fact.id, before=fact, after=await tx.get_knowledge(fact.user_id, fact.id),
-                   reason=reason, note=note)
+    await tx.audit(
+        at=now_us,
+        actor=actor,
+        action="retract",
+        user_id=fact.user_id,
+        entity="knowledge",
+        entity_id=fact.id,
+        before=fact,
+        after=await tx.get_knowledge(fact.user_id, fact.id),
+        reason=reason,
+        note=note,
+    )
     if tombstone:
         tid = await tx.insert_tombstone(
-            user_id=fact.user_id, statement=fact.statement, reason=reason, created_by=actor,
-            created_at=now_us, knowledge_id=fact.id, candidate_id=candidate_id,
+            user_id=fact.user_id,
+            statement=fact.statement,
+            reason=reason,
+            created_by=actor,
+            created_at=now_us,
+            knowledge_id=fact.id,
+            candidate_id=candidate_id,
         )
-        await tx.audit(at=now_us, actor=actor, action="create", user_id=fact.user_id, entity="tombstone",
-                       entity_id=tid, after=await tx.get_tombstone(fact.user_id, tid), reason=reason, note=note)
+        await tx.audit(
+            at=now_us,
+            actor=actor,
+            action="create",
+            user_id=fact.user_id,
+            entity="tombstone",
+            entity_id=tid,
+            after=await tx.get_tombstone(fact.user_id, tid),
+            reason=reason,
+            note=note,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +98,15 @@ class KnowledgeOps:
     ctx: EngineContext
 
     async def add_knowledge(
-        self, user_id: str, statement: str, actor: str, valid_at: datetime | None = None,
-        invalid_at: datetime | None = None, *, confidence: float = 1.0, reason: str | None = None,
+        self,
+        user_id: str,
+        statement: str,
+        actor: str,
+        valid_at: datetime | None = None,
+        invalid_at: datetime | None = None,
+        *,
+        confidence: float = 1.0,
+        reason: str | None = None,
     ) -> Knowledge:
         """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
         text = check_statement(_statement(statement), self.ctx.config)
@@ -80,17 +116,36 @@ class KnowledgeOps:
         [embedding] = await self.ctx.embedder.embed([text])
         now_us: int = to_us(self.ctx.now())
         async with self.ctx.store.transaction() as tx:
-            kid = await tx.insert_knowledge(user_id=_user(user_id), statement=text, embedding=embedding,
+            kid = await tx.insert_knowledge(
+                user_id=_user(user_id),
+                statement=text,
+                embedding=embedding,
                 created_at=now_us,
-                created_by=actor, confidence=confidence, valid_at=start, invalid_at=end,
+                created_by=actor,
+                confidence=confidence,
+                valid_at=start,
+                invalid_at=end,
             )
             fact = await tx.get_knowledge(user_id, kid)
-            await tx.audit(at=now_us, actor=actor, action="inject", user_id=user_id, entity="knowledge",
-                              entity_id=kid, after=fact, reason=reason)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="inject",
+                user_id=user_id,
+                entity="knowledge",
+                entity_id=kid,
+                after=fact,
+                reason=reason,
+            )
             return fact
 
     async def add_knowledge_many(
-        self, user_id: str, facts: Sequence[str | NewFact], actor: str, *, reason: str | None = None,
+        self,
+        user_id: str,
+        facts: Sequence[str | NewFact],
+        actor: str,
+        *,
+        reason: str | None = None,
         batch_size: int = 1000,
     ) -> list[Knowledge]:
         """Trusted injection of many facts of one user (imports, benchmarks): each fact passes the
@@ -101,8 +156,11 @@ class KnowledgeOps:
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
-            (check_statement(_statement(f.statement), self.ctx.config), *check_interval(f.valid_at, f.invalid_at),
-             f.confidence)
+            (
+                check_statement(_statement(f.statement), self.ctx.config),
+                *check_interval(f.valid_at, f.invalid_at),
+                f.confidence,
+            )
             for f in items
         ]
         out: list[Knowledge] = []
@@ -114,26 +172,51 @@ class KnowledgeOps:
             async with self.ctx.store.transaction() as tx:
                 ids = await tx.insert_knowledge_many(
                     [(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
-                    created_at=now_us, created_by=actor,
+                    created_at=now_us,
+                    created_by=actor,
                 )
                 facts_out = [
-                    Knowledge(id=kid, user_id=uid, statement=text, status="active", created_at=created,
-                              created_by=actor, confidence=c, valid_at=from_us(s), invalid_at=from_us(e))
+                    Knowledge(
+                        id=kid,
+                        user_id=uid,
+                        statement=text,
+                        status="active",
+                        created_at=created,
+                        created_by=actor,
+                        confidence=c,
+                        valid_at=from_us(s),
+                        invalid_at=from_us(e),
+                    )
                     for kid, (text, s, e, c) in zip(ids, batch, strict=True)
                 ]
                 # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
-                await tx.audit_many([
-                    {"at": now_us, "actor": actor, "action": "inject", "user_id": uid, "entity": "knowledge",
-                     "entity_id": k.id, "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
-                     "reason": reason}
-                    for k in facts_out
-                ])
+                await tx.audit_many(
+                    [
+                        {
+                            "at": now_us,
+                            "actor": actor,
+                            "action": "inject",
+                            "user_id": uid,
+                            "entity": "knowledge",
+                            "entity_id": k.id,
+                            "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
+                            "reason": reason,
+                        }
+                        for k in facts_out
+                    ]
+                )
             out.extend(facts_out)
         return out
 
     async def correct(
-        self, user_id: str, knowledge_id: int, statement: str, actor: str, reason: str,
-        valid_at: Any = KEEP, invalid_at: Any = KEEP,
+        self,
+        user_id: str,
+        knowledge_id: int,
+        statement: str,
+        actor: str,
+        reason: str,
+        valid_at: Any = KEEP,
+        invalid_at: Any = KEEP,
     ) -> Knowledge:
         """A new version that supersedes the old one (end_reason `corrected`); the old row stays.
         Refused with DuplicateFactError when another ACTIVE fact of the user already holds the new
@@ -154,18 +237,42 @@ class KnowledgeOps:
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
-            kid = await tx.insert_knowledge(user_id=user_id, statement=text, embedding=embedding,
-                created_at=now_us, created_by=actor,
-                confidence=1.0, valid_at=start, invalid_at=end, episode_id=old.episode_id,
+            kid = await tx.insert_knowledge(
+                user_id=user_id,
+                statement=text,
+                embedding=embedding,
+                created_at=now_us,
+                created_by=actor,
+                confidence=1.0,
+                valid_at=start,
+                invalid_at=end,
+                episode_id=old.episode_id,
             )
-            await tx.end_knowledge(old.id, status="superseded", expired_at=now_us, end_reason="corrected",
-                                      superseded_by=kid)
+            await tx.end_knowledge(
+                old.id, status="superseded", expired_at=now_us, end_reason="corrected", superseded_by=kid
+            )
             new = await tx.get_knowledge(user_id, kid)
-            await tx.audit(at=now_us, actor=actor, action="create", user_id=user_id, entity="knowledge",
-                              entity_id=kid, after=new, reason=why)
-            await tx.audit(at=now_us, actor=actor, action="correct", user_id=user_id, entity="knowledge",
-                              entity_id=old.id, before=old, after=await tx.get_knowledge(user_id, old.id),
-                              reason=why)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="create",
+                user_id=user_id,
+                entity="knowledge",
+                entity_id=kid,
+                after=new,
+                reason=why,
+            )
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="correct",
+                user_id=user_id,
+                entity="knowledge",
+                entity_id=old.id,
+                before=old,
+                after=await tx.get_knowledge(user_id, old.id),
+                reason=why,
+            )
             return new
 
     async def retract(
@@ -183,13 +290,23 @@ class KnowledgeOps:
             return await tx.get_knowledge(user_id, knowledge_id)
 
     async def knowledge(
-        self, user_id: str, include_expired: bool = False, *, at_time: datetime | None = None,
-        search: str | None = None, limit: int | None = None, offset: int = 0,
+        self,
+        user_id: str,
+        include_expired: bool = False,
+        *,
+        at_time: datetime | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[Knowledge]:
         async with self.ctx.store.reading() as tx:
-            return await tx.list_knowledge(user_id, include_expired=include_expired,
-                at_time=to_us(at_time, "at_time"), search=search,
-                limit=limit, offset=offset,
+            return await tx.list_knowledge(
+                user_id,
+                include_expired=include_expired,
+                at_time=to_us(at_time, "at_time"),
+                search=search,
+                limit=limit,
+                offset=offset,
             )
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
@@ -223,8 +340,17 @@ class KnowledgeOps:
                 raise StaleSupersessionError(f"tombstone {tombstone_id} was already lifted by {stone.lifted_by}")
             await tx.lift_tombstone(tombstone_id, at=now_us, by=actor, reason=why)
             lifted = await tx.get_tombstone(user_id, tombstone_id)
-            await tx.audit(at=now_us, actor=actor, action="lift", user_id=user_id, entity="tombstone",
-                              entity_id=tombstone_id, before=stone, after=lifted, reason=why)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="lift",
+                user_id=user_id,
+                entity="tombstone",
+                entity_id=tombstone_id,
+                before=stone,
+                after=lifted,
+                reason=why,
+            )
             return lifted
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
@@ -243,9 +369,19 @@ class KnowledgeOps:
             return await tx.users()
 
     async def queue_candidate(
-        self, user_id: str, statement: str, *, kind: str = "new", confidence: float | None = 1.0, evidence: str = "",
-        supersedes_id: int | None = None, valid_at: datetime | None = None, invalid_at: datetime | None = None,
-        actor: str = "system", reason: str | None = None, created_at: datetime | None = None,
+        self,
+        user_id: str,
+        statement: str,
+        *,
+        kind: str = "new",
+        confidence: float | None = 1.0,
+        evidence: str = "",
+        supersedes_id: int | None = None,
+        valid_at: datetime | None = None,
+        invalid_at: datetime | None = None,
+        actor: str = "system",
+        reason: str | None = None,
+        created_at: datetime | None = None,
         supersedes_candidate_id: int | None = None,
     ) -> int:
         """Put a candidate in the pending queue directly (tests, agent proposals, retraction
@@ -260,13 +396,30 @@ class KnowledgeOps:
                 await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
                 await tx.get_candidate(supersedes_candidate_id, user_id)  # same rule for a chain
-            cid = await tx.insert_candidate(user_id=_user(user_id), statement=text, kind=kind,
-                confidence=confidence, created_at=now_us,
-                evidence=evidence, supersedes_id=supersedes_id, valid_at=start, invalid_at=end, created_by=actor,
-                reason=reason, supersedes_candidate_id=supersedes_candidate_id,
+            cid = await tx.insert_candidate(
+                user_id=_user(user_id),
+                statement=text,
+                kind=kind,
+                confidence=confidence,
+                created_at=now_us,
+                evidence=evidence,
+                supersedes_id=supersedes_id,
+                valid_at=start,
+                invalid_at=end,
+                created_by=actor,
+                reason=reason,
+                supersedes_candidate_id=supersedes_candidate_id,
             )
-            await tx.audit(at=now_us, actor=actor, action="queue", user_id=user_id, entity="candidate",
-                              entity_id=cid, after=await tx.get_candidate(cid), reason=reason)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="queue",
+                user_id=user_id,
+                entity="candidate",
+                entity_id=cid,
+                after=await tx.get_candidate(cid),
+                reason=reason,
+            )
             return cid
 
     # -- requests from agents (the MCP server's two writes) ---------------------------------------
@@ -297,12 +450,23 @@ class KnowledgeOps:
             if duplicate is not None:
                 return ProposalOutcome(duplicate_of=duplicate)
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(user_id=uid, statement=text, kind="proposed", confidence=None,
+            cid = await tx.insert_candidate(
+                user_id=uid,
+                statement=text,
+                kind="proposed",
+                confidence=None,
                 created_at=now_us,
                 created_by=actor,
             )
-            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
-                              entity_id=cid, after=await tx.get_candidate(cid))
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="queue",
+                user_id=uid,
+                entity="candidate",
+                entity_id=cid,
+                after=await tx.get_candidate(cid),
+            )
             return ProposalOutcome(candidate_id=cid)
 
     async def request_forget(self, user_id: str, knowledge_id: int, actor: str, reason: str) -> ProposalOutcome:
@@ -321,12 +485,26 @@ class KnowledgeOps:
             if waiting is not None:
                 return ProposalOutcome(duplicate_of=("candidate", waiting))
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(user_id=uid, statement=fact.statement, kind="retraction",
-                confidence=None, created_at=now_us,
-                supersedes_id=fact.id, created_by=actor, reason=why,
+            cid = await tx.insert_candidate(
+                user_id=uid,
+                statement=fact.statement,
+                kind="retraction",
+                confidence=None,
+                created_at=now_us,
+                supersedes_id=fact.id,
+                created_by=actor,
+                reason=why,
             )
-            await tx.audit(at=now_us, actor=actor, action="queue", user_id=uid, entity="candidate",
-                              entity_id=cid, after=await tx.get_candidate(cid), reason=why)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="queue",
+                user_id=uid,
+                entity="candidate",
+                entity_id=cid,
+                after=await tx.get_candidate(cid),
+                reason=why,
+            )
             return ProposalOutcome(candidate_id=cid)
 
     async def supersede(
@@ -348,11 +526,20 @@ class KnowledgeOps:
             for fact in (old, new):
                 if fact.status != "active":
                     raise StaleSupersessionError(f"fact {fact.id} is {fact.status}; both facts must be active")
-            await tx.supersede_fact(old, new.id, to_us(new.valid_at), expired_at=now_us,
-                                       end_reason="superseded")
+            await tx.supersede_fact(old, new.id, to_us(new.valid_at), expired_at=now_us, end_reason="superseded")
             ended = await tx.get_knowledge(user_id, old.id)
-            await tx.audit(at=now_us, actor=actor, action="supersede", user_id=user_id, entity="knowledge",
-                              entity_id=old.id, before=old, after=ended, reason=why, note=note)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="supersede",
+                user_id=user_id,
+                entity="knowledge",
+                entity_id=old.id,
+                before=old,
+                after=ended,
+                reason=why,
+                note=note,
+            )
             return ended
 
 

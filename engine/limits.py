@@ -17,9 +17,7 @@ from .timeutil import check_representable
 
 def _check(text: str, limit: int, what: str, setting: str) -> str:
     if len(text) > limit:
-        raise UserInputError(
-            f"{what} is {len(text):,} characters; the limit is {limit:,} (MemoryConfig.{setting})"
-        )
+        raise UserInputError(f"{what} is {len(text):,} characters; the limit is {limit:,} (MemoryConfig.{setting})")
     return text
 
 

@@ -48,8 +48,9 @@ class Memory(KnowledgeOps):
     ) -> None:
         self.path = str(path)
         embedder = embedder if embedder is not None else default_embedder()
-        self.ctx = EngineContext(embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock,
-                                 target=masked(str(path)))
+        self.ctx = EngineContext(
+            embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock, target=masked(str(path))
+        )
         self._extractor = extractor
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
@@ -76,7 +77,9 @@ class Memory(KnowledgeOps):
         if self.ctx._store is not None:
             return self
         self.ctx._store = await open_store(
-            self.path, dimensions=self.embedder.dimensions, embedder=embedder_name(self.embedder),
+            self.path,
+            dimensions=self.embedder.dimensions,
+            embedder=embedder_name(self.embedder),
             verify=self._check_embedder if check_embedder else None,
         )
         if check_embedder:
@@ -128,8 +131,10 @@ class Memory(KnowledgeOps):
         if given in EMBEDDERS:
             move = f"Run `memdesk reembed {self.target} --embedder {given}` to re-embed every fact with {given}"
         else:  # an embedder the command line cannot build: the library call takes any
-            move = (f"Run `memdesk reembed {self.target}` to move it to an offline embedder, or "
-                    f"engine.reembed.reembed({self.target!r}, embedder) to this one")
+            move = (
+                f"Run `memdesk reembed {self.target}` to move it to an offline embedder, or "
+                f"engine.reembed.reembed({self.target!r}, embedder) to this one"
+            )
         reopen = f"set MEMDESK_EMBEDDER={name}" if name in EMBEDDERS else "pass that embedder to Memory"
         fix = f"{move}; or open it with the embedder it was built with ({reopen})."
         pending = await tx.meta_value("reembed_target")
@@ -160,9 +165,7 @@ class Memory(KnowledgeOps):
     ) -> list[int]:
         return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
-    async def add_exchanges(
-        self, exchanges: list[tuple[str, str, str | None, datetime | None]]
-    ) -> list[list[int]]:
+    async def add_exchanges(self, exchanges: list[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
         """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
 
         Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),
@@ -171,7 +174,11 @@ class Memory(KnowledgeOps):
         return await self.pipeline.add_exchanges(checked)
 
     async def process(
-        self, user_id: str | None = None, *, concurrency: int = 1, progress: Callable[[int, int], None] | None = None,
+        self,
+        user_id: str | None = None,
+        *,
+        concurrency: int = 1,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ProcessReport:
         """Extract candidates from unprocessed messages (one user, or all with work), up to
         `concurrency` users at once; `progress(done, total)` as each user finishes."""
@@ -193,13 +200,25 @@ class Memory(KnowledgeOps):
     # -- retrieval --------------------------------------------------------------------------------
 
     async def retrieve(
-        self, query: str, user_id: str, top_k: int = 10, at_time: datetime | None = None,
-        known_at: datetime | None = None, include_expired: bool = False,
+        self,
+        query: str,
+        user_id: str,
+        top_k: int = 10,
+        at_time: datetime | None = None,
+        known_at: datetime | None = None,
+        include_expired: bool = False,
     ) -> RetrievalResult:
         check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
-            self.store, self.embedder, query, user_id=user_id, top_k=top_k, at_time=at_time, known_at=known_at,
-            include_expired=include_expired, vector_weight=self.config.vector_weight,
+            self.store,
+            self.embedder,
+            query,
+            user_id=user_id,
+            top_k=top_k,
+            at_time=at_time,
+            known_at=known_at,
+            include_expired=include_expired,
+            vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
         )
 

@@ -149,9 +149,14 @@ class Knowledge:
         if self.expired_at is None or self.expired_at <= when:
             return self
         return replace(
-            self, status="active", expired_at=None, end_reason=None, superseded_by=None,
+            self,
+            status="active",
+            expired_at=None,
+            end_reason=None,
+            superseded_by=None,
             invalid_at=self.prior_invalid_at if self.valid_closed else self.invalid_at,
-            valid_closed=False, prior_invalid_at=None,
+            valid_closed=False,
+            prior_invalid_at=None,
         )
 
 

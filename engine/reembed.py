@@ -43,7 +43,12 @@ Progress = Callable[[int, int], None]
 
 
 async def reembed(
-    path: str, embedder: Embedder, *, actor: str, batch_size: int = DEFAULT_BATCH, progress: Progress | None = None,
+    path: str,
+    embedder: Embedder,
+    *,
+    actor: str,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Progress | None = None,
 ) -> ReembedReport:
     """Re-embed every fact of the store at `path` with `embedder`, resuming an interrupted run."""
     if batch_size < 1:
@@ -51,9 +56,14 @@ async def reembed(
     mem = Memory(path, embedder=embedder)
     await mem.open(check_embedder=False)
     try:
-        return await reembed_store(mem.store, mem.store.vector_swap(), embedder, actor=actor,
-                                   now=lambda: to_us(mem.now()), batch_size=batch_size, progress=progress)
+        return await reembed_store(
+            mem.store,
+            mem.store.vector_swap(),
+            embedder,
+            actor=actor,
+            now=lambda: to_us(mem.now()),
+            batch_size=batch_size,
+            progress=progress,
+        )
     finally:
         await mem.close()
-
-

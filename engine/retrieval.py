@@ -26,8 +26,32 @@ RRF_K = 60
 MAX_TOP_K = 1000
 _TERM = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
-    ("a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "for", "and", "or", "with",
-     "by", "as", "it", "what", "who", "does", "do")
+    (
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+        "with",
+        "by",
+        "as",
+        "it",
+        "what",
+        "who",
+        "does",
+        "do",
+    )
 )
 
 
@@ -38,9 +62,7 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(content))
 
 
-def rrf(
-    rankings: list[list[int]], k: int = RRF_K, weights: list[float] | None = None
-) -> list[tuple[int, float]]:
+def rrf(rankings: list[list[int]], k: int = RRF_K, weights: list[float] | None = None) -> list[tuple[int, float]]:
     """Weighted reciprocal rank fusion: sum over arms of weight / (k + rank)."""
     scores: dict[int, float] = {}
     for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
@@ -50,9 +72,17 @@ def rrf(
 
 
 async def retrieve(
-    store: Store, embedder: Embedder, query: str, *, user_id: str, top_k: int = 10,
-    at_time: datetime | None = None, known_at: datetime | None = None, include_expired: bool = False,
-    vector_weight: float = 1.0, text_weight: float = 1.0,
+    store: Store,
+    embedder: Embedder,
+    query: str,
+    *,
+    user_id: str,
+    top_k: int = 10,
+    at_time: datetime | None = None,
+    known_at: datetime | None = None,
+    include_expired: bool = False,
+    vector_weight: float = 1.0,
+    text_weight: float = 1.0,
 ) -> RetrievalResult:
     if not isinstance(user_id, str) or not user_id:
         raise UserInputError("retrieve needs a user_id")
@@ -78,7 +108,11 @@ async def retrieve(
     async def text() -> list[int]:
         async with store.reading() as tx:
             return await tx.text_arm(
-                user_id, await tx.informative_terms(user_id, terms), pool, at_time=at_us, known_at=known_us,
+                user_id,
+                await tx.informative_terms(user_id, terms),
+                pool,
+                at_time=at_us,
+                known_at=known_us,
                 include_expired=include_expired,
             )
 
@@ -94,12 +128,18 @@ async def retrieve(
     # known_at: each fact as the store held it then (its status and interval as of known_at, not today's)
     items = [
         RetrievedItem(
-            knowledge=facts[kid] if known_at is None else facts[kid].as_known_at(known_at), score=score,
-            vector_rank=vec_rank.get(kid), text_rank=text_rank.get(kid),
+            knowledge=facts[kid] if known_at is None else facts[kid].as_known_at(known_at),
+            score=score,
+            vector_rank=vec_rank.get(kid),
+            text_rank=text_rank.get(kid),
         )
         for kid, score in fused
     ]
     return RetrievalResult(
-        query=query, user_id=user_id, items=items, at_time=at_time, known_at=known_at,
+        query=query,
+        user_id=user_id,
+        items=items,
+        at_time=at_time,
+        known_at=known_at,
         include_expired=include_expired,
     )

@@ -73,18 +73,33 @@ class ReviewService:
     # -- reading the queue ------------------------------------------------------------------------
 
     async def pending(
-        self, user_id: str | None = None, limit: int = 50, offset: int = 0, *, kind: str | None = None,
-        min_confidence: float | None = None, max_confidence: float | None = None,
-        unsupported: bool | None = None, search: str | None = None, newest_first: bool = False,
+        self,
+        user_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        kind: str | None = None,
+        min_confidence: float | None = None,
+        max_confidence: float | None = None,
+        unsupported: bool | None = None,
+        search: str | None = None,
+        newest_first: bool = False,
         assigned_to: str | None = None,
         sort: str = "age",
     ) -> list[Candidate]:
         """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
         ("age", "user", "kind", "confidence": highest first) orders by that key, then by age."""
         async with self._ctx.store.reading() as tx:
-            return await tx.pending(user_id=user_id, kind=kind, min_confidence=min_confidence,
+            return await tx.pending(
+                user_id=user_id,
+                kind=kind,
+                min_confidence=min_confidence,
                 max_confidence=max_confidence,
-                unsupported=unsupported, search=search, limit=limit, offset=offset, newest_first=newest_first,
+                unsupported=unsupported,
+                search=search,
+                limit=limit,
+                offset=offset,
+                newest_first=newest_first,
                 assigned_to=assigned_to,
                 sort=sort,
             )
@@ -143,8 +158,16 @@ class ReviewService:
     # -- decisions --------------------------------------------------------------------------------
 
     async def approve(
-        self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
-        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        statement: str | None = None,
+        valid_at: Any = KEEP,
+        invalid_at: Any = KEEP,
+        *,
+        reason: str | None = None,
+        note: str | None = None,
+        user_id: str | None = None,
     ) -> Knowledge:
         """Approve as a new active fact (optionally edited). A candidate that would replace
         something is refused with DecisionRequiredError, before anything changes: the reviewer
@@ -159,8 +182,16 @@ class ReviewService:
         return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve")
 
     async def keep_both(
-        self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
-        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        statement: str | None = None,
+        valid_at: Any = KEEP,
+        invalid_at: Any = KEEP,
+        *,
+        reason: str | None = None,
+        note: str | None = None,
+        user_id: str | None = None,
     ) -> Knowledge:
         """Approve a replacement as a new fact and keep what it would replace (an explicit choice,
         audited as `keep_both`). With no start given, a change starts at the time of the message
@@ -174,8 +205,16 @@ class ReviewService:
         return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both")
 
     async def confirm_supersession(
-        self, candidate_id: int, reviewer: str, statement: str | None = None, valid_at: Any = KEEP,
-        invalid_at: Any = KEEP, *, reason: str | None = None, note: str | None = None, user_id: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        statement: str | None = None,
+        valid_at: Any = KEEP,
+        invalid_at: Any = KEEP,
+        *,
+        reason: str | None = None,
+        note: str | None = None,
+        user_id: str | None = None,
     ) -> Knowledge:
         """Approve (optionally edited) and end belief in the fact the candidate replaces, in one
         transaction. The old fact's valid time is closed at the new fact's start
@@ -188,8 +227,10 @@ class ReviewService:
         A candidate chained to a candidate still pending is refused (ChainOrderError)."""
         cand = await self.get(candidate_id, user_id)
         self._check_open(cand, reviewer, self._ctx.now())
-        if cand.kind == "retraction" or not replaces(cand) or (
-            cand.supersedes_id is None and cand.supersedes_candidate_id is None
+        if (
+            cand.kind == "retraction"
+            or not replaces(cand)
+            or (cand.supersedes_id is None and cand.supersedes_candidate_id is None)
         ):
             raise UserInputError(
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to supersede; approve it instead"
@@ -242,8 +283,16 @@ class ReviewService:
         return reason, note
 
     async def _accept(
-        self, cand: Candidate, reviewer: str, statement: str | None, valid_at: Any, invalid_at: Any,
-        reason: str | None, note: str | None, *, mode: str,
+        self,
+        cand: Candidate,
+        reviewer: str,
+        statement: str | None,
+        valid_at: Any,
+        invalid_at: Any,
+        reason: str | None,
+        note: str | None,
+        *,
+        mode: str,
     ) -> Knowledge:
         """approve / keep_both / confirm: one transaction that creates the fact, decides the
         candidate, re-points its chain and, for `confirm`, ends and closes the old fact."""
@@ -269,44 +318,89 @@ class ReviewService:
                 if end_dt is None or stated < end_dt:
                     start_dt = stated
             start, end = check_interval(start_dt, end_dt)
-            edited = text != current.statement or (valid_at is not KEEP and valid_at != current.valid_at) or (
-                invalid_at is not KEEP and invalid_at != current.invalid_at
+            edited = (
+                text != current.statement
+                or (valid_at is not KEEP and valid_at != current.valid_at)
+                or (invalid_at is not KEEP and invalid_at != current.invalid_at)
             )
             decision = {"confirm": "confirm_supersession", "keep_both": "keep_both"}.get(
                 mode, "edit_approve" if edited else "approve"
             )
-            kid = await tx.insert_knowledge(user_id=current.user_id, statement=text, embedding=embedding,
+            kid = await tx.insert_knowledge(
+                user_id=current.user_id,
+                statement=text,
+                embedding=embedding,
                 created_at=now_us,
-                created_by=reviewer, confidence=current.confidence, valid_at=start, invalid_at=end,
-                candidate_id=current.id, episode_id=current.episode_id,
+                created_by=reviewer,
+                confidence=current.confidence,
+                valid_at=start,
+                invalid_at=end,
+                candidate_id=current.id,
+                episode_id=current.episode_id,
             )
-            if not await tx.mark_decided(current.id, status="approved", decision=decision, decided_by=reviewer,
+            if not await tx.mark_decided(
+                current.id,
+                status="approved",
+                decision=decision,
+                decided_by=reviewer,
                 decided_at=now_us,
-                reason=reason, knowledge_id=kid, statement=text, valid_at=start, invalid_at=end,
+                reason=reason,
+                knowledge_id=kid,
+                statement=text,
+                valid_at=start,
+                invalid_at=end,
                 edited=edited or start != to_us(current.valid_at),
             ):
                 raise AlreadyDecidedError(current.id, "decided", None)
             created = await tx.get_knowledge(current.user_id, kid)
-            await tx.audit(at=now_us, actor=reviewer, action="create", user_id=current.user_id, entity="knowledge",
-                entity_id=kid, after=created, reason=reason, note=note,
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="create",
+                user_id=current.user_id,
+                entity="knowledge",
+                entity_id=kid,
+                after=created,
+                reason=reason,
+                note=note,
             )
             if old is not None:
                 end_reason = "contradicted" if current.kind == "contradiction" else "superseded"
                 await tx.supersede_fact(old, kid, start, expired_at=now_us, end_reason=end_reason)
-                await tx.audit(at=now_us, actor=reviewer, action="supersede", user_id=current.user_id,
-                    entity="knowledge", entity_id=old.id, before=old,
-                    after=await tx.get_knowledge(current.user_id, old.id), reason=reason or end_reason,
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action="supersede",
+                    user_id=current.user_id,
+                    entity="knowledge",
+                    entity_id=old.id,
+                    before=old,
+                    after=await tx.get_knowledge(current.user_id, old.id),
+                    reason=reason or end_reason,
                     note=note,
                 )
             await self._cut_chain(tx, current, kid, reviewer, now_us, note)
-            await tx.audit(at=now_us, actor=reviewer, action=decision, user_id=current.user_id, entity="candidate",
-                entity_id=current.id, before=current, after=await tx.get_candidate(current.id),
-                reason=reason, note=note,
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action=decision,
+                user_id=current.user_id,
+                entity="candidate",
+                entity_id=current.id,
+                before=current,
+                after=await tx.get_candidate(current.id),
+                reason=reason,
+                note=note,
             )
             return created
 
     async def _cut_chain(
-        self, tx: SqlTx, decided: Candidate, knowledge_id: int | None, reviewer: str, now_us: int,
+        self,
+        tx: SqlTx,
+        decided: Candidate,
+        knowledge_id: int | None,
+        reviewer: str,
+        now_us: int,
         note: str | None,
     ) -> None:
         """The pending candidates that would replace `decided`: approved (knowledge_id given), they
@@ -314,15 +408,23 @@ class ReviewService:
         (before this decision's own candidate row, which stays the transaction's last)."""
         for later in await tx.chained_to(decided.id):
             if knowledge_id is not None:
-                await tx.set_candidate_target(later.id, kind=later.kind, supersedes_id=knowledge_id,
-                                                 supersedes_candidate_id=None)
+                await tx.set_candidate_target(
+                    later.id, kind=later.kind, supersedes_id=knowledge_id, supersedes_candidate_id=None
+                )
                 action, why = "chain_repoint", f"candidate {decided.id} was approved as fact {knowledge_id}"
             else:
-                await tx.set_candidate_target(later.id, kind="new", supersedes_id=None,
-                                                 supersedes_candidate_id=None)
+                await tx.set_candidate_target(later.id, kind="new", supersedes_id=None, supersedes_candidate_id=None)
                 action, why = "chain_unlink", f"candidate {decided.id} was rejected"
-            await tx.audit(at=now_us, actor=reviewer, action=action, user_id=later.user_id, entity="candidate",
-                entity_id=later.id, before=later, after=await tx.get_candidate(later.id), reason=why,
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action=action,
+                user_id=later.user_id,
+                entity="candidate",
+                entity_id=later.id,
+                before=later,
+                after=await tx.get_candidate(later.id),
+                reason=why,
                 note=note,
             )
 
@@ -340,17 +442,37 @@ class ReviewService:
                 raise StaleSupersessionError(f"fact {target.id} is already {target.status}")
             why = reason or current.reason or "retraction requested"
             await retract_in(tx, target, reviewer, why, True, now_us, candidate_id=current.id, note=note)
-            await tx.mark_decided(current.id, status="approved", decision="approve_retraction", decided_by=reviewer,
-                decided_at=now_us, reason=why, knowledge_id=target.id,
+            await tx.mark_decided(
+                current.id,
+                status="approved",
+                decision="approve_retraction",
+                decided_by=reviewer,
+                decided_at=now_us,
+                reason=why,
+                knowledge_id=target.id,
             )
-            await tx.audit(at=now_us, actor=reviewer, action="approve_retraction", user_id=current.user_id,
-                entity="candidate", entity_id=current.id, before=current,
-                after=await tx.get_candidate(current.id), reason=why, note=note,
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="approve_retraction",
+                user_id=current.user_id,
+                entity="candidate",
+                entity_id=current.id,
+                before=current,
+                after=await tx.get_candidate(current.id),
+                reason=why,
+                note=note,
             )
             return await tx.get_knowledge(current.user_id, target.id)
 
     async def reject(
-        self, candidate_id: int, reviewer: str, reason: str, *, tombstone: bool = True, note: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        reason: str,
+        *,
+        tombstone: bool = True,
+        note: str | None = None,
         user_id: str | None = None,
     ) -> Tombstone | None:
         """Reject and, by default, tombstone the value for this user so extraction never queues it
@@ -367,21 +489,46 @@ class ReviewService:
             self._check_open(current, reviewer, now)
             stone: Tombstone | None = None
             if tombstone and current.kind != "retraction":
-                tid = await tx.insert_tombstone(user_id=current.user_id, statement=current.statement, reason=why,
-                    created_by=reviewer, created_at=now_us, candidate_id=current.id,
+                tid = await tx.insert_tombstone(
+                    user_id=current.user_id,
+                    statement=current.statement,
+                    reason=why,
+                    created_by=reviewer,
+                    created_at=now_us,
+                    candidate_id=current.id,
                 )
                 stone = await tx.get_tombstone(current.user_id, tid)
-                await tx.audit(at=now_us, actor=reviewer, action="create", user_id=current.user_id,
-                    entity="tombstone", entity_id=tid, after=stone, reason=why, note=note,
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action="create",
+                    user_id=current.user_id,
+                    entity="tombstone",
+                    entity_id=tid,
+                    after=stone,
+                    reason=why,
+                    note=note,
                 )
-            await tx.mark_decided(current.id, status="rejected", decision="reject", decided_by=reviewer,
+            await tx.mark_decided(
+                current.id,
+                status="rejected",
+                decision="reject",
+                decided_by=reviewer,
                 decided_at=now_us,
                 reason=why,
             )
             await self._cut_chain(tx, current, None, reviewer, now_us, note)
-            await tx.audit(at=now_us, actor=reviewer, action="reject", user_id=current.user_id, entity="candidate",
-                entity_id=current.id, before=current, after=await tx.get_candidate(current.id),
-                reason=why, note=note,
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="reject",
+                user_id=current.user_id,
+                entity="candidate",
+                entity_id=current.id,
+                before=current,
+                after=await tx.get_candidate(current.id),
+                reason=why,
+                note=note,
             )
             return stone
 
@@ -417,7 +564,12 @@ class ReviewService:
         return result
 
     async def retarget(
-        self, candidate_id: int, reviewer: str, supersedes_id: int | None, *, note: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        supersedes_id: int | None,
+        *,
+        note: str | None = None,
         user_id: str | None = None,
     ) -> Candidate:
         """Make a pending candidate an update of an ACTIVE fact of the same user (supersedes_id), or
@@ -439,19 +591,28 @@ class ReviewService:
                         f"fact {supersedes_id} is {target.status}; only an active fact can be replaced"
                     )
                 kind = current.kind if current.kind in SUPERSEDING_KINDS else "update"
-                await tx.set_candidate_target(current.id, kind=kind, supersedes_id=supersedes_id,
-                                                 supersedes_candidate_id=None)
+                await tx.set_candidate_target(
+                    current.id, kind=kind, supersedes_id=supersedes_id, supersedes_candidate_id=None
+                )
                 why = f"now replaces fact {supersedes_id}"
             else:
                 if not replaces(current):
                     raise UserInputError(f"candidate {candidate_id} replaces nothing: there is no link to remove")
-                await tx.set_candidate_target(current.id, kind="new", supersedes_id=None,
-                                                 supersedes_candidate_id=None)
+                await tx.set_candidate_target(current.id, kind="new", supersedes_id=None, supersedes_candidate_id=None)
                 why = "now replaces nothing"
             after = await tx.get_candidate(current.id)
-            await tx.audit(at=now_us, actor=reviewer, action="retarget", user_id=current.user_id,
-                              entity="candidate", entity_id=current.id, before=current, after=after, reason=why,
-                              note=note)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="retarget",
+                user_id=current.user_id,
+                entity="candidate",
+                entity_id=current.id,
+                before=current,
+                after=after,
+                reason=why,
+                note=note,
+            )
             return after
 
     # -- undo -------------------------------------------------------------------------------------
@@ -499,18 +660,38 @@ class ReviewService:
                 await untouched("candidate", later_id)
                 was = candidate_from_row_json(later_json)
                 now_row = await tx.get_candidate(int(later_id))
-                await tx.set_candidate_target(was.id, kind=was.kind, supersedes_id=was.supersedes_id,
-                                                 supersedes_candidate_id=was.supersedes_candidate_id)
-                await tx.audit(at=now_us, actor=reviewer, action="undo_chain", user_id=uid,
-                                  entity="candidate", entity_id=was.id, before=now_row,
-                                  after=await tx.get_candidate(was.id), note=note)
+                await tx.set_candidate_target(
+                    was.id,
+                    kind=was.kind,
+                    supersedes_id=was.supersedes_id,
+                    supersedes_candidate_id=was.supersedes_candidate_id,
+                )
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action="undo_chain",
+                    user_id=uid,
+                    entity="candidate",
+                    entity_id=was.id,
+                    before=now_row,
+                    after=await tx.get_candidate(was.id),
+                    note=note,
+                )
             if cand.decision == "reject":
                 stone = await tx.tombstone_for(candidate_id=candidate_id)
                 if stone is not None:
                     await untouched("tombstone", stone.id)
                     await tx.delete_tombstone(stone.id)
-                    await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                      entity="tombstone", entity_id=stone.id, before=stone, note=note)
+                    await tx.audit(
+                        at=now_us,
+                        actor=reviewer,
+                        action="undo_create",
+                        user_id=uid,
+                        entity="tombstone",
+                        entity_id=stone.id,
+                        before=stone,
+                        note=note,
+                    )
             elif cand.decision == "approve_retraction":
                 target = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", target.id)
@@ -518,12 +699,28 @@ class ReviewService:
                 if stone is not None:
                     await untouched("tombstone", stone.id)
                     await tx.delete_tombstone(stone.id)
-                    await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                      entity="tombstone", entity_id=stone.id, before=stone, note=note)
+                    await tx.audit(
+                        at=now_us,
+                        actor=reviewer,
+                        action="undo_create",
+                        user_id=uid,
+                        entity="tombstone",
+                        entity_id=stone.id,
+                        before=stone,
+                        note=note,
+                    )
                 await tx.reactivate_knowledge(target.id)
-                await tx.audit(at=now_us, actor=reviewer, action="undo_retract", user_id=uid,
-                                  entity="knowledge", entity_id=target.id, before=target,
-                                  after=await tx.get_knowledge(uid, target.id), note=note)
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action="undo_retract",
+                    user_id=uid,
+                    entity="knowledge",
+                    entity_id=target.id,
+                    before=target,
+                    after=await tx.get_knowledge(uid, target.id),
+                    note=note,
+                )
             else:
                 created = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", created.id)
@@ -541,15 +738,40 @@ class ReviewService:
                 for old in mine:
                     await untouched("knowledge", old.id)
                     await tx.reactivate_knowledge(old.id)
-                    await tx.audit(at=now_us, actor=reviewer, action="undo_supersede", user_id=uid,
-                                      entity="knowledge", entity_id=old.id, before=old,
-                                      after=await tx.get_knowledge(uid, old.id), note=note)
+                    await tx.audit(
+                        at=now_us,
+                        actor=reviewer,
+                        action="undo_supersede",
+                        user_id=uid,
+                        entity="knowledge",
+                        entity_id=old.id,
+                        before=old,
+                        after=await tx.get_knowledge(uid, old.id),
+                        note=note,
+                    )
                 await tx.delete_knowledge(created.id)
-                await tx.audit(at=now_us, actor=reviewer, action="undo_create", user_id=uid,
-                                  entity="knowledge", entity_id=created.id, before=created, note=note)
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action="undo_create",
+                    user_id=uid,
+                    entity="knowledge",
+                    entity_id=created.id,
+                    before=created,
+                    note=note,
+                )
             await tx.restore_candidate(before)
             restored = await tx.get_candidate(candidate_id)
-            await tx.audit(at=now_us, actor=reviewer, action="undo", user_id=uid, entity="candidate",
-                              entity_id=candidate_id, before=cand, after=restored, reason=f"undo {cand.decision}",
-                              note=note)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="undo",
+                user_id=uid,
+                entity="candidate",
+                entity_id=candidate_id,
+                before=cand,
+                after=restored,
+                reason=f"undo {cand.decision}",
+                note=note,
+            )
             return restored

@@ -67,9 +67,16 @@ async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit:
 
     by_version: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
     for extractor, model, version, status, n in got.decided_by_version:
-        entry = by_version.setdefault((extractor, model, version), {
-            "extractor": extractor, "model": model, "prompt_version": version, "approved": 0, "rejected": 0,
-        })
+        entry = by_version.setdefault(
+            (extractor, model, version),
+            {
+                "extractor": extractor,
+                "model": model,
+                "prompt_version": version,
+                "approved": 0,
+                "rejected": 0,
+            },
+        )
         entry[status] += n
     for entry in by_version.values():
         entry["approval_rate"] = _rate(entry["approved"], entry["approved"] + entry["rejected"])
@@ -85,23 +92,43 @@ async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit:
         "knowledge": knowledge,
         "tombstones": tombstones,
         "extraction": {
-            "runs": runs, "failed_runs": failed_runs, "episodes": episodes, "claims": claims, "queued": queued,
-            "extraction_rate": _rate(queued, claims), "discards": discards, "supersedes_dropped": dropped,
-            "unsupported": unsupported, "by_extractor": by_extractor_runs,
+            "runs": runs,
+            "failed_runs": failed_runs,
+            "episodes": episodes,
+            "claims": claims,
+            "queued": queued,
+            "extraction_rate": _rate(queued, claims),
+            "discards": discards,
+            "supersedes_dropped": dropped,
+            "unsupported": unsupported,
+            "by_extractor": by_extractor_runs,
         },
         "review": {
-            "decided": approved + rejected, "approved": approved, "rejected": rejected,
-            "approval_rate": _rate(approved, approved + rejected), "by_kind": by_kind,
-            "by_extractor": by_extractor, "by_extractor_version": list(by_version.values()),
+            "decided": approved + rejected,
+            "approved": approved,
+            "rejected": rejected,
+            "approval_rate": _rate(approved, approved + rejected),
+            "by_kind": by_kind,
+            "by_extractor": by_extractor,
+            "by_extractor_version": list(by_version.values()),
             "rejection_reasons": reasons,
         },
         "discarded": {
-            "total": sum(discarded_by_gate.values()), "by_gate": discarded_by_gate, "queued_anyway": queued_anyway,
+            "total": sum(discarded_by_gate.values()),
+            "by_gate": discarded_by_gate,
+            "queued_anyway": queued_anyway,
             "latest": [
-                {"id": d.id, "user_id": d.user_id, "gate": d.gate, "statement": d.statement,
-                 "matched": None if d.matched_entity is None else
-                 f"{d.matched_entity} {d.matched_id}: {d.matched_statement}",
-                 "queued_candidate_id": d.queued_candidate_id, "at": to_jsonable(d.created_at)}
+                {
+                    "id": d.id,
+                    "user_id": d.user_id,
+                    "gate": d.gate,
+                    "statement": d.statement,
+                    "matched": None
+                    if d.matched_entity is None
+                    else f"{d.matched_entity} {d.matched_id}: {d.matched_statement}",
+                    "queued_candidate_id": d.queued_candidate_id,
+                    "at": to_jsonable(d.created_at),
+                }
                 for d in latest
             ],
         },

@@ -59,11 +59,15 @@ from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
 
 if TYPE_CHECKING:
-
     from .config import MemoryConfig
 
 DECISIONS: tuple[str, ...] = (
-    "approve", "edit_approve", "confirm_supersession", "keep_both", "approve_retraction", "reject",
+    "approve",
+    "edit_approve",
+    "confirm_supersession",
+    "keep_both",
+    "approve_retraction",
+    "reject",
 )
 """Audit actions on a candidate that are a reviewer's decision."""
 SAMPLED_DECISIONS: tuple[str, ...] = ("approve", "edit_approve", "confirm_supersession", "keep_both")
@@ -250,14 +254,33 @@ class Assignment:
 
 
 def _flag(r: Any) -> Flag:
-    return Flag(id=r[0], candidate_id=r[1], user_id=r[2], flagged_by=r[3], flagged_at=from_us(r[4]),
-                note=r[5], lean=r[6], withdrawn_at=from_us(r[7]), withdrawn_by=r[8])
+    return Flag(
+        id=r[0],
+        candidate_id=r[1],
+        user_id=r[2],
+        flagged_by=r[3],
+        flagged_at=from_us(r[4]),
+        note=r[5],
+        lean=r[6],
+        withdrawn_at=from_us(r[7]),
+        withdrawn_by=r[8],
+    )
 
 
 def _second_review(r: Any) -> SecondReview:
-    return SecondReview(id=r[0], candidate_id=r[1], knowledge_id=r[2], user_id=r[3], first_reviewer=r[4],
-                        first_decision=r[5], reviewer=r[6], verdict=r[7], decided_at=from_us(r[8]),
-                        reason=r[9], note=r[10])
+    return SecondReview(
+        id=r[0],
+        candidate_id=r[1],
+        knowledge_id=r[2],
+        user_id=r[3],
+        first_reviewer=r[4],
+        first_decision=r[5],
+        reviewer=r[6],
+        verdict=r[7],
+        decided_at=from_us(r[8]),
+        reason=r[9],
+        note=r[10],
+    )
 
 
 def _assignment(r: Any) -> Assignment:
@@ -305,13 +328,23 @@ class TeamService:
             times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
         return Progress(
-            reviewer=reviewer, since=start, done=done, remaining=remaining, reviewer_decisions=len(times),
+            reviewer=reviewer,
+            since=start,
+            done=done,
+            remaining=remaining,
+            reviewer_decisions=len(times),
             seconds_per_decision=_median_gap(times, self._ctx.config.decision_break_seconds),
-            flagged_by_me=flagged_by_me, second_opinions=others, second_reviews=waiting,
+            flagged_by_me=flagged_by_me,
+            second_opinions=others,
+            second_reviews=waiting,
         )
 
     async def figures(
-        self, *, since: datetime | None = None, until: datetime | None = None, user_id: str | None = None,
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        user_id: str | None = None,
     ) -> TeamFigures:
         """Per-reviewer figures, decisions per reviewer per UTC day, and every two-reviewer comparison."""
         lo: int = to_us(since, "since") if since is not None else -(2**62)
@@ -360,22 +393,51 @@ class TeamService:
         )
 
     async def _comparisons(
-        self, tx: SqlTx, lo: int, hi: int, user_id: str | None,
+        self,
+        tx: SqlTx,
+        lo: int,
+        hi: int,
+        user_id: str | None,
     ) -> list[Comparison]:
         out: list[Comparison] = []
         for cid, uid, first, second, verdict, at in await tx.second_review_comparison_rows(lo, hi, user_id):
-            out.append(Comparison("second_review", cid, uid, first, "approve", second,
-                                  "approve" if verdict == "agree" else "reject", from_us(at)))
+            out.append(
+                Comparison(
+                    "second_review",
+                    cid,
+                    uid,
+                    first,
+                    "approve",
+                    second,
+                    "approve" if verdict == "agree" else "reject",
+                    from_us(at),
+                )
+            )
         for cid, uid, flagger, lean, decider, status, at in await tx.flag_comparison_rows(lo, hi, user_id):
-            out.append(Comparison("second_opinion", cid, uid, flagger, lean, decider,
-                                  "approve" if status == "approved" else "reject", from_us(at)))
+            out.append(
+                Comparison(
+                    "second_opinion",
+                    cid,
+                    uid,
+                    flagger,
+                    lean,
+                    decider,
+                    "approve" if status == "approved" else "reject",
+                    from_us(at),
+                )
+            )
         out.sort(key=lambda c: (c.at, c.candidate_id))
         return out
 
     # -- second opinions ------------------------------------------------------------------------
 
     async def flag(
-        self, candidate_id: int, reviewer: str, note: str | None = None, *, lean: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        note: str | None = None,
+        *,
+        lean: str | None = None,
         user_id: str | None = None,
     ) -> Flag:
         """Ask for a second opinion on a pending candidate: from now on another reviewer decides it.
@@ -399,8 +461,16 @@ class TeamService:
             flag_id = await tx.insert_flag(cand.id, cand.user_id, reviewer, text, lean, now_us)
             await tx.release_candidate(cand.id, reviewer)
             flag = _flag(await tx.flag_row(flag_id))
-            await tx.audit(at=now_us, actor=reviewer, action="flag", user_id=cand.user_id,
-                              entity="candidate", entity_id=cand.id, after=flag, reason=text)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="flag",
+                user_id=cand.user_id,
+                entity="candidate",
+                entity_id=cand.id,
+                after=flag,
+                reason=text,
+            )
             return flag
 
     async def withdraw_flag(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Flag:
@@ -420,8 +490,16 @@ class TeamService:
                 raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
             await tx.withdraw_flag_row(before.id, now_us, reviewer)
             after = _flag(await tx.flag_row(before.id))
-            await tx.audit(at=now_us, actor=reviewer, action="withdraw_flag", user_id=cand.user_id,
-                              entity="candidate", entity_id=cand.id, before=before, after=after)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="withdraw_flag",
+                user_id=cand.user_id,
+                entity="candidate",
+                entity_id=cand.id,
+                before=before,
+                after=after,
+            )
             return after
 
     async def flags(self, *, pending_only: bool = True, user_id: str | None = None) -> list[Flag]:
@@ -450,9 +528,20 @@ class TeamService:
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
         async with self._ctx.store.reading() as tx:
             rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, self._threshold(), limit, offset)
-        return [BlindReview(candidate_id=r[0], user_id=r[1], knowledge_id=r[2], statement=r[3], kind=r[4],
-                            confidence=r[5], evidence=r[6], valid_at=from_us(r[7]), invalid_at=from_us(r[8]))
-                for r in rows]
+        return [
+            BlindReview(
+                candidate_id=r[0],
+                user_id=r[1],
+                knowledge_id=r[2],
+                statement=r[3],
+                kind=r[4],
+                confidence=r[5],
+                evidence=r[6],
+                valid_at=from_us(r[7]),
+                invalid_at=from_us(r[8]),
+            )
+            for r in rows
+        ]
 
     async def second_review_count(self, reviewer: str) -> int:
         async with self._ctx.store.reading() as tx:
@@ -464,10 +553,18 @@ class TeamService:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
             ctx = await tx.candidate_context(cand)
-        return BlindReview(candidate_id=cand.id, user_id=cand.user_id, knowledge_id=fact.id,
-                           statement=fact.statement, kind=cand.kind, confidence=cand.confidence,
-                           evidence=cand.evidence, valid_at=fact.valid_at, invalid_at=fact.invalid_at,
-                           messages=list(ctx.messages))
+        return BlindReview(
+            candidate_id=cand.id,
+            user_id=cand.user_id,
+            knowledge_id=fact.id,
+            statement=fact.statement,
+            kind=cand.kind,
+            confidence=cand.confidence,
+            evidence=cand.evidence,
+            valid_at=fact.valid_at,
+            invalid_at=fact.invalid_at,
+            messages=list(ctx.messages),
+        )
 
     async def _check_reviewable(self, tx: SqlTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
@@ -482,7 +579,12 @@ class TeamService:
         return await tx.get_knowledge(cand.user_id, cand.knowledge_id)
 
     async def second_review(
-        self, candidate_id: int, reviewer: str, *, approve: bool, reason: str | None = None,
+        self,
+        candidate_id: int,
+        reviewer: str,
+        *,
+        approve: bool,
+        reason: str | None = None,
         note: str | None = None,
     ) -> SecondReview:
         """Record the second reviewer's verdict. Rejecting overturns the approval: the fact is
@@ -496,16 +598,43 @@ class TeamService:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
             verdict = "agree" if approve else ("overturn" if fact.status == "active" else "disagree")
-            record = _second_review(await tx.insert_second_review(
-                (cand.id, fact.id, cand.user_id, cand.decided_by, cand.decision, reviewer, verdict, now_us, why, text),
-            ))
+            record = _second_review(
+                await tx.insert_second_review(
+                    (
+                        cand.id,
+                        fact.id,
+                        cand.user_id,
+                        cand.decided_by,
+                        cand.decision,
+                        reviewer,
+                        verdict,
+                        now_us,
+                        why,
+                        text,
+                    ),
+                )
+            )
             # On the fact's own history: the fact was checked (and undoing the first approval is
             # refused from now on, since a later row names the fact).
-            await tx.audit(at=now_us, actor=reviewer, action="second_review", user_id=cand.user_id,
-                              entity="knowledge", entity_id=fact.id, after=asdict(record), reason=why)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="second_review",
+                user_id=cand.user_id,
+                entity="knowledge",
+                entity_id=fact.id,
+                after=asdict(record),
+                reason=why,
+            )
             if verdict == "overturn":
                 await retract_in(
-                    tx, fact, reviewer, f"overturned on second review: {why}", True, now_us, candidate_id=cand.id,
+                    tx,
+                    fact,
+                    reviewer,
+                    f"overturned on second review: {why}",
+                    True,
+                    now_us,
+                    candidate_id=cand.id,
                 )
             return record
 
@@ -536,8 +665,16 @@ class TeamService:
                 await tx.delete_assignment(before.id)
             assignment_id = await tx.insert_assignment(user_id, reviewer, now_us, reviewer)
             after = await _get_assignment(tx, user_id)
-            await tx.audit(at=now_us, actor=reviewer, action="assign", user_id=user_id, entity="assignment",
-                              entity_id=assignment_id, before=before, after=after)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="assign",
+                user_id=user_id,
+                entity="assignment",
+                entity_id=assignment_id,
+                before=before,
+                after=after,
+            )
             return after  # type: ignore[return-value]
 
     async def release_user(self, user_id: str, reviewer: str) -> Assignment:
@@ -550,8 +687,15 @@ class TeamService:
             if before.reviewer != reviewer:
                 raise UserInputError(f"user {user_id}'s items are taken by {before.reviewer}, not {reviewer}")
             await tx.delete_assignment(before.id)
-            await tx.audit(at=now_us, actor=reviewer, action="unassign", user_id=user_id,
-                              entity="assignment", entity_id=before.id, before=before)
+            await tx.audit(
+                at=now_us,
+                actor=reviewer,
+                action="unassign",
+                user_id=user_id,
+                entity="assignment",
+                entity_id=before.id,
+                before=before,
+            )
             return before
 
     async def assignments(self, reviewer: str | None = None) -> list[Assignment]:
@@ -566,6 +710,16 @@ async def _get_assignment(tx: SqlTx, user_id: str) -> Assignment | None:
 
 
 __all__ = [
-    "Assignment", "BlindReview", "Comparison", "DailyFigures", "Flag", "Progress", "ReviewerFigures",
-    "SecondReview", "TeamFigures", "TeamService", "check_may_decide", "sampled",
+    "Assignment",
+    "BlindReview",
+    "Comparison",
+    "DailyFigures",
+    "Flag",
+    "Progress",
+    "ReviewerFigures",
+    "SecondReview",
+    "TeamFigures",
+    "TeamService",
+    "check_may_decide",
+    "sampled",
 ]

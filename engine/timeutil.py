@@ -35,9 +35,7 @@ def system_clock() -> datetime:
 
 def ensure_utc(value: datetime, what: str = "time") -> datetime:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        raise InvalidIntervalError(
-            f"{what} {value.isoformat()} has no timezone; pass a timezone-aware datetime (UTC)"
-        )
+        raise InvalidIntervalError(f"{what} {value.isoformat()} has no timezone; pass a timezone-aware datetime (UTC)")
     return value.astimezone(UTC)
 
 

@@ -45,8 +45,18 @@ DEFAULT_BATCH = 1000
 # possible (candidates and facts name each other; the stores defer those checks), and the audit
 # log last, so each id counter can be moved past every id the log names.
 COPY_ORDER: tuple[str, ...] = (
-    "meta", "episodes", "messages", "extraction_runs", "candidates", "knowledge", "tombstones",
-    "discarded", "flags", "second_reviews", "assignments", "audit_log",
+    "meta",
+    "episodes",
+    "messages",
+    "extraction_runs",
+    "candidates",
+    "knowledge",
+    "tombstones",
+    "discarded",
+    "flags",
+    "second_reviews",
+    "assignments",
+    "audit_log",
 )
 assert sorted(COPY_ORDER) == sorted(TABLES), "COPY_ORDER must name every logical table once"
 
@@ -85,7 +95,11 @@ class TransferReport:
 
 
 async def copy_store(
-    source: str, destination: str, *, batch: int = DEFAULT_BATCH, progress: Progress | None = None,
+    source: str,
+    destination: str,
+    *,
+    batch: int = DEFAULT_BATCH,
+    progress: Progress | None = None,
 ) -> TransferReport:
     """Copy every row of the store at `source` into the empty store at `destination` (a path or a
     postgresql:// URL each), then verify the copy; see the module docstring for the rules."""
@@ -119,7 +133,13 @@ async def copy_store(
 
 
 async def _copy(
-    src: Store, dst: Store, meta: dict[str, str], *, batch: int, progress: Progress | None, started: float,
+    src: Store,
+    dst: Store,
+    meta: dict[str, str],
+    *,
+    batch: int,
+    progress: Progress | None,
+    started: float,
 ) -> TransferReport:
     if src.target == dst.target:
         raise UserInputError(f"the source and the destination are the same store ({src.target})")
@@ -190,17 +210,21 @@ def _canonical(row: dict[str, Any]) -> bytes:
 
 async def _id_stats(store: Store, table: str) -> tuple[int, int, int]:
     async with store.reading() as tx:
-        cur = await tx.conn.execute(
-            f"SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0) FROM {table}"
-        )
+        cur = await tx.conn.execute(f"SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0) FROM {table}")
         row = await cur.fetchone()
     assert row is not None
     return int(row[0]), int(row[1]), int(row[2])
 
 
 async def _verify(
-    src: Store, dst: Store, expected: dict[str, int], copied: dict[str, tuple[int, int, int]],
-    digests: dict[str, str], *, batch: int, tick: Callable[[int], None] | None = None,
+    src: Store,
+    dst: Store,
+    expected: dict[str, int],
+    copied: dict[str, tuple[int, int, int]],
+    digests: dict[str, str],
+    *,
+    batch: int,
+    tick: Callable[[int], None] | None = None,
 ) -> list[TableCopy]:
     """Counts, id checksums and row digests on both sides; TransferError naming what differs.
     `tick(rows read back so far)` feeds the progress bar."""
@@ -242,7 +266,8 @@ async def _verify(
         tables.append(TableCopy(table, src_counts[table], n, dst_counts[table], max_id, id_sum))
     if problems:
         raise TransferError(
-            f"the copy in {dst.target} does not match {src.target}:\n  " + "\n  ".join(problems)
+            f"the copy in {dst.target} does not match {src.target}:\n  "
+            + "\n  ".join(problems)
             + f"\nDo not use {dst.target}: empty it (or delete the file) and run migrate again."
         )
     return tables

@@ -106,8 +106,13 @@ class ReviewApp(App[None]):
     ]
 
     def __init__(
-        self, db_path: str, reviewer: str, *, clock: Callable[[], datetime] | None = None,
-        keymap: Mapping[str, str] | None = None, config: MemoryConfig | None = None,
+        self,
+        db_path: str,
+        reviewer: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        keymap: Mapping[str, str] | None = None,
+        config: MemoryConfig | None = None,
         cursor_blink: bool | None = None,
     ) -> None:
         super().__init__()

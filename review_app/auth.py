@@ -71,8 +71,9 @@ def _b64(data: bytes) -> str:
 
 
 def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, dklen: int = _KEY_BYTES) -> bytes:
-    return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p,
-                          maxmem=256 * n * r * p + 1024 * 1024, dklen=dklen)
+    return hashlib.scrypt(
+        password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=256 * n * r * p + 1024 * 1024, dklen=dklen
+    )
 
 
 def hash_password(password: str) -> str:
@@ -103,8 +104,9 @@ def parse_hash(value: str) -> ParsedHash:
     except ValueError:
         raise ValueError("malformed numbers or base64 in the hash") from None
     if not (2 <= n <= _MAX_N and n & (n - 1) == 0 and 1 <= r <= _MAX_R and 1 <= p <= _MAX_P):
-        raise ValueError(f"scrypt parameters out of range (N a power of two up to {_MAX_N}, r <= {_MAX_R}, "
-                         f"p <= {_MAX_P})")
+        raise ValueError(
+            f"scrypt parameters out of range (N a power of two up to {_MAX_N}, r <= {_MAX_R}, p <= {_MAX_P})"
+        )
     if len(salt) < 8 or not 16 <= len(key) <= 64:
         raise ValueError("salt too short or key of the wrong size")
     return ParsedHash(n, r, p, salt, key)
@@ -145,7 +147,7 @@ def load_credentials(path: str | Path) -> dict[str, str]:
         if not NAME_PATTERN.fullmatch(name):
             raise CredentialsError(f"credentials file {file}: reviewer name {name!r} is not allowed")
         if not isinstance(entry, dict) or set(entry) != {"hash"} or not isinstance(entry["hash"], str):
-            raise CredentialsError(f"credentials file {file}: [reviewers.{name}] must hold exactly `hash = \"...\"`")
+            raise CredentialsError(f'credentials file {file}: [reviewers.{name}] must hold exactly `hash = "..."`')
         try:
             parse_hash(entry["hash"])
         except ValueError as exc:

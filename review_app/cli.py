@@ -115,8 +115,10 @@ def existing_db(db: str) -> str:
         raise BadInput(f"{db}: no such database (a database is created by `memdesk ingest DB FILE` or `memdesk demo`)")
     if _memdesk_version(db) == 0:
         if is_postgres_url(db):
-            raise BadInput(f"{masked(db)} holds no memdesk store (one is created by `memdesk ingest URL FILE` "
-                           "or `memdesk demo --db URL`)")
+            raise BadInput(
+                f"{masked(db)} holds no memdesk store (one is created by `memdesk ingest URL FILE` "
+                "or `memdesk demo --db URL`)"
+            )
         raise BadInput(f"{masked(db)} is not a memdesk database")
     return db
 
@@ -147,8 +149,9 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._bar is not None:
             self._bar.__exit__(exc_type, exc, tb)
             self._bar = None
@@ -246,12 +249,23 @@ def _remove_db(path: Path) -> None:
 
 
 @main.command()
-@click.option("--db", "db", default=DEFAULT_DEMO_DB, show_default=True, type=click.Path(dir_okay=False),
-              help="Where the demo database lives.")
+@click.option(
+    "--db",
+    "db",
+    default=DEFAULT_DEMO_DB,
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Where the demo database lives.",
+)
 @click.option("--fresh", is_flag=True, help="Delete the demo database and build it again.")
 @click.option("--no-open", is_flag=True, help="Only build the database; do not open the workstation.")
-@click.option("--reviewer", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
-              help="Your name in the audit log.")
+@click.option(
+    "--reviewer",
+    envvar="MEMDESK_REVIEWER",
+    default=_os_user,
+    show_default="$MEMDESK_REVIEWER or OS user",
+    help="Your name in the audit log.",
+)
 @click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file for the workstation.")
 def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None) -> None:
     """Build a demo database from the bundled conversations and open the workstation on it.
@@ -307,8 +321,10 @@ def _demo_in_postgres(url: str, fresh: bool) -> None:
 
     if _memdesk_version(url):
         if fresh:
-            raise BadInput(f"{masked(url)} already holds a memdesk store; --fresh deletes files only: drop and "
-                           "create the database (dropdb/createdb), then run demo again")
+            raise BadInput(
+                f"{masked(url)} already holds a memdesk store; --fresh deletes files only: drop and "
+                "create the database (dropdb/createdb), then run demo again"
+            )
         echo(f"Using the existing demo store in {masked(url)}.", err=True)
         return
     with Progress("Building the demo") as bar:
@@ -327,8 +343,13 @@ def _built(db: str, summary: dict[str, int]) -> None:
 
 @main.command()
 @click.argument("db", required=False, type=click.Path(dir_okay=False))
-@click.option("--reviewer", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
-              help="Your name in the audit log.")
+@click.option(
+    "--reviewer",
+    envvar="MEMDESK_REVIEWER",
+    default=_os_user,
+    show_default="$MEMDESK_REVIEWER or OS user",
+    help="Your name in the audit log.",
+)
 @click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file (binding id -> key).")
 def review(db: str | None, reviewer: str, keymap: str | None) -> None:
     """Open the review workstation on DB ($MEMDESK_DB, else ./memdesk.db)."""
@@ -343,21 +364,40 @@ DEFAULT_CREDENTIALS = "memdesk-reviewers.toml"
 
 def _credentials_option(command: Any) -> Any:
     return click.option(
-        "--config", "config", envvar="MEMDESK_REVIEWERS", default=DEFAULT_CREDENTIALS, show_default=True,
-        type=click.Path(dir_okay=False), help="The reviewer credentials file ($MEMDESK_REVIEWERS).",
+        "--config",
+        "config",
+        envvar="MEMDESK_REVIEWERS",
+        default=DEFAULT_CREDENTIALS,
+        show_default=True,
+        type=click.Path(dir_okay=False),
+        help="The reviewer credentials file ($MEMDESK_REVIEWERS).",
     )(command)
 
 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @_credentials_option
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on. Anything but loopback belongs behind a TLS reverse proxy.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
-              help="Port to listen on (0: any free port; the URL printed says which).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but loopback belongs behind a TLS reverse proxy.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0: any free port; the URL printed says which).",
+)
 @click.option("--keymap", type=click.Path(exists=True, dir_okay=False), help="A keymap file for every workstation.")
-@click.option("--session-hours", type=click.FloatRange(min=0.01, max=24 * 30), default=12.0, show_default=True,
-              help="How long a login lasts.")
+@click.option(
+    "--session-hours",
+    type=click.FloatRange(min=0.01, max=24 * 30),
+    default=12.0,
+    show_default=True,
+    help="How long a login lasts.",
+)
 def serve(db: str, config: str, host: str, port: int, keymap: str | None, session_hours: float) -> None:
     """Serve the review workstation on DB to browsers, one login per reviewer.
 
@@ -480,8 +520,14 @@ def reviewer_list(config: str) -> None:
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "longmemeval"]), default="auto",
-              show_default=True, help="Input format; auto looks at the extension and the first character.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "jsonl", "longmemeval"]),
+    default="auto",
+    show_default=True,
+    help="Input format; auto looks at the extension and the first character.",
+)
 @click.option("--user", help="Put every exchange under this user (LongMemEval: instead of one user per question).")
 @click.option("--skip-bad", is_flag=True, help="Ingest the valid lines and list the bad ones, instead of stopping.")
 def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> None:
@@ -574,15 +620,33 @@ REPORT_FIELDS = (
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--user", help="Only this user's unprocessed messages.")
-@click.option("--extractor", "extractor_name", type=click.Choice(["offline", "openai"]), default="offline",
-              show_default=True, help="offline: deterministic, no network. openai: any OpenAI-compatible endpoint.")
+@click.option(
+    "--extractor",
+    "extractor_name",
+    type=click.Choice(["offline", "openai"]),
+    default="offline",
+    show_default=True,
+    help="offline: deterministic, no network. openai: any OpenAI-compatible endpoint.",
+)
 @click.option("--model", help="Model name for --extractor openai (else $MEMDESK_MODEL).")
 @click.option("--base-url", help="Endpoint for --extractor openai (else $MEMDESK_BASE_URL; default OpenAI).")
-@click.option("--concurrency", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Users processed at once, so a model's latency overlaps (one user's episodes stay in order).")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Users processed at once, so a model's latency overlaps (one user's episodes stay in order).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def process(db: str, user: str | None, extractor_name: str, model: str | None, base_url: str | None,
-            concurrency: int, as_json: bool) -> None:
+def process(
+    db: str,
+    user: str | None,
+    extractor_name: str,
+    model: str | None,
+    base_url: str | None,
+    concurrency: int,
+    as_json: bool,
+) -> None:
     """Extract pending candidates from unprocessed messages and print the per-gate counts.
 
     The API key of --extractor openai comes from $OPENAI_API_KEY (never argv); a local
@@ -612,7 +676,8 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
         echo(
             f"{report.leased_elsewhere} episode(s) are leased by another worker until "
             f"{report.leased_until.isoformat(timespec='seconds')}; if that worker is gone, run process again after "
-            "that time", err=True,
+            "that time",
+            err=True,
         )
     for error in report.errors:
         echo(f"error: {error}", err=True)
@@ -622,12 +687,28 @@ def process(db: str, user: str | None, extractor_name: str, model: str | None, b
 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
-@click.option("--embedder", "embedder_name", type=click.Choice(["wordllama", "hashing"]), default=None,
-              show_default="$MEMDESK_EMBEDDER or wordllama", help="The embedder to move the store to.")
-@click.option("--batch-size", type=click.IntRange(1, 100_000), default=256, show_default=True,
-              help="Facts embedded and written per transaction (each one a resume point).")
-@click.option("--actor", envvar="MEMDESK_REVIEWER", default=_os_user, show_default="$MEMDESK_REVIEWER or OS user",
-              help="Who runs the move (recorded in the audit log).")
+@click.option(
+    "--embedder",
+    "embedder_name",
+    type=click.Choice(["wordllama", "hashing"]),
+    default=None,
+    show_default="$MEMDESK_EMBEDDER or wordllama",
+    help="The embedder to move the store to.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=256,
+    show_default=True,
+    help="Facts embedded and written per transaction (each one a resume point).",
+)
+@click.option(
+    "--actor",
+    envvar="MEMDESK_REVIEWER",
+    default=_os_user,
+    show_default="$MEMDESK_REVIEWER or OS user",
+    help="Who runs the move (recorded in the audit log).",
+)
 def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> None:
     """Re-embed every fact of DB (all statuses) with another embedder, so DB opens with it.
 
@@ -652,7 +733,8 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
             report = _run(move(db, target, actor=actor.strip(), batch_size=batch_size, progress=bar))
     except KeyboardInterrupt:
         raise Failure(
-            f"interrupted; {masked(db)} still works with its old embedder; run the same command to resume") from None
+            f"interrupted; {masked(db)} still works with its old embedder; run the same command to resume"
+        ) from None
     if report.audit_id is None:
         echo(f"{masked(db)} already uses {report.target} ({report.dimensions} dimensions); nothing to do.")
         return
@@ -666,8 +748,13 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 @main.command()
 @click.argument("src")
 @click.argument("dst")
-@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Rows read and written per batch.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="Rows read and written per batch.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the per-table counts as JSON.")
 def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     """Copy the whole store SRC into the empty store DST (each a file path or a postgresql:// URL).
@@ -694,8 +781,17 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
             raise Failure(f"interrupted{partial}") from None
         raise
     if as_json:
-        echo(_json({"source": report.source, "destination": report.destination, "seconds": report.seconds,
-                    "settled": report.settled, "tables": [asdict(t) for t in report.tables]}))
+        echo(
+            _json(
+                {
+                    "source": report.source,
+                    "destination": report.destination,
+                    "seconds": report.seconds,
+                    "settled": report.settled,
+                    "tables": [asdict(t) for t in report.tables],
+                }
+            )
+        )
         return
     echo(f"Copied {report.source} -> {report.destination} in {report.seconds} s:")
     echo(f"  {'table':<16}{'source':>10}{'copied':>10}{'destination':>13}")
@@ -703,8 +799,10 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
         echo(f"  {t.table:<16}{t.source_rows:>10}{t.copied:>10}{t.destination_rows:>13}")
     echo(f"Verified: {report.rows} rows; counts, ids and every row's contents match on both sides.")
     if not report.settled:
-        echo(f"Not analysed: this role does not own {report.destination}'s tables; run VACUUM ANALYZE as"
-             " the owner (or let autovacuum do it) before timing queries on the copy.")
+        echo(
+            f"Not analysed: this role does not own {report.destination}'s tables; run VACUUM ANALYZE as"
+            " the owner (or let autovacuum do it) before timing queries on the copy."
+        )
 
 
 def _new_file(target: str) -> Path | None:
@@ -738,8 +836,16 @@ def _new_file(target: str) -> Path | None:
 @click.option("--known-at", help="What the store believed at this date (ISO 8601).")
 @click.option("--include-expired", is_flag=True, help="Also superseded and retracted facts.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | None, known_at: str | None,
-           include_expired: bool, as_json: bool) -> None:
+def search(
+    db: str,
+    query: tuple[str, ...],
+    user: str,
+    top_k: int,
+    as_of: str | None,
+    known_at: str | None,
+    include_expired: bool,
+    as_json: bool,
+) -> None:
     """Retrieve USER's approved facts for QUERY, as the prompt block an agent would get.
 
     A user the store knows but who has no matching approved fact gets the empty answer (exit 0).
@@ -758,8 +864,9 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
         async with Memory(db) as mem:
             if user not in await mem.users():
                 raise _no_user(user, db)
-            return await mem.retrieve(text, user_id=user, top_k=top_k, at_time=at_time, known_at=known,
-                                      include_expired=include_expired)
+            return await mem.retrieve(
+                text, user_id=user, top_k=top_k, at_time=at_time, known_at=known, include_expired=include_expired
+            )
 
     result = _run(go())
     if not as_json:
@@ -767,21 +874,39 @@ def search(db: str, query: tuple[str, ...], user: str, top_k: int, as_of: str | 
         return
     from engine.models import to_jsonable
 
-    echo(_json({
-        "query": result.query, "user_id": result.user_id, "at_time": to_jsonable(result.at_time),
-        "known_at": to_jsonable(result.known_at), "include_expired": result.include_expired,
-        "items": [
-            {**to_jsonable(i.knowledge), "score": i.score, "vector_rank": i.vector_rank, "text_rank": i.text_rank}
-            for i in result.items
-        ],
-    }))
+    echo(
+        _json(
+            {
+                "query": result.query,
+                "user_id": result.user_id,
+                "at_time": to_jsonable(result.at_time),
+                "known_at": to_jsonable(result.known_at),
+                "include_expired": result.include_expired,
+                "items": [
+                    {
+                        **to_jsonable(i.knowledge),
+                        "score": i.score,
+                        "vector_rank": i.vector_rank,
+                        "text_rank": i.text_rank,
+                    }
+                    for i in result.items
+                ],
+            }
+        )
+    )
 
 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--user", help="Only this user's figures.")
-@click.option("--discarded", "discarded_limit", type=click.IntRange(0, 100_000), default=20, show_default=True,
-              help="List this many of the statements the gates dropped most recently.")
+@click.option(
+    "--discarded",
+    "discarded_limit",
+    type=click.IntRange(0, 100_000),
+    default=20,
+    show_default=True,
+    help="List this many of the statements the gates dropped most recently.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> None:
     """Extraction rate, discards by gate (and the dropped statements), review outcomes and queue size.
@@ -844,8 +969,9 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
     """
     existing_db(db)
     if not yes:
-        click.confirm(f"Erase every trace of user {user!r} from {masked(db)}? This cannot be undone.", abort=True,
-                      err=True)
+        click.confirm(
+            f"Erase every trace of user {user!r} from {masked(db)}? This cannot be undone.", abort=True, err=True
+        )
 
     async def go() -> Any:
         from engine import Memory

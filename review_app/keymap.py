@@ -46,4 +46,4 @@ def load_keymap(path: str | Path) -> dict[str, str]:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise KeymapError(f"keymap file {file}: {where}: {first['msg']} (expected [keymap] id = \"key\")") from None
+        raise KeymapError(f'keymap file {file}: {where}: {first["msg"]} (expected [keymap] id = "key")') from None

@@ -137,8 +137,9 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
         with Vertical(classes="modal-box", id="reason-box"):
             yield Static(literal(self.title_text), classes="modal-title")
             if self.presets:
-                yield OptionList(*[Option(literal(p), id=f"preset-{i}") for i, p in enumerate(self.presets)],
-                                 id="reason-presets")
+                yield OptionList(
+                    *[Option(literal(p), id=f"preset-{i}") for i, p in enumerate(self.presets)], id="reason-presets"
+                )
             yield Input(placeholder="or type a reason, then Enter", id="reason-input")
             yield Static("", id="reason-error", classes="inline-error")
             if self.note:
@@ -241,8 +242,7 @@ class StatementForm(ModalScreen[_R]):
     def _value(self, field: str) -> str:
         return self.query_one(f"#{self.PREFIX}-{field}", Input).value
 
-    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
-                    reason: str) -> _R:
+    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None, reason: str) -> _R:
         raise NotImplementedError
 
     def validate_fields(self) -> _R | None:
@@ -317,8 +317,12 @@ class EditModal(StatementForm["EditResult | None"]):
     ]
 
     def __init__(
-        self, statement: str, valid_at: datetime | None = None, invalid_at: datetime | None = None,
-        *, title: str = "Edit, then approve",
+        self,
+        statement: str,
+        valid_at: datetime | None = None,
+        invalid_at: datetime | None = None,
+        *,
+        title: str = "Edit, then approve",
     ) -> None:
         super().__init__()
         self.statement = statement
@@ -342,8 +346,9 @@ class EditModal(StatementForm["EditResult | None"]):
                 yield Button("Save and approve", id="edit-ok", variant="primary")
                 yield Button("Cancel", id="edit-cancel")
 
-    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
-                    reason: str) -> EditResult:
+    def make_result(
+        self, statement: str, valid_at: datetime | None, invalid_at: datetime | None, reason: str
+    ) -> EditResult:
         return EditResult(statement, valid_at, invalid_at)
 
 
@@ -372,8 +377,11 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
             yield Static(literal(self.title_text), classes="modal-title")
             values = Text.assemble(("now  ", "dim"), literal(self.old), ("\nnew  ", "dim"), literal(self.new, "bold"))
             yield Static(values, id="choice-values")
-            yield Static("Press s to supersede the old value (it stops being believed, its valid time closes "
-                         "where the new one starts), or k to keep both as true at once.", classes="modal-note")
+            yield Static(
+                "Press s to supersede the old value (it stops being believed, its valid time closes "
+                "where the new one starts), or k to keep both as true at once.",
+                classes="modal-note",
+            )
             with Horizontal(classes="modal-buttons"):
                 yield Button("Supersede (s)", id="choice-supersede", variant="primary")
                 yield Button("Keep both (k)", id="choice-keep")
@@ -405,8 +413,9 @@ class PickFactModal(ModalScreen["PickResult | None"]):
         Binding("ctrl+s", "submit", "Confirm", id="pick.submit"),
     ]
 
-    def __init__(self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False,
-                 note: str | None = None) -> None:
+    def __init__(
+        self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False, note: str | None = None
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.facts = list(facts)
@@ -416,8 +425,13 @@ class PickFactModal(ModalScreen["PickResult | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="pick-box"):
             yield Static(literal(self.title_text), classes="modal-title")
-            yield OptionList(*[Option(Text.assemble((f"#{fid} ", "bold"), literal(text)), id=f"fact-{fid}")
-                               for fid, text in self.facts], id="pick-facts")
+            yield OptionList(
+                *[
+                    Option(Text.assemble((f"#{fid} ", "bold"), literal(text)), id=f"fact-{fid}")
+                    for fid, text in self.facts
+                ],
+                id="pick-facts",
+            )
             if self.ask_reason:
                 yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
             yield Static("", id="pick-error", classes="inline-error")
@@ -467,6 +481,16 @@ class PickFactModal(ModalScreen["PickResult | None"]):
 
 
 __all__ = [
-    "ConfirmModal", "EditModal", "EditResult", "ErrorModal", "PickFactModal", "PickResult", "ReasonModal",
-    "ReasonResult", "ReplaceChoiceModal", "StateCheckbox", "StatementForm", "format_day_or_time",
+    "ConfirmModal",
+    "EditModal",
+    "EditResult",
+    "ErrorModal",
+    "PickFactModal",
+    "PickResult",
+    "ReasonModal",
+    "ReasonResult",
+    "ReplaceChoiceModal",
+    "StateCheckbox",
+    "StatementForm",
+    "format_day_or_time",
 ]

@@ -131,7 +131,7 @@ def _redirect(location: str) -> web.Response:
 def _origin_refused(request: web.Request) -> web.HTTPForbidden:
     return web.HTTPForbidden(
         text=f"refused: Origin {request.headers.get('Origin')!r} is not this server ({request.host!r}). "
-             "Behind a reverse proxy, pass the Host header through."
+        "Behind a reverse proxy, pass the Host header through."
     )
 
 
@@ -230,8 +230,13 @@ class WorkstationProcess:
 
     PRELUDE_LINES = 20
 
-    def __init__(self, argv: list[str], send: Callable[[bytes], Awaitable[None]],
-                 closed: Callable[[], Awaitable[Any]], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        send: Callable[[bytes], Awaitable[None]],
+        closed: Callable[[], Awaitable[Any]],
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.argv = argv
         self.env = env or {}
         self._send = send
@@ -241,11 +246,18 @@ class WorkstationProcess:
 
     async def start(self, width: int, height: int) -> None:
         env = {k: v for k, v in os.environ.items() if k != "MEMDESK_REVIEWER"}
-        env.update(TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver", TEXTUAL_FPS="60",
-                   TEXTUAL_COLOR_SYSTEM="truecolor", TERM_PROGRAM="textual", COLUMNS=str(width), ROWS=str(height))
+        env.update(
+            TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver",
+            TEXTUAL_FPS="60",
+            TEXTUAL_COLOR_SYSTEM="truecolor",
+            TERM_PROGRAM="textual",
+            COLUMNS=str(width),
+            ROWS=str(height),
+        )
         env.update(self.env)
         self._process = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env)
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
+        )
         self._reader = asyncio.create_task(self._read())
 
     async def _write(self, kind: bytes, payload: bytes) -> None:
@@ -359,8 +371,7 @@ class WorkstationServer:
         return session
 
     def _still_valid(self, session: Session) -> bool:
-        return (session.expires > self.clock()
-                and self.credentials.current().get(session.reviewer) == session.credential)
+        return session.expires > self.clock() and self.credentials.current().get(session.reviewer) == session.credential
 
     def _new_session(self, reviewer: str, credential: str) -> Session:
         now = self.clock()
@@ -384,24 +395,27 @@ class WorkstationServer:
 
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard], client_max_size=16 * 1024)
-        app.add_routes([
-            web.get("/login", self._login_form),
-            web.post("/login", self._login),
-            web.post("/logout", self._logout),
-            web.get("/", self._page),
-            web.get("/ws", self._websocket),
-            web.get("/memdesk.js", self._asset(_JS, "text/javascript")),
-            web.get("/memdesk.css", self._asset(_CSS, "text/css")),
-            web.static("/static", STATIC_DIR, show_index=False, follow_symlinks=False),
-        ])
+        app.add_routes(
+            [
+                web.get("/login", self._login_form),
+                web.post("/login", self._login),
+                web.post("/logout", self._logout),
+                web.get("/", self._page),
+                web.get("/ws", self._websocket),
+                web.get("/memdesk.js", self._asset(_JS, "text/javascript")),
+                web.get("/memdesk.css", self._asset(_CSS, "text/css")),
+                web.static("/static", STATIC_DIR, show_index=False, follow_symlinks=False),
+            ]
+        )
         app.on_response_prepare.append(self._headers)
         app.on_startup.append(self._start_sweeper)
         app.on_shutdown.append(self._shutdown)
         return app
 
     @web.middleware
-    async def _guard(self, request: web.Request,
-                     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    async def _guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         """Every route but the login form needs a valid session; the page redirects to the form,
         everything else (websocket, static files, unknown paths) answers 401."""
         if request.path != "/login":
@@ -470,8 +484,15 @@ class WorkstationServer:
         log.info("%s logged in from %s", name, request.remote)
         response = _redirect("/")
         secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
-        response.set_cookie(COOKIE, session.token, httponly=True, samesite="Strict", secure=secure, path="/",
-                            max_age=int(self.session_seconds))
+        response.set_cookie(
+            COOKIE,
+            session.token,
+            httponly=True,
+            samesite="Strict",
+            secure=secure,
+            path="/",
+            max_age=int(self.session_seconds),
+        )
         return response
 
     async def _logout(self, request: web.Request) -> web.StreamResponse:
@@ -487,8 +508,7 @@ class WorkstationServer:
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
         session = request[SESSION]
-        body = _WORKSTATION_PAGE.format(reviewer=html.escape(session.reviewer),
-                                        db=html.escape(self.shown_db))
+        body = _WORKSTATION_PAGE.format(reviewer=html.escape(session.reviewer), db=html.escape(self.shown_db))
         return web.Response(text=body, content_type="text/html")
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
@@ -504,11 +524,12 @@ class WorkstationServer:
         app: WorkstationProcess | None = None
         try:
             await ws.prepare(request)
-            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close,
-                                     env=self.app_env())
+            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close, env=self.app_env())
             self._apps.add(app)
-            await app.start(_clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80),
-                            _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24))
+            await app.start(
+                _clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80),
+                _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24),
+            )
             log.info("workstation started for %s", session.reviewer)
             await self._relay(ws, app)
         finally:
@@ -535,8 +556,11 @@ class WorkstationServer:
             if kind == "stdin" and isinstance(data, str):
                 await app.keys(data)
             elif kind == "resize" and isinstance(data, dict):
-                await app.meta(type="resize", width=_clamp(data.get("width"), MIN_COLS, MAX_COLS, 80),
-                               height=_clamp(data.get("height"), MIN_ROWS, MAX_ROWS, 24))
+                await app.meta(
+                    type="resize",
+                    width=_clamp(data.get("width"), MIN_COLS, MAX_COLS, 80),
+                    height=_clamp(data.get("height"), MIN_ROWS, MAX_ROWS, 24),
+                )
             elif kind == "ping":
                 await ws.send_json(["pong", str(data)[:32]])
             elif kind in ("blur", "focus"):

@@ -65,8 +65,11 @@ async def stage(db: str) -> int:
     async with Memory(db) as mem:
         users = await mem.users()
         first = users[0]
-        updates = [c for c in await mem.review.pending(user_id=first, limit=200)
-                   if c.kind in ("update", "contradiction") and c.supersedes_id is not None]
+        updates = [
+            c
+            for c in await mem.review.pending(user_id=first, limit=200)
+            if c.kind in ("update", "contradiction") and c.supersedes_id is not None
+        ]
         target: int | None = None
         if updates:
             target = (await mem.review.confirm_supersession(updates[0].id, reviewer=CURATOR)).id

@@ -29,6 +29,7 @@ def new_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     """`new_target(name)`: a fresh, empty store target on this test's backend (a file under
     tmp_path, or a new PostgreSQL database dropped when the test ends), for tests needing several."""
     with ExitStack() as stack:
+
         def make(name: str) -> str:
             if backend == "sqlite":
                 return str(tmp_path / f"{name}.db")

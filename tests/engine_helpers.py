@@ -68,7 +68,9 @@ class Clock:
 
 @asynccontextmanager
 async def open_memory(
-    path: Path | str, clock: Clock | None = None, embedder: Embedder | None = None,
+    path: Path | str,
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
     config: MemoryConfig | None = None,
 ) -> AsyncIterator[Memory]:
     async with Memory(path, embedder=embedder, clock=clock or Clock(), config=config) as mem:
@@ -79,7 +81,7 @@ async def open_memory(
 async def sql(mem: Memory, *, write: bool = False) -> AsyncIterator[Any]:
     """The raw connection of a read (or, with `write`, a write transaction) of `mem`'s store, for
     tests that check rows directly; `?` placeholders work on both backends."""
-    async with (mem.store.transaction() if write else mem.store.reading()) as tx:
+    async with mem.store.transaction() if write else mem.store.reading() as tx:
         yield tx.conn
 
 
@@ -110,26 +112,30 @@ async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
     query = (
         "SELECT knowledge_id, user_id, status, valid_from, valid_to, created, expired FROM knowledge_vec"
         " WHERE knowledge_id = ?"
-        if mem.store.backend == "sqlite" else
-        "SELECT id, user_id, status, valid_at, invalid_at, created_at, expired_at FROM knowledge"
+        if mem.store.backend == "sqlite"
+        else "SELECT id, user_id, status, valid_at, invalid_at, created_at, expired_at FROM knowledge"
         " WHERE id = ? AND embedding IS NOT NULL"
     )
     async with sql(mem) as conn:
-        found = await (await conn.execute(
-            query,
-            (knowledge_id,),
-        )).fetchone()
+        found = await (
+            await conn.execute(
+                query,
+                (knowledge_id,),
+            )
+        ).fetchone()
     return tuple(found) if found is not None else None
 
 
 async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
     """(id, actor, action, user_id, entity, entity_id, before, after, reason) written after `after_id`."""
     async with sql(mem) as conn:
-        rows = await (await conn.execute(
-            "SELECT id, actor, action, user_id, entity, entity_id, before, after, reason FROM audit_log"
-            " WHERE id > ? ORDER BY id",
-            (after_id,),
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                "SELECT id, actor, action, user_id, entity, entity_id, before, after, reason FROM audit_log"
+                " WHERE id > ? ORDER BY id",
+                (after_id,),
+            )
+        ).fetchall()
     return [tuple(r) for r in rows]
 
 

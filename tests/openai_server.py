@@ -63,9 +63,7 @@ def chat_reply(content: Json | str, *, model: str = "test", status: int = 200, d
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": model,
-        "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-        ],
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
     return Reply(status, body, delay)
@@ -76,13 +74,15 @@ def embedding_reply(vectors: list[list[float]], *, model: str = "test-embed", or
     API gives an `index` per item and does not promise order)."""
     indices = order if order is not None else list(range(len(vectors)))
     data = [{"object": "embedding", "index": i, "embedding": vectors[i]} for i in indices]
-    return Reply(200, {"object": "list", "data": data, "model": model,
-                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    return Reply(
+        200, {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+    )
 
 
 def models_reply(*ids: str) -> Reply:
-    return Reply(200, {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "test"}
-                                                  for i in ids]})
+    return Reply(
+        200, {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "test"} for i in ids]}
+    )
 
 
 class ScriptedOpenAIServer:

@@ -38,10 +38,13 @@ async def test_every_mutation_writes_its_audit_rows(mem: Memory, clock: Clock) -
         return shape(await audit_rows_since(mem, mark))
 
     assert await step(mem.add_knowledge("ana", "Ana lives in Lisbon", actor="sup", reason="form")) == [
-        ("sup", "inject", "ana", "knowledge", 1, False, True, "form")]
-    assert await step(mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=1,
-                                          actor="agent", reason="she said so")) == [
-        ("agent", "queue", "ana", "candidate", 1, False, True, "she said so")]
+        ("sup", "inject", "ana", "knowledge", 1, False, True, "form")
+    ]
+    assert await step(
+        mem.queue_candidate(
+            "ana", "Ana lives in Porto", kind="update", supersedes_id=1, actor="agent", reason="she said so"
+        )
+    ) == [("agent", "queue", "ana", "candidate", 1, False, True, "she said so")]
     assert await step(mem.review.confirm_supersession(1, reviewer="rev", reason="moved")) == [
         ("rev", "create", "ana", "knowledge", 2, False, True, "moved"),
         ("rev", "supersede", "ana", "knowledge", 1, True, True, "moved"),
@@ -63,7 +66,8 @@ async def test_every_mutation_writes_its_audit_rows(mem: Memory, clock: Clock) -
         ("rev", "reject", "ana", "candidate", 3, True, True, "brother"),
     ]
     assert await step(mem.lift_tombstone("ana", 1, actor="cur", reason="confirmed")) == [
-        ("cur", "lift", "ana", "tombstone", 1, True, True, "confirmed")]
+        ("cur", "lift", "ana", "tombstone", 1, True, True, "confirmed")
+    ]
     assert await step(mem.correct("ana", 3, "Ana has three cats", actor="sup", reason="count")) == [
         ("sup", "create", "ana", "knowledge", 4, False, True, "count"),
         ("sup", "correct", "ana", "knowledge", 3, True, True, "count"),

@@ -29,13 +29,19 @@ T1 = datetime(2025, 1, 10, 9, 0, tzinfo=UTC)  # ana's Lisbon fact is recorded
 T2 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)  # ana's Lisbon fact is corrected to Porto
 
 
-def memdesk(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
-            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def memdesk(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     return subprocess.run(
-        [str(MEMDESK), *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd,
+        [str(MEMDESK), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
         env={**base, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})},
-        input=stdin if stdin is not None else "", check=False,
+        input=stdin if stdin is not None else "",
+        check=False,
     )
 
 
@@ -61,9 +67,9 @@ def counts(db: Path) -> dict[str, int]:
 def exchanges_of(db: Path) -> dict[str, int]:
     async def go() -> dict[str, int]:
         async with Memory(db) as mem, sql(mem) as conn:
-            rows = await (await conn.execute(
-                "SELECT user_id, count(*) FROM messages WHERE role = 'user' GROUP BY user_id"
-            )).fetchall()
+            rows = await (
+                await conn.execute("SELECT user_id, count(*) FROM messages WHERE role = 'user' GROUP BY user_id")
+            ).fetchall()
             return {r[0]: int(r[1]) for r in rows}
 
     return asyncio.run(go())
@@ -87,11 +93,15 @@ def facts_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     async def build() -> None:
         async with Memory(db, clock=lambda: clock["now"]) as mem:
             lisbon = await mem.add_knowledge(
-                "ana", "Ana lives in Lisbon", actor="seed", valid_at=datetime(2020, 1, 1, tzinfo=UTC),
+                "ana",
+                "Ana lives in Lisbon",
+                actor="seed",
+                valid_at=datetime(2020, 1, 1, tzinfo=UTC),
                 invalid_at=datetime(2025, 3, 1, tzinfo=UTC),
             )
-            await mem.add_knowledge("ana", "Ana lives in Porto", actor="seed",
-                                    valid_at=datetime(2025, 3, 1, tzinfo=UTC))
+            await mem.add_knowledge(
+                "ana", "Ana lives in Porto", actor="seed", valid_at=datetime(2025, 3, 1, tzinfo=UTC)
+            )
             wrong = await mem.add_knowledge("ana", "Ana plays the tuba", actor="seed")
             await mem.add_knowledge("bob", "Bob works as a baker in Lisbon", actor="seed")
             clock["now"] = T2
@@ -120,8 +130,11 @@ def test_help_on_every_command_exits_0() -> None:
 def test_a_missing_database_is_exit_2_and_creates_nothing(tmp_path: Path, command: str) -> None:
     missing = tmp_path / "typo.db"
     args: list[str | Path] = {
-        "search": [missing, "--user", "ana", "lisbon"], "stats": [missing], "export": [missing, "--user", "ana"],
-        "process": [missing], "review": [missing, "--reviewer", "ana"],
+        "search": [missing, "--user", "ana", "lisbon"],
+        "stats": [missing],
+        "export": [missing, "--user", "ana"],
+        "process": [missing],
+        "review": [missing, "--reviewer", "ana"],
         "erase": [missing, "--user", "a", "--actor", "x"],
     }[command]
     done = memdesk(command, *args, cwd=tmp_path)
@@ -162,9 +175,14 @@ def test_ingest_jsonl_then_process_prints_every_gate(tmp_path: Path) -> None:
     assert processed.returncode == 0, processed.stderr
     lines = dict(line.rsplit("  ", 1) for line in processed.stdout.strip().splitlines())
     values = {label.strip(): int(n) for label, n in lines.items()}
-    for label in ("claims found by the extractor", "discarded: the prediction already held it",
-                  "discarded: confidence below threshold", "discarded: matches a tombstone",
-                  "discarded: duplicate of a fact or pending candidate", "queued for review"):
+    for label in (
+        "claims found by the extractor",
+        "discarded: the prediction already held it",
+        "discarded: confidence below threshold",
+        "discarded: matches a tombstone",
+        "discarded: duplicate of a fact or pending candidate",
+        "queued for review",
+    ):
         assert label in values
     queued = values["queued for review"]
     assert queued > 0 and queued == counts(db)["candidates"]
@@ -212,16 +230,24 @@ def test_a_date_in_the_wrong_format_is_exit_2(tmp_path: Path) -> None:
 def test_ingest_longmemeval_sessions_with_their_dates(tmp_path: Path) -> None:
     questions = [
         {
-            "question_id": "q1", "question": "Where do I live?", "answer": "Porto",
+            "question_id": "q1",
+            "question": "Where do I live?",
+            "answer": "Porto",
             "haystack_sessions": [
                 [{"role": "user", "content": "I live in Lisbon."}, {"role": "assistant", "content": "Nice."}],
-                [{"role": "assistant", "content": "Welcome back."}, {"role": "user", "content": "I moved to Porto."},
-                 {"role": "assistant", "content": "Congrats!"}, {"role": "user", "content": "Thanks."}],
+                [
+                    {"role": "assistant", "content": "Welcome back."},
+                    {"role": "user", "content": "I moved to Porto."},
+                    {"role": "assistant", "content": "Congrats!"},
+                    {"role": "user", "content": "Thanks."},
+                ],
             ],
             "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/06/02 (Fri) 18:05"],
         },
         {
-            "question_id": "q2", "question": "What pet?", "answer": "a cat",
+            "question_id": "q2",
+            "question": "What pet?",
+            "answer": "a cat",
             "haystack_sessions": [[{"role": "user", "content": "I have a cat."}]],
             "haystack_dates": ["2023/07/01 (Sat) 10:00"],
         },
@@ -237,9 +263,9 @@ def test_ingest_longmemeval_sessions_with_their_dates(tmp_path: Path) -> None:
 
     async def q1_times() -> list[datetime]:
         async with Memory(db) as mem, sql(mem) as conn:
-            rows = await (await conn.execute(
-                "SELECT DISTINCT at FROM messages WHERE user_id = 'q1' ORDER BY at"
-            )).fetchall()
+            rows = await (
+                await conn.execute("SELECT DISTINCT at FROM messages WHERE user_id = 'q1' ORDER BY at")
+            ).fetchall()
         from engine.timeutil import from_us
 
         return [from_us(r[0]) for r in rows]  # type: ignore[misc]
@@ -306,8 +332,10 @@ def test_export_holds_intervals_statuses_and_history(facts_db: Path, tmp_path: P
     assert data["user_id"] == "ana"
     by_statement = {f["statement"]: f for f in data["facts"]}
     assert {s: f["status"] for s, f in by_statement.items()} == {
-        "Ana lives in Lisbon": "superseded", "Ana lived in central Lisbon": "active",
-        "Ana lives in Porto": "active", "Ana plays the tuba": "retracted",
+        "Ana lives in Lisbon": "superseded",
+        "Ana lived in central Lisbon": "active",
+        "Ana lives in Porto": "active",
+        "Ana plays the tuba": "retracted",
     }
     old = by_statement["Ana lives in Lisbon"]
     assert old["valid_at"].startswith("2020-01-01") and old["invalid_at"].startswith("2025-03-01")
@@ -392,7 +420,12 @@ def test_demo_no_open_does_not_import_the_workstation(tmp_path: Path) -> None:
         "try:\n    c.main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "assert 'review_app.app' not in sys.modules and 'textual.app' not in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "d.db")], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=Path(__file__).parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "d.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parent.parent,
+    )
     assert done.returncode == 0, done.stderr
-

@@ -68,8 +68,24 @@ def _command_lines(url: str, tmp: Path) -> dict[str, list[str | Path]]:
     }
 
 
-@pytest.mark.parametrize("command", ["stats", "search", "export", "erase", "process", "reembed", "ingest", "review",
-                                     "demo", "mcp", "serve", "migrate", "migrate-to"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "stats",
+        "search",
+        "export",
+        "erase",
+        "process",
+        "reembed",
+        "ingest",
+        "review",
+        "demo",
+        "mcp",
+        "serve",
+        "migrate",
+        "migrate-to",
+    ],
+)
 def test_an_unreachable_server_is_one_line_and_exit_2_without_the_password(command: str, tmp_path: Path) -> None:
     url = f"postgresql://memdesk:{SECRET}@127.0.0.1:{_closed_port()}/memdesk"
     done = memdesk(*_command_lines(url, tmp_path)[command], cwd=tmp_path)
@@ -89,13 +105,16 @@ def test_the_same_command_on_a_path_is_still_exit_2_for_a_missing_file(tmp_path:
     assert not (tmp_path / "typo.db").exists()
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    ("postgresql://u:secret@h:5432/db", "postgresql://u:***@h:5432/db"),
-    ("postgres://u:p@ss/w@rd@h/db", "postgres://u:***@h/db"),  # a password with unescaped @ and /
-    ("postgresql://u@h/db?password=secret&sslmode=require", "postgresql://u@h/db?password=***&sslmode=require"),
-    ("postgresql://h/db", "postgresql://h/db"),
-    ("/tmp/a:b@c.db", "/tmp/a:b@c.db"),  # a path is never rewritten
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:secret@h:5432/db", "postgresql://u:***@h:5432/db"),
+        ("postgres://u:p@ss/w@rd@h/db", "postgres://u:***@h/db"),  # a password with unescaped @ and /
+        ("postgresql://u@h/db?password=secret&sslmode=require", "postgresql://u@h/db?password=***&sslmode=require"),
+        ("postgresql://h/db", "postgresql://h/db"),
+        ("/tmp/a:b@c.db", "/tmp/a:b@c.db"),  # a path is never rewritten
+    ],
+)
 def test_masked_hides_every_password_the_driver_would_read(url: str, shown: str) -> None:
     assert masked(url) == shown
 
@@ -192,8 +211,9 @@ async def test_a_candidate_queued_elsewhere_while_another_is_decided_elsewhere_a
         assert set(queue(app).candidates) == {first, cid}  # the reload also drops the one decided elsewhere
         # control: what this screen decides itself is not news
         await pilot.press("a")
-        await settle_until(pilot, lambda: first not in queue(app).candidates and not queue(app)._deciding,
-                           "the approval")
+        await settle_until(
+            pilot, lambda: first not in queue(app).candidates and not queue(app)._deciding, "the approval"
+        )
         assert set(queue(app).candidates) == {cid}
 
 

@@ -54,7 +54,10 @@ def fixed_clock() -> datetime:
 def spawn(*args: str, worker: Path = WORKER) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(worker), *args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -108,10 +111,14 @@ async def index_counts(mem: Memory) -> tuple[int, int]:
     """(rows in the text index, rows in the vector index): SQLite's knowledge_fts and knowledge_vec;
     on PostgreSQL the knowledge rows whose tsvector and vector are filled."""
     if mem.store.backend == "sqlite":
-        return (await scalar(mem, "SELECT count(*) FROM knowledge_fts"),
-                await scalar(mem, "SELECT count(*) FROM knowledge_vec"))
-    return (await scalar(mem, "SELECT count(*) FROM knowledge WHERE search IS NOT NULL"),
-            await scalar(mem, "SELECT count(*) FROM knowledge WHERE embedding IS NOT NULL"))
+        return (
+            await scalar(mem, "SELECT count(*) FROM knowledge_fts"),
+            await scalar(mem, "SELECT count(*) FROM knowledge_vec"),
+        )
+    return (
+        await scalar(mem, "SELECT count(*) FROM knowledge WHERE search IS NOT NULL"),
+        await scalar(mem, "SELECT count(*) FROM knowledge WHERE embedding IS NOT NULL"),
+    )
 
 
 async def decision_rows_per_candidate(mem: Memory) -> Counter[int]:
@@ -208,7 +215,8 @@ async def test_four_processes_decide_each_candidate_exactly_once(store_target: s
         assert await scalar(mem, "SELECT count(*) FROM knowledge") == len(approved)
         linked = await rows(mem, "SELECT candidate_id, id FROM knowledge")
         assert sorted((int(c), int(k)) for c, k in linked) == sorted(  # type: ignore[call-overload]
-            (int(r[0]), int(r[3])) for r in approved  # type: ignore[call-overload]
+            (int(r[0]), int(r[3]))
+            for r in approved  # type: ignore[call-overload]
         )
         assert await scalar(mem, "SELECT count(*) FROM tombstones") == len(rejected)
         assert await scalar(mem, "SELECT count(DISTINCT candidate_id) FROM tombstones") == len(rejected)
@@ -392,8 +400,12 @@ async def test_ingest_and_process_workers_at_once_put_each_message_in_one_episod
         seen = Counter(m for r in processed for m in r["messages"])
         episodes = Counter(e for r in processed for e in r["episodes"])
         async with sql(mem) as conn:
-            db_messages = [tuple(r) for r in await (await conn.execute(
-                "SELECT id, episode_id FROM messages WHERE role = 'user' ORDER BY id")).fetchall()]
+            db_messages = [
+                tuple(r)
+                for r in await (
+                    await conn.execute("SELECT id, episode_id FROM messages WHERE role = 'user' ORDER BY id")
+                ).fetchall()
+            ]
         assert sorted(m for m, _ in db_messages) == sorted(messages)
         # no message given to the extractor twice, none in two episodes, no episode extracted twice
         assert [m for m, n in seen.items() if n > 1] == []
@@ -420,7 +432,8 @@ async def test_add_knowledge_many_stores_audits_and_indexes_every_fact(store_tar
     # 842 from 843 is what character trigrams do and an averaged word embedding does not.
     async with Memory(store_target, clock=fixed_clock, embedder=HashingEmbedder()) as mem:
         facts: list[str | NewFact] = [
-            f"Ana collects stamp series {i}" if i % 2
+            f"Ana collects stamp series {i}"
+            if i % 2
             else NewFact(f"Ana visited town {i}", T0, T0 + timedelta(days=i + 1))
             for i in range(1200)
         ]
@@ -488,7 +501,8 @@ async def test_migration_from_v1_rebuilds_the_fts_and_vector_indexes(tmp_path: P
             text = "Ana keeps Zebrafinch birds" if user == "ana" else "Bob drinks tea"
             conn.execute(
                 "INSERT INTO knowledge(id, user_id, statement, key, created_at, status, created_by)"
-                " VALUES (?, ?, ?, ?, 1, 'active', 'v1')", (kid, user, text, text.lower()),
+                " VALUES (?, ?, ?, ?, 1, 'active', 'v1')",
+                (kid, user, text, text.lower()),
             )
             conn.execute("INSERT INTO knowledge_fts(rowid, statement) VALUES (?, ?)", (kid, text))
             conn.execute(

@@ -48,13 +48,18 @@ async def test_approve_refuses_every_kind_of_replacement_and_changes_nothing(mem
     old = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     first = await mem.queue_candidate("ana", "Ana lives in Braga")
     naming_fact = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=old.id)
-    contradiction = await mem.queue_candidate("ana", "Ana never lived in Lisbon", kind="contradiction",
-                                              supersedes_id=old.id)
+    contradiction = await mem.queue_candidate(
+        "ana", "Ana never lived in Lisbon", kind="contradiction", supersedes_id=old.id
+    )
     chained = await mem.queue_candidate("ana", "Ana lives in Faro", kind="update", supersedes_candidate_id=first)
     bare_update = await mem.queue_candidate("ana", "Ana lives in Evora", kind="update")
     before = await snapshot(mem)
-    for cid, target in ((naming_fact, f"fact {old.id}"), (contradiction, f"fact {old.id}"),
-                        (chained, f"candidate {first}"), (bare_update, "an earlier value")):
+    for cid, target in (
+        (naming_fact, f"fact {old.id}"),
+        (contradiction, f"fact {old.id}"),
+        (chained, f"candidate {first}"),
+        (bare_update, "an earlier value"),
+    ):
         with pytest.raises(DecisionRequiredError, match=target) as err:
             await mem.review.approve(cid, reviewer="rev")
         assert err.value.candidate_id == cid
@@ -69,8 +74,9 @@ async def test_approve_refuses_every_kind_of_replacement_and_changes_nothing(mem
 async def test_confirm_and_keep_both_take_an_edited_statement_and_interval(mem: Memory) -> None:
     old = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support", valid_at=day(2020))
     c1 = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=old.id)
-    new = await mem.review.confirm_supersession(c1, reviewer="rev", statement="Ana lives in Porto, Portugal",
-                                                valid_at=day(2025, 3), invalid_at=None)
+    new = await mem.review.confirm_supersession(
+        c1, reviewer="rev", statement="Ana lives in Porto, Portugal", valid_at=day(2025, 3), invalid_at=None
+    )
     assert (new.statement, new.valid_at, new.invalid_at) == ("Ana lives in Porto, Portugal", day(2025, 3), None)
     ended = await mem.get_knowledge("ana", old.id)
     assert (ended.status, ended.invalid_at, ended.superseded_by) == ("superseded", day(2025, 3), new.id)
@@ -78,10 +84,14 @@ async def test_confirm_and_keep_both_take_an_edited_statement_and_interval(mem: 
     assert (cand.decision, cand.statement, cand.valid_at) == ("confirm_supersession", new.statement, day(2025, 3))
 
     c2 = await mem.queue_candidate("ana", "Ana has a summer flat in Faro", kind="update", supersedes_id=new.id)
-    kept = await mem.review.keep_both(c2, reviewer="rev", statement="Ana rents a summer flat in Faro",
-                                      valid_at=day(2025, 6), invalid_at=day(2025, 9))
+    kept = await mem.review.keep_both(
+        c2, reviewer="rev", statement="Ana rents a summer flat in Faro", valid_at=day(2025, 6), invalid_at=day(2025, 9)
+    )
     assert (kept.statement, kept.valid_at, kept.invalid_at) == (
-        "Ana rents a summer flat in Faro", day(2025, 6), day(2025, 9))
+        "Ana rents a summer flat in Faro",
+        day(2025, 6),
+        day(2025, 9),
+    )
     assert (await mem.get_knowledge("ana", new.id)).status == "active"  # kept
 
 
@@ -105,17 +115,20 @@ async def test_bulk_approve_decides_exactly_the_ids_given_and_says_why_it_skippe
     fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     seen = [await mem.queue_candidate("ana", f"Ana likes composer {n}") for n in range(3)]
     update = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=fact.id)
-    retraction = await mem.queue_candidate("ana", "Ana lives in Lisbon", kind="retraction", supersedes_id=fact.id,
-                                           reason="asked")
+    retraction = await mem.queue_candidate(
+        "ana", "Ana lives in Lisbon", kind="retraction", supersedes_id=fact.id, reason="asked"
+    )
     decided = await mem.queue_candidate("ana", "Ana plays chess")
     await mem.review.approve(decided, reviewer="other")
     claimed = await mem.queue_candidate("ana", "Ana plays go")
     await mem.review.claim(claimed, reviewer="other")
-    arrived_later = [(await mem.propose("ana", f"Ana collects stamp series {n}", "mcp-agent")).candidate_id
-                     for n in range(50)]
+    arrived_later = [
+        (await mem.propose("ana", f"Ana collects stamp series {n}", "mcp-agent")).candidate_id for n in range(50)
+    ]
 
     result = await mem.review.bulk_approve(
-        [seen[0], seen[1], update, retraction, decided, claimed, seen[2], seen[0], 10**9], reviewer="rev",
+        [seen[0], seen[1], update, retraction, decided, claimed, seen[2], seen[0], 10**9],
+        reviewer="rev",
     )
 
     assert isinstance(result, BulkResult)
@@ -148,11 +161,17 @@ async def test_a_chained_update_waits_for_its_first_link(mem: Memory) -> None:
     fact = await mem.review.approve(lisbon, reviewer="rev", note="checked the transcript")
     relinked = await mem.review.get(porto)
     assert (relinked.status, relinked.kind, relinked.supersedes_id, relinked.supersedes_candidate_id) == (
-        "pending", "update", fact.id, None)
+        "pending",
+        "update",
+        fact.id,
+        None,
+    )
     rows = await audit_rows_since(mem, mark)
     # the re-point is audited inside the same decision, before the decision's own candidate row
     assert [(r[2], r[4], r[5]) for r in rows] == [
-        ("create", "knowledge", fact.id), ("chain_repoint", "candidate", porto), ("approve", "candidate", lisbon),
+        ("create", "knowledge", fact.id),
+        ("chain_repoint", "candidate", porto),
+        ("approve", "candidate", lisbon),
     ]
     # positive control: now the update confirms, and it ends the fact its first link became
     new = await mem.review.confirm_supersession(porto, reviewer="rev")
@@ -243,7 +262,11 @@ async def test_supersede_marks_one_fact_superseded_by_another_and_closes_its_val
 
     ended = await mem.supersede("ana", lisbon.id, porto.id, actor="support", reason="moved", note="per ticket 7")
     assert (ended.status, ended.end_reason, ended.superseded_by, ended.invalid_at) == (
-        "superseded", "superseded", porto.id, day(2026))
+        "superseded",
+        "superseded",
+        porto.id,
+        day(2026),
+    )
     [event] = [e for e in await mem.history("ana", lisbon.id) if e.action == "supersede"]
     assert (event.reason, event.note) == ("moved", "per ticket 7")
     with pytest.raises(StaleSupersessionError):  # only an active fact can be superseded
@@ -263,8 +286,9 @@ async def test_correct_refuses_the_text_of_another_active_fact(mem: Memory) -> N
     assert await snapshot(mem) == before
     # positive controls: a different statement is fine, and so is re-dating a fact with its own text
     fixed = await mem.correct("ana", wrong.id, "Ana lives in Lisbon", actor="support", reason="typo")
-    redated = await mem.correct("ana", fixed.id, "Ana lives in Lisbon", actor="support", reason="date",
-                                valid_at=day(2021))
+    redated = await mem.correct(
+        "ana", fixed.id, "Ana lives in Lisbon", actor="support", reason="date", valid_at=day(2021)
+    )
     assert (redated.statement, redated.valid_at) == ("Ana lives in Lisbon", day(2021))
 
 
@@ -321,6 +345,7 @@ async def test_a_note_on_every_decision_is_in_history_and_erasure_redacts_it(mem
 
     await erase_user(mem, "ana", actor="dpo", compact=False)
     async with sql(mem) as conn:
-        left = await (await conn.execute(
-            "SELECT count(*) FROM audit_log WHERE user_id = 'ana' AND note IS NOT NULL")).fetchone()
+        left = await (
+            await conn.execute("SELECT count(*) FROM audit_log WHERE user_id = 'ana' AND note IS NOT NULL")
+        ).fetchone()
     assert left[0] == 0

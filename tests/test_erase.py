@@ -37,7 +37,8 @@ class LineExtractor:
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         items = [
             GapItem(m.content[6:], confidence=0.9, evidence=m.content[6:])
-            for m in episode.messages if m.role == "user" and m.content.startswith("FACT: ")
+            for m in episode.messages
+            if m.role == "user" and m.content.startswith("FACT: ")
         ]
         prediction = "; ".join(k.statement for k in existing)
         return Extraction(prediction=prediction, items=items)
@@ -121,10 +122,12 @@ async def test_erased_user_has_no_rows_and_redacted_audit(populated) -> None:
     assert await mem.review.pending(user_id="ana") == []
     assert "ana" not in await mem.users()
     async with sql(mem) as conn:
-        rows = await (await conn.execute(
-            "SELECT id, at, actor, action, before, after, reason, redacted_at FROM audit_log"
-            " WHERE user_id = 'ana' ORDER BY id"
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                "SELECT id, at, actor, action, before, after, reason, redacted_at FROM audit_log"
+                " WHERE user_id = 'ana' ORDER BY id"
+            )
+        ).fetchall()
     erased, kept = rows[-1], rows[:-1]
     # every earlier row keeps its action and time, loses its text
     assert [(r[0], r[1], r[2], r[3]) for r in kept] == [(e.id, _us(e.at), e.actor, e.action) for e in before]
@@ -164,9 +167,9 @@ async def test_a_failing_erasure_rolls_back_completely(populated, monkeypatch) -
     assert sorted(k.statement for k in facts) == sorted([ANA_FACTS["approve"], ANA_FACTS["retract"]])
     assert [c.statement for c in await mem.review.pending(user_id="ana")] == [ANA_FACTS["pending"]]
     async with sql(mem) as conn:
-        row = await (await conn.execute(
-            "SELECT count(*), count(redacted_at) FROM audit_log WHERE user_id = 'ana'"
-        )).fetchone()
+        row = await (
+            await conn.execute("SELECT count(*), count(redacted_at) FROM audit_log WHERE user_id = 'ana'")
+        ).fetchone()
     assert row[0] > 0 and row[1] == 0  # audit rows there, none redacted
     assert not [e for e in await mem.history("ana") if e.action == "erase"]
 

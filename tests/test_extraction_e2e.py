@@ -85,8 +85,11 @@ async def test_contradiction_proposes_ending_the_old_fact(new_target: NewTarget)
         await mem.add_exchange("ben", "I don't play tennis anymore, my knee hurts.", "Sorry!", at=LATER)
         await mem.process()
         [cand] = await mem.review.pending()
-        assert (cand.statement, cand.kind, cand.supersedes_id) == ("User no longer plays tennis", "contradiction",
-                                                                   tennis.id)
+        assert (cand.statement, cand.kind, cand.supersedes_id) == (
+            "User no longer plays tennis",
+            "contradiction",
+            tennis.id,
+        )
 
 
 async def test_same_fact_twice_in_one_batch_yields_one_candidate(new_target: NewTarget) -> None:
@@ -122,8 +125,9 @@ async def test_superseded_fact_stated_again_is_queued_again(new_target: NewTarge
         porto = await mem.review.confirm_supersession(move.id, reviewer="rev")
         await mem.add_exchange("ana", "I moved back, I live in Lisbon.", None, at=LATER + timedelta(days=5))
         # Positive control in the same episode: the active value is predicted, not queued.
-        await mem.add_exchange("ana", "Well, I'm from Lisbon but I live in Porto.", None,
-                               at=LATER + timedelta(days=5, minutes=1))
+        await mem.add_exchange(
+            "ana", "Well, I'm from Lisbon but I live in Porto.", None, at=LATER + timedelta(days=5, minutes=1)
+        )
         report = await mem.process()
         cands = await mem.review.pending()
         assert [(c.statement, c.kind, c.supersedes_id) for c in cands if c.statement.endswith("lives in Lisbon")] == [
@@ -135,10 +139,15 @@ async def test_superseded_fact_stated_again_is_queued_again(new_target: NewTarge
 async def test_assistant_stated_facts_and_questions_are_never_queued(new_target: NewTarget) -> None:
     async with memory(new_target) as mem:
         await mem.add_exchange("dev", "Is Toronto colder than Montreal?", "Since you live in Vancouver, yes.", at=T0)
-        await mem.add_exchange("dev", "Do I work at Shopify?", "You work at Shopify. I have a dog named Byte, ha.",
-                               at=T0 + timedelta(minutes=1))
-        await mem.add_exchange("dev", "I drive a Honda Civic.", "You live in Ottawa, right?",
-                               at=T0 + timedelta(minutes=2))  # positive control
+        await mem.add_exchange(
+            "dev",
+            "Do I work at Shopify?",
+            "You work at Shopify. I have a dog named Byte, ha.",
+            at=T0 + timedelta(minutes=1),
+        )
+        await mem.add_exchange(
+            "dev", "I drive a Honda Civic.", "You live in Ottawa, right?", at=T0 + timedelta(minutes=2)
+        )  # positive control
         report = await mem.process()
         assert await pending(mem) == ["User drives a Honda Civic"]
         assert report.claims == 1
@@ -156,8 +165,9 @@ async def test_hedged_claim_is_counted_below_confidence_not_queued(new_target: N
 async def test_interval_the_extractor_inverts_is_counted_invalid_and_not_queued(new_target: NewTarget) -> None:
     async with memory(new_target) as mem:
         await mem.add_exchange("chloe", "I worked at Oakfield School from 2022 until 2020.", None, at=T0)
-        await mem.add_exchange("chloe", "I worked at Riverside Academy from 2020 until 2022.", None,
-                               at=T0 + timedelta(minutes=1))  # positive control
+        await mem.add_exchange(
+            "chloe", "I worked at Riverside Academy from 2020 until 2022.", None, at=T0 + timedelta(minutes=1)
+        )  # positive control
         report = await mem.process()
         assert (report.invalid, report.queued) == (1, 1)
         [cand] = await mem.review.pending()

@@ -81,8 +81,15 @@ def test_deterministic_across_processes_with_different_hash_seeds() -> None:
     outputs = set()
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                              timeout=60, cwd=Path(__file__).resolve().parent.parent)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         outputs.add(done.stdout.strip())
     assert outputs == {str(HashingEmbedder().embed_one("Ana lives in Lisbon")[:16])}
 
@@ -90,8 +97,19 @@ def test_deterministic_across_processes_with_different_hash_seeds() -> None:
 @pytest.mark.parametrize(
     "text",
     ["", " ", "?!...", "—", "\u200b", "🙂🙂🙂", "a", "the of and", "word " * 20_000, "x" * 200_000, "\x00\x01"],
-    ids=["empty", "space", "punct", "dash", "zero-width", "emoji", "one-letter", "stopwords", "20k-words",
-         "200k-chars", "control"],
+    ids=[
+        "empty",
+        "space",
+        "punct",
+        "dash",
+        "zero-width",
+        "emoji",
+        "one-letter",
+        "stopwords",
+        "20k-words",
+        "200k-chars",
+        "control",
+    ],
 )
 def test_never_nan_and_always_unit_length(text: str) -> None:
     vec = HashingEmbedder().embed_one(text)

@@ -100,13 +100,19 @@ def test_a_hostile_user_id_is_escaped_in_output_and_errors(hostile_db: Path, tmp
 # -- exit 2 with FILE:LINE, nothing created ---------------------------------------------------------
 
 BAD_LINES = {
-    "year 1 with 'last year'": ('{"user_id":"a","user":"I moved to Porto last year","at":"0001-01-01"}',
-                                "outside the supported range"),
-    "year 9999 with 'next year'": ('{"user_id":"a","user":"I move to Rome next year","at":"9999-12-31T23:59:59Z"}',
-                                   "outside the supported range"),
+    "year 1 with 'last year'": (
+        '{"user_id":"a","user":"I moved to Porto last year","at":"0001-01-01"}',
+        "outside the supported range",
+    ),
+    "year 9999 with 'next year'": (
+        '{"user_id":"a","user":"I move to Rome next year","at":"9999-12-31T23:59:59Z"}',
+        "outside the supported range",
+    ),
     "year 10000 in UTC": ('{"user_id":"a","user":"hi","at":"9999-12-31T23:00-05:00"}', "outside the supported range"),
-    "deep nesting": ('{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "[" * 100_000 + "]" * 100_000 + "}",
-                     "nested too deeply"),
+    "deep nesting": (
+        '{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "[" * 100_000 + "]" * 100_000 + "}",
+        "nested too deeply",
+    ),
     "100,000 digits": ('{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "7" * 100_000 + "}", "digits"),
     "lone surrogate": ('{"user_id":"\\ud800","user":"hi","at":"2024-01-01"}', "surrogate"),
     "trailing junk": ('{"user_id":"a","user":"hi","at":"2024-01-01"} {"x":1}', "extra data"),
@@ -133,8 +139,11 @@ def test_a_bad_line_is_exit_2_with_file_line_and_creates_nothing(tmp_path: Path,
 
 
 def test_longmemeval_with_trailing_junk_or_a_bad_date_is_exit_2(tmp_path: Path) -> None:
-    question = {"question_id": "q1", "haystack_sessions": [[{"role": "user", "content": "I live in Oslo"}]],
-                "haystack_dates": ["2023/05/20 (Sat) 02:21"]}
+    question = {
+        "question_id": "q1",
+        "haystack_sessions": [[{"role": "user", "content": "I live in Oslo"}]],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21"],
+    }
     cases = {
         "junk.json": (json.dumps([question]) + "\n]garbage", "extra data after the list"),
         "old.json": (json.dumps([{**question, "haystack_dates": ["0001/01/01 (Mon) 00:00"]}]), "outside the supported"),
@@ -203,8 +212,12 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
     """A small tmpfs at `path`; skips the test, saying why, where mounting is not allowed."""
     path.mkdir()
     try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", "") or exc
         pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {str(detail).strip()}")
@@ -218,8 +231,12 @@ def test_disk_full_reports_the_real_error_and_leaves_nothing(tmp_path: Path) -> 
     src = tmp_path / "big.jsonl"
     with src.open("w", encoding="utf-8") as fh:
         for i in range(3000):
-            fh.write(json.dumps({"user_id": "u", "user": f"message {i} " + "filler words " * 40,
-                                 "at": "2024-01-01T00:00:00Z"}) + "\n")
+            fh.write(
+                json.dumps(
+                    {"user_id": "u", "user": f"message {i} " + "filler words " * 40, "at": "2024-01-01T00:00:00Z"}
+                )
+                + "\n"
+            )
     with tmpfs(tmp_path / "small", "600k") as mnt:
         done = memdesk("ingest", mnt / "full.db", src)
         assert done.returncode == 1, done.stderr
@@ -242,8 +259,12 @@ def test_a_read_only_file_system_is_reported_as_such(tmp_path: Path) -> None:
             pytest.skip(f"cannot remount read-only: {remount.stderr.strip()}")
         src = tmp_path / "in.jsonl"
         src.write_text(json.dumps(GOOD_LINE) + "\n", encoding="utf-8")
-        for args in (("stats", db), ("search", db, "--user", "ana", "Oslo"), ("ingest", db, src),
-                     ("ingest", mnt / "new.db", src)):
+        for args in (
+            ("stats", db),
+            ("search", db, "--user", "ana", "Oslo"),
+            ("ingest", db, src),
+            ("ingest", mnt / "new.db", src),
+        ):
             done = memdesk(*args)
             assert done.returncode == 1, (args, done.stderr)
             assert "read-only file system" in done.stderr, (args, done.stderr)

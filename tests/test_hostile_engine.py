@@ -98,8 +98,12 @@ async def test_add_exchange_refuses_oversized_messages_and_changes_nothing(new_t
 
 @pytest.mark.parametrize(
     "at",
-    [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
-     datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5))), datetime(1899, 12, 31, tzinfo=UTC)],
+    [
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(1899, 12, 31, tzinfo=UTC),
+    ],
 )
 async def test_add_exchange_refuses_dates_outside_the_range(new_target: Callable[[str], str], at: datetime) -> None:
     async with open_memory(new_target("dates"), Clock()) as mem:
@@ -230,10 +234,13 @@ class _DatedExtractor:
     async def extract(self, episode, existing):  # type: ignore[no-untyped-def]
         from engine.models import Extraction, GapItem
 
-        return Extraction(prediction="", items=[
-            GapItem("Ana will live in Rome", valid_at=datetime(2300, 1, 1, tzinfo=UTC), evidence="Rome"),
-            GapItem("Ana lives in Porto", valid_at=datetime(2024, 1, 1, tzinfo=UTC), evidence="Porto"),
-        ])
+        return Extraction(
+            prediction="",
+            items=[
+                GapItem("Ana will live in Rome", valid_at=datetime(2300, 1, 1, tzinfo=UTC), evidence="Rome"),
+                GapItem("Ana lives in Porto", valid_at=datetime(2024, 1, 1, tzinfo=UTC), evidence="Porto"),
+            ],
+        )
 
 
 async def test_an_extracted_date_outside_the_range_is_dropped_and_counted(new_target: Callable[[str], str]) -> None:

@@ -31,8 +31,9 @@ text = st.one_of(
     st.sampled_from([1, 999, 1_000, 1_001, 2_000, 2_001, 20_001]).map(lambda n: "q" * n),
 )
 numbers = st.one_of(st.integers(min_value=-3, max_value=12), st.sampled_from([0, 2**31, 2**63, 2**70, -(2**70)]))
-anything: st.SearchStrategy[Any] = st.one_of(st.none(), st.booleans(), numbers, text, st.floats(allow_nan=True),
-                                              st.lists(st.integers(), max_size=2))
+anything: st.SearchStrategy[Any] = st.one_of(
+    st.none(), st.booleans(), numbers, text, st.floats(allow_nan=True), st.lists(st.integers(), max_size=2)
+)
 
 
 def args(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -55,8 +56,10 @@ TABLES = ("knowledge", "candidates", "tombstones", "audit_log", "messages")
 
 async def state(db: Path | str) -> dict[str, list[tuple[Any, ...]]]:
     async with Memory(db) as mem, sql(mem) as conn:
-        return {t: [tuple(r) for r in await (await conn.execute(f"SELECT * FROM {t} ORDER BY 1")).fetchall()]
-                for t in TABLES}
+        return {
+            t: [tuple(r) for r in await (await conn.execute(f"SELECT * FROM {t} ORDER BY 1")).fetchall()]
+            for t in TABLES
+        }
 
 
 async def run_session(db: Path | str, errlog_path: Path, plan: list[tuple[str, dict[str, Any]]]) -> None:
@@ -74,8 +77,11 @@ async def run_session(db: Path | str, errlog_path: Path, plan: list[tuple[str, d
     assert "Traceback" not in logged, logged[-3000:]
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(plan=st.lists(calls, min_size=20, max_size=30))
 def test_any_tool_arguments_give_a_result_or_a_tool_error_and_change_nothing_on_error(
     tmp_path: Path, store_target: str, plan: list[tuple[str, dict[str, Any]]]

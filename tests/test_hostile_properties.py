@@ -32,18 +32,28 @@ from tests.engine_helpers import sql
 
 SPECIALS = ["\ud800", "\udfff", "\x1b]2;PWNED\x07", "\x1b[2J", "\x00", "\x9b", "\u2028", "\ufeff", "\r", "é", "🍵"]
 
-text = st.lists(
-    st.one_of(st.characters(exclude_categories=()), st.sampled_from(SPECIALS)), max_size=12
-).map("".join)
+text = st.lists(st.one_of(st.characters(exclude_categories=()), st.sampled_from(SPECIALS)), max_size=12).map("".join)
 sized = st.sampled_from([1, 19_999, 20_000, 20_001]).map(lambda n: "w" * n)
-zones = st.sampled_from([None, UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12)),
-                         timezone(timedelta(hours=5, minutes=30))])
+zones = st.sampled_from(
+    [None, UTC, timezone(timedelta(hours=14)), timezone(timedelta(hours=-12)), timezone(timedelta(hours=5, minutes=30))]
+)
 dates = st.one_of(
     st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59), timezones=zones).map(
         lambda d: d.isoformat()
     ),
-    st.sampled_from(["0001-01-01", "9999-12-31T23:59:59Z", "9999-12-31T23:00-05:00", "1900-01-01T00:00Z",
-                     "2200-12-31T23:59:59Z", "1899-12-31T23:59:59Z", "2024-02-30", "yesterday", ""]),
+    st.sampled_from(
+        [
+            "0001-01-01",
+            "9999-12-31T23:59:59Z",
+            "9999-12-31T23:00-05:00",
+            "1900-01-01T00:00Z",
+            "2200-12-31T23:59:59Z",
+            "1899-12-31T23:59:59Z",
+            "2024-02-30",
+            "yesterday",
+            "",
+        ]
+    ),
 )
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
@@ -58,20 +68,26 @@ def field(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 records = st.fixed_dictionaries(
     {"user": field(st.one_of(text, sized, st.just("I moved to Porto last year")))},
-    optional={"user_id": field(st.one_of(text, st.just("ana"))), "assistant": field(st.one_of(text, sized)),
-              "at": field(dates), "extra": json_values},
+    optional={
+        "user_id": field(st.one_of(text, st.just("ana"))),
+        "assistant": field(st.one_of(text, sized)),
+        "at": field(dates),
+        "extra": json_values,
+    },
 )
 raw_lines = st.one_of(
     records.map(lambda r: json.dumps(r, ensure_ascii=True)),  # lone surrogates survive as \ud800 escapes
     records.map(lambda r: json.dumps(r, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")),
     json_values.map(json.dumps),
-    st.sampled_from([
-        '{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "[" * 5000 + "]" * 5000 + "}",
-        '{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "9" * 5000 + "}",
-        '{"user_id":"a","user":"hi","at":"2024-01-01"} trailing',
-        '{"user_id":"a","user":"hi","at":"2024-01-01"}',
-        "",
-    ]),
+    st.sampled_from(
+        [
+            '{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "[" * 5000 + "]" * 5000 + "}",
+            '{"user_id":"a","user":"hi","at":"2024-01-01","x":' + "9" * 5000 + "}",
+            '{"user_id":"a","user":"hi","at":"2024-01-01"} trailing',
+            '{"user_id":"a","user":"hi","at":"2024-01-01"}',
+            "",
+        ]
+    ),
     st.binary(max_size=40),
 )
 files = st.lists(raw_lines, min_size=1, max_size=5)
@@ -116,8 +132,9 @@ async def count(mem: Memory) -> int:
         return int((await (await conn.execute("SELECT count(*) FROM messages")).fetchone())[0])  # type: ignore[index]
 
 
-FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                        HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @FAST
@@ -137,9 +154,11 @@ def test_parsing_any_jsonl_is_a_plan_or_a_file_line_reason(lines: list[str | byt
 def examples(backend: str, on_sqlite: int, on_postgres: int) -> settings:
     """Settings for a property run inside a test that takes the backend fixture (the fixture's store
     is shared by the examples: that is intended, hence the health check off)."""
-    return settings(max_examples=on_sqlite if backend == "sqlite" else on_postgres, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=on_sqlite if backend == "sqlite" else on_postgres,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
 
 
 def test_every_plan_that_parsed_is_stored_whole(backend: str, store_target: str) -> None:
@@ -160,20 +179,30 @@ def test_every_plan_that_parsed_is_stored_whole(backend: str, store_target: str)
     check()
 
 
-lme_turns = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]),
-                                            "content": field(st.one_of(text, sized))}), max_size=3)
-lme_dates = st.one_of(st.sampled_from(["2023/05/20 (Sat) 02:21", "0001/01/01 (Mon) 00:00",
-                                       "9999/12/31 (Fri) 23:59"]), dates)
-lme_questions = st.fixed_dictionaries({
-    "question_id": field(st.one_of(text, st.integers())),
-    "haystack_sessions": st.lists(lme_turns, max_size=2),
-    "haystack_dates": st.lists(lme_dates, max_size=2),
-})
+lme_turns = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "system"]), "content": field(st.one_of(text, sized))}
+    ),
+    max_size=3,
+)
+lme_dates = st.one_of(
+    st.sampled_from(["2023/05/20 (Sat) 02:21", "0001/01/01 (Mon) 00:00", "9999/12/31 (Fri) 23:59"]), dates
+)
+lme_questions = st.fixed_dictionaries(
+    {
+        "question_id": field(st.one_of(text, st.integers())),
+        "haystack_sessions": st.lists(lme_turns, max_size=2),
+        "haystack_dates": st.lists(lme_dates, max_size=2),
+    }
+)
 
 
 @FAST
-@given(questions=st.lists(st.one_of(lme_questions, json_values), max_size=3),
-       tail=st.sampled_from(["", "\n", " junk", "]", ",{}"]), skip_bad=st.booleans())
+@given(
+    questions=st.lists(st.one_of(lme_questions, json_values), max_size=3),
+    tail=st.sampled_from(["", "\n", " junk", "]", ",{}"]),
+    skip_bad=st.booleans(),
+)
 def test_parsing_any_longmemeval_list_is_a_plan_or_a_file_line_reason(
     questions: list[Any], tail: str, skip_bad: bool
 ) -> None:

@@ -52,9 +52,12 @@ async def max_ids(mem: Memory) -> dict[str, int]:
 
 async def audit_of(mem: Memory, entity: str, entity_id: int) -> list[tuple[str, str]]:
     async with sql(mem) as conn:
-        rows = await (await conn.execute(
-            "SELECT action, user_id FROM audit_log WHERE entity = ? AND entity_id = ? ORDER BY id", (entity, entity_id)
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                "SELECT action, user_id FROM audit_log WHERE entity = ? AND entity_id = ? ORDER BY id",
+                (entity, entity_id),
+            )
+        ).fetchall()
     return [(r[0], r[1]) for r in rows]
 
 
@@ -119,23 +122,33 @@ async def test_migration_5_keeps_the_rows_and_never_hands_out_an_id_the_audit_lo
         await conn.execute("PRAGMA user_version = 4")
         await conn.execute(
             "INSERT INTO knowledge(id, user_id, statement, key, confidence, created_at, status, created_by)"
-            " VALUES (1, 'ana', 'Ana lives in Lisbon', 'ana lives in lisbon', 1.0, 10, 'active', 'seed')")
-        await conn.execute("INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (1, 'Ana lives in Lisbon', ?)",
-                           ("u" + b"ana".hex(),))
+            " VALUES (1, 'ana', 'Ana lives in Lisbon', 'ana lives in lisbon', 1.0, 10, 'active', 'seed')"
+        )
+        await conn.execute(
+            "INSERT INTO knowledge_fts(rowid, statement, scope) VALUES (1, 'Ana lives in Lisbon', ?)",
+            ("u" + b"ana".hex(),),
+        )
         await conn.execute(
             "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
             " expired) VALUES (1, 'ana', ?, 'active', ?, ?, 10, ?)",
-            (sqlite_vec.serialize_float32(vector), -FOREVER, FOREVER, FOREVER))
+            (sqlite_vec.serialize_float32(vector), -FOREVER, FOREVER, FOREVER),
+        )
         await conn.execute(
             "INSERT INTO candidates(id, user_id, statement, key, kind, confidence, status, created_at)"
-            " VALUES (3, 'ana', 'Ana likes jazz', 'ana likes jazz', 'new', 0.9, 'pending', 10)")
-        for entity, eid, action in (("knowledge", 1, "inject"), ("knowledge", 7, "create"),
-                                    ("knowledge", 7, "undo_create"), ("candidate", 3, "queue"),
-                                    ("tombstone", 5, "create")):
+            " VALUES (3, 'ana', 'Ana likes jazz', 'ana likes jazz', 'new', 0.9, 'pending', 10)"
+        )
+        for entity, eid, action in (
+            ("knowledge", 1, "inject"),
+            ("knowledge", 7, "create"),
+            ("knowledge", 7, "undo_create"),
+            ("candidate", 3, "queue"),
+            ("tombstone", 5, "create"),
+        ):
             await conn.execute(
                 "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
                 " VALUES (10, 'seed', ?, 'ana', ?, ?)",
-                (action, entity, eid))
+                (action, entity, eid),
+            )
     await db.close()
 
     async with Memory(path, embedder=embedder) as mem:
@@ -247,4 +260,9 @@ async def test_forget_refuses_unknown_foreign_huge_and_ended_ids(mem: Memory) ->
     queued = await mem.request_forget("ana", mine.id, AGENT, "please")
     cand = await mem.review.get(queued.candidate_id)  # type: ignore[arg-type]
     assert (cand.kind, cand.supersedes_id, cand.reason, cand.confidence, cand.created_by) == (
-        "retraction", mine.id, "please", None, AGENT)
+        "retraction",
+        mine.id,
+        "please",
+        None,
+        AGENT,
+    )

@@ -76,13 +76,17 @@ async def _add(mem: Memory, ids: dict[str, int], start: datetime | None, end: da
 
 
 async def _correct(mem: Memory, ids: dict[str, int], start: datetime | None, end: datetime | None) -> Any:
-    return await mem.correct("ana", ids["fact"], "Ana has two cats", actor="support", reason="count",
-                             valid_at=start, invalid_at=end)
+    return await mem.correct(
+        "ana", ids["fact"], "Ana has two cats", actor="support", reason="count", valid_at=start, invalid_at=end
+    )
 
 
 PATHS: dict[str, WritePath] = {
-    "queue_candidate": _queue, "approve_edit": _approve_edit, "confirm_edit": _confirm_edit,
-    "add_knowledge": _add, "correct": _correct,
+    "queue_candidate": _queue,
+    "approve_edit": _approve_edit,
+    "confirm_edit": _confirm_edit,
+    "add_knowledge": _add,
+    "correct": _correct,
 }
 
 
@@ -101,8 +105,11 @@ def test_every_write_path_applies_the_one_interval_rule(backend: str, request: p
     # TRUNCATE, and a correction repeated in one store is a duplicate), with fewer examples
     server = request.getfixturevalue("pg_server") if backend == "postgres" else None
 
-    @settings(max_examples=60 if server is None else 15, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=60 if server is None else 15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(intervals(), st.sampled_from(sorted(PATHS)))
     def check(interval: tuple[datetime | None, datetime | None], path: str) -> None:
         if server is None:
@@ -147,8 +154,9 @@ async def test_naive_datetimes_are_refused_on_every_write_path(path: str, which:
             await PATHS[path](mem, ids, start, end)
         assert await snapshot(mem) == before
         # Positive control: the same instant with a zone is accepted.
-        aware_start, aware_end = (NAIVE.replace(tzinfo=UTC), None) if which == "valid_at" else (
-            None, NAIVE.replace(tzinfo=UTC))
+        aware_start, aware_end = (
+            (NAIVE.replace(tzinfo=UTC), None) if which == "valid_at" else (None, NAIVE.replace(tzinfo=UTC))
+        )
         written = await PATHS[path](mem, ids, aware_start, aware_end)
         assert (written.valid_at, written.invalid_at) == (aware_start, aware_end)
     finally:

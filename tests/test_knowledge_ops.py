@@ -26,14 +26,23 @@ async def mem(new_target: Callable[[str], str], clock: Clock):
 
 async def test_add_knowledge_is_active_at_once_and_audited(mem: Memory, clock: Clock) -> None:
     start = clock.now - timedelta(days=365)
-    fact = await mem.add_knowledge("ana", "  Ana lives in Lisbon ", actor="support", valid_at=start,
-                                   reason="onboarding form")
+    fact = await mem.add_knowledge(
+        "ana", "  Ana lives in Lisbon ", actor="support", valid_at=start, reason="onboarding form"
+    )
     assert (fact.statement, fact.status, fact.created_by, fact.valid_at, fact.created_at) == (
-        "Ana lives in Lisbon", "active", "support", start, clock.now,
+        "Ana lives in Lisbon",
+        "active",
+        "support",
+        start,
+        clock.now,
     )
     [event] = await mem.history("ana", fact.id)
     assert (event.action, event.actor, event.entity, event.entity_id, event.reason) == (
-        "inject", "support", "knowledge", fact.id, "onboarding form",
+        "inject",
+        "support",
+        "knowledge",
+        fact.id,
+        "onboarding form",
     )
     assert event.before is None and event.after is not None and event.after["statement"] == "Ana lives in Lisbon"
     with pytest.raises(InvalidStatementError):
@@ -49,7 +58,10 @@ async def test_correct_supersedes_with_end_reason_corrected(mem: Memory, clock: 
 
     ended = await mem.get_knowledge("ana", old.id)
     assert (ended.status, ended.end_reason, ended.superseded_by, ended.expired_at) == (
-        "superseded", "corrected", new.id, at,
+        "superseded",
+        "corrected",
+        new.id,
+        at,
     )
     assert (new.status, new.statement, new.created_at) == ("active", "Ana lives in Porto", at)
     assert [k.id for k in await mem.knowledge("ana")] == [new.id]
@@ -76,8 +88,9 @@ async def test_correct_keeps_or_replaces_the_interval(mem: Memory, clock: Clock)
     old = await mem.add_knowledge("ana", "Ana works at Acme", actor="support", valid_at=start)
     kept = await mem.correct("ana", old.id, "Ana works at ACME Corp", actor="support", reason="name")
     assert (kept.valid_at, kept.invalid_at) == (start, None)
-    changed = await mem.correct("ana", kept.id, "Ana works at ACME Corp", actor="support", reason="ended",
-                                invalid_at=clock.now)
+    changed = await mem.correct(
+        "ana", kept.id, "Ana works at ACME Corp", actor="support", reason="ended", invalid_at=clock.now
+    )
     assert (changed.valid_at, changed.invalid_at) == (start, clock.now)
 
 
@@ -87,13 +100,18 @@ async def test_retract_ends_belief_with_the_reason_and_tombstones_by_default(mem
     retracted = await mem.retract("ana", fact.id, actor="support", reason="she never said that")
 
     assert (retracted.status, retracted.end_reason, retracted.expired_at, retracted.superseded_by) == (
-        "retracted", "she never said that", at, None,
+        "retracted",
+        "she never said that",
+        at,
+        None,
     )
     assert await mem.knowledge("ana") == []
     assert [k.id for k in await mem.knowledge("ana", include_expired=True)] == [fact.id]  # the row stays
     [stone] = await mem.tombstones("ana")
     assert (stone.statement, stone.reason, stone.knowledge_id) == (
-        "Ana is allergic to peanuts", "she never said that", fact.id,
+        "Ana is allergic to peanuts",
+        "she never said that",
+        fact.id,
     )
     assert await mem.is_tombstoned("ana", "ana is allergic to peanuts!") is not None
     result = await mem.retrieve("peanuts", user_id="ana", top_k=5)
@@ -129,7 +147,11 @@ async def test_lift_tombstone_needs_a_reason_and_is_audited(mem: Memory, clock: 
     assert [t.id for t in await mem.tombstones("ana", include_lifted=True)] == [stone.id]
     event = (await mem.history("ana"))[-1]
     assert (event.action, event.entity, event.entity_id, event.actor, event.reason) == (
-        "lift", "tombstone", stone.id, "support", "confirmed by her doctor",
+        "lift",
+        "tombstone",
+        stone.id,
+        "support",
+        "confirmed by her doctor",
     )
     assert event.before is not None and event.before["lifted_at"] is None
     assert event.after is not None and event.after["lifted_by"] == "support"

@@ -36,8 +36,11 @@ def _fake_tree(tmp: Path, files: dict[str, str]) -> Path:
     for contract in config["contracts"]:
         # The fake tree has none of the real ignores' sources; keep the storage exemption only.
         contract["ignore_imports"] = [i for i in contract.get("ignore_imports", []) if i.startswith("engine.storage")]
-    lines = ["[tool.importlinter]", f"root_packages = {config['root_packages']!r}".replace("'", '"'),
-             "include_external_packages = true"]
+    lines = [
+        "[tool.importlinter]",
+        f"root_packages = {config['root_packages']!r}".replace("'", '"'),
+        "include_external_packages = true",
+    ]
     for contract in config["contracts"]:
         lines.append("[[tool.importlinter.contracts]]")
         for key, value in contract.items():
@@ -47,10 +50,14 @@ def _fake_tree(tmp: Path, files: dict[str, str]) -> Path:
             lines.append(f"{key} = {rendered}")
     (tmp / "pyproject.toml").write_text("\n".join(lines) + "\n")
     base = {
-        "engine/__init__.py": "", "engine/storage/__init__.py": "", "engine/storage/sqlite/__init__.py": "",
+        "engine/__init__.py": "",
+        "engine/storage/__init__.py": "",
+        "engine/storage/sqlite/__init__.py": "",
         "engine/storage/sqlite/connection.py": "import sqlite3\nimport aiosqlite\n",  # allowed there
-        "engine/storage/postgres/__init__.py": "", "engine/storage/postgres/connection.py": "import asyncpg\n",
-        "review_app/__init__.py": "", "review_app/cli.py": "import click\nimport engine.storage\n",
+        "engine/storage/postgres/__init__.py": "",
+        "engine/storage/postgres/connection.py": "import asyncpg\n",
+        "review_app/__init__.py": "",
+        "review_app/cli.py": "import click\nimport engine.storage\n",
     }
     for name, text in {**base, **files}.items():
         path = tmp / name
@@ -70,11 +77,14 @@ def test_fake_tree_without_violations_passes(tmp_path: Path) -> None:
     ("planted", "reported"),
     [
         ({"engine/leak.py": "import sqlite3\n"}, ["engine.leak -> sqlite3"]),
-        ({"review_app/db.py": "from engine.storage.sqlite import connection\nimport asyncpg\n"},
-         ["review_app.db -> engine.storage.sqlite", "review_app.db -> asyncpg"]),
-        ({"engine/helper.py": "import review_app.cli\n"},
-         ["engine is not allowed to import review_app",
-          "engine is not allowed to import click"]),  # click via review_app.cli
+        (
+            {"review_app/db.py": "from engine.storage.sqlite import connection\nimport asyncpg\n"},
+            ["review_app.db -> engine.storage.sqlite", "review_app.db -> asyncpg"],
+        ),
+        (
+            {"engine/helper.py": "import review_app.cli\n"},
+            ["engine is not allowed to import review_app", "engine is not allowed to import click"],
+        ),  # click via review_app.cli
     ],
     ids=["driver-outside-storage", "review-app-reaching-a-backend", "engine-importing-ui-indirectly"],
 )

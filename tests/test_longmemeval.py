@@ -58,8 +58,17 @@ def answer_prompts(server: ScriptedOpenAIServer) -> list[str]:
 
 def test_tiny_file_is_longmemeval_format() -> None:
     questions = json.loads(TINY.read_text(encoding="utf-8"))
-    keys = {"question_id", "question_type", "question", "answer", "question_date", "haystack_session_ids",
-            "haystack_dates", "haystack_sessions", "answer_session_ids"}
+    keys = {
+        "question_id",
+        "question_type",
+        "question",
+        "answer",
+        "question_date",
+        "haystack_session_ids",
+        "haystack_dates",
+        "haystack_sessions",
+        "answer_session_ids",
+    }
     assert all(keys <= set(q) for q in questions)
     assert all(len(q["haystack_dates"]) == len(q["haystack_sessions"]) for q in questions)
     assert {t["role"] for q in questions for s in q["haystack_sessions"] for t in s} == {"user", "assistant"}
@@ -68,19 +77,30 @@ def test_tiny_file_is_longmemeval_format() -> None:
 def test_dates_and_sessions_read_as_longmemeval_writes_them() -> None:
     assert lme.parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21, tzinfo=UTC)
     start = datetime(2023, 5, 20, tzinfo=UTC)
-    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-             {"role": "user", "content": "c"}, {"role": "user", "content": "d"}]
+    turns = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "user", "content": "d"},
+    ]
     assert lme.session_exchanges(turns, start) == [
-        ("a", "b", start), ("c", None, start + timedelta(minutes=1)), ("d", None, start + timedelta(minutes=2))]
+        ("a", "b", start),
+        ("c", None, start + timedelta(minutes=1)),
+        ("d", None, start + timedelta(minutes=2)),
+    ]
 
 
 async def test_offline_arms_end_to_end(server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]) -> None:
     # Per question, per arm (predict, then extract_all): one answer call, then one judge call.
     verdicts = {  # (question, arm) -> the judge's verdict
-        ("tiny_ssu_1", "predict"): "yes", ("tiny_ssu_1", "extract_all"): "yes",
-        ("tiny_ku_1", "predict"): "yes", ("tiny_ku_1", "extract_all"): "no",
-        ("tiny_ms_1", "predict"): "yes", ("tiny_ms_1", "extract_all"): "Yes.",
-        ("tiny_ssu_2_abs", "predict"): "no", ("tiny_ssu_2_abs", "extract_all"): "no",
+        ("tiny_ssu_1", "predict"): "yes",
+        ("tiny_ssu_1", "extract_all"): "yes",
+        ("tiny_ku_1", "predict"): "yes",
+        ("tiny_ku_1", "extract_all"): "no",
+        ("tiny_ms_1", "predict"): "yes",
+        ("tiny_ms_1", "extract_all"): "Yes.",
+        ("tiny_ssu_2_abs", "predict"): "no",
+        ("tiny_ssu_2_abs", "extract_all"): "no",
     }
     for verdict in verdicts.values():
         server.script(chat_reply("an answer"), chat_reply(verdict))
@@ -108,8 +128,11 @@ async def test_offline_arms_end_to_end(server: ScriptedOpenAIServer, capsys: pyt
     assert "knowledge-update" in table and "100.0 % (1/1)" in table and "0.0 % (0/1)" in table
     assert "queued for review" in table and "tokens: answer" in table
     # The abstention question is judged with the abstention rule.
-    judge_systems = [r.json["messages"][0]["content"] for r in server.requests
-                     if r.json["messages"][0]["content"].startswith("You grade")]
+    judge_systems = [
+        r.json["messages"][0]["content"]
+        for r in server.requests
+        if r.json["messages"][0]["content"].startswith("You grade")
+    ]
     assert "cannot answer" in judge_systems[-1] and "cannot answer" not in judge_systems[0]
 
 
@@ -128,13 +151,17 @@ async def test_openai_extractor_arm_counts_extraction_tokens(server: ScriptedOpe
         chat_reply({"items": [lisbon]}),
         chat_reply({"prediction": "The user lives in Lisbon."}),
         chat_reply({"items": [{**porto, "kind": "update", "supersedes": "K1"}], "covered": []}),
-        chat_reply("Porto"), chat_reply("yes"),
+        chat_reply("Porto"),
+        chat_reply("yes"),
         # extract-everything arm: two cold starts
-        chat_reply({"items": [lisbon]}), chat_reply({"items": [porto]}),
-        chat_reply("Porto or Lisbon"), chat_reply("no"),
+        chat_reply({"items": [lisbon]}),
+        chat_reply({"items": [porto]}),
+        chat_reply("Porto or Lisbon"),
+        chat_reply("no"),
     )
-    out = await lme.main([str(path), "--extractor", "openai", "--base-url", server.url + "/v1", "--model", "m",
-                          "--api-key", "k"])
+    out = await lme.main(
+        [str(path), "--extractor", "openai", "--base-url", server.url + "/v1", "--model", "m", "--api-key", "k"]
+    )
     assert server.pending == 0
     predict, every = out["arms"]["predict"], out["arms"]["extract_all"]
     assert predict["tokens"]["extract"] == 6 and every["tokens"]["extract"] == 4

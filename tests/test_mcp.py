@@ -177,8 +177,12 @@ async def test_the_server_refuses_a_missing_database(tmp_path: Path) -> None:
 
     missing = tmp_path / "absent.db"
     done = subprocess.run(
-        [str(MEMDESK), "mcp", str(missing), "--user", "u1"], capture_output=True, text=True, timeout=60,
-        stdin=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
+        [str(MEMDESK), "mcp", str(missing), "--user", "u1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1"},
     )
     assert done.returncode == 2 and "no such database" in done.stderr
     assert not missing.exists()
@@ -189,15 +193,22 @@ async def test_the_database_may_come_from_the_environment(db: str, errlog: Any) 
     and exit 2."""
     import subprocess
 
-    params = StdioServerParameters(command=str(MEMDESK), args=["mcp", "--user", "u2"],
-                                   env={**os.environ, "MEMDESK_DB": str(db)})
+    params = StdioServerParameters(
+        command=str(MEMDESK), args=["mcp", "--user", "u2"], env={**os.environ, "MEMDESK_DB": str(db)}
+    )
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         text, is_error = await call(client, "search_memory", query="quokkas", top_k=3)
     assert not is_error and "Keeps three quokkas in Tarnwick" in text
     env = {k: v for k, v in os.environ.items() if k != "MEMDESK_DB"}
-    done = subprocess.run([str(MEMDESK), "mcp", "--user", "u2"], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env={**env, "NO_COLOR": "1"})
+    done = subprocess.run(
+        [str(MEMDESK), "mcp", "--user", "u2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**env, "NO_COLOR": "1"},
+    )
     assert done.returncode == 2 and "set $MEMDESK_DB" in done.stderr
 
 

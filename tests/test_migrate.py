@@ -30,8 +30,12 @@ from engine.transfer import TransferError, copy_store
 from review_app.cli import main
 from tests.tui_seed import T0, SteppedClock, seed
 
-QUERIES = [("u-ana", "where does Ana live"), ("u-ben", "what car does Ben drive"), ("u-cho", "music instrument"),
-           ("u-ana", "job nurse")]
+QUERIES = [
+    ("u-ana", "where does Ana live"),
+    ("u-ben", "what car does Ben drive"),
+    ("u-cho", "music instrument"),
+    ("u-ana", "job nurse"),
+]
 
 
 async def _populate(path: str) -> None:
@@ -232,8 +236,9 @@ def test_sqlite_to_postgres_and_back_keeps_every_row(source: str, pg_url: str, t
         if table != "meta":  # PostgreSQL's meta may hold keys of its own; copy_store checks the source's
             assert on_pg[table] == before[table], table
     assert asyncio.run(_top_k(back)) == asyncio.run(_top_k(source))
-    assert [[i for i, _ in r] for r in asyncio.run(_top_k(pg_url))] == [[i for i, _ in r] for r in
-                                                                         asyncio.run(_top_k(source))]
+    assert [[i for i, _ in r] for r in asyncio.run(_top_k(pg_url))] == [
+        [i for i, _ in r] for r in asyncio.run(_top_k(source))
+    ]
 
 
 def test_a_postgres_copy_issues_ids_above_every_copied_and_erased_id(source: str, pg_url: str) -> None:
@@ -255,7 +260,9 @@ def test_a_postgres_copy_issues_ids_above_every_copied_and_erased_id(source: str
 
 
 def test_a_load_that_fails_midway_names_the_table_and_the_partial_copy(
-    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from engine.storage.sqlite.store import SqliteStore
 
@@ -298,13 +305,15 @@ def test_a_sqlite_copy_rebuilds_the_vector_and_text_index_rows_exactly(source: s
 
     async def index_rows(target: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         async with Memory(target) as mem, mem.store.reading() as tx:
-            vec = await (await tx.conn.execute(
-                "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired,"
-                " still_true, believed_to FROM knowledge_vec ORDER BY knowledge_id"
-            )).fetchall()
-            fts = await (await tx.conn.execute(
-                "SELECT rowid, statement, scope FROM knowledge_fts ORDER BY rowid"
-            )).fetchall()
+            vec = await (
+                await tx.conn.execute(
+                    "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired,"
+                    " still_true, believed_to FROM knowledge_vec ORDER BY knowledge_id"
+                )
+            ).fetchall()
+            fts = await (
+                await tx.conn.execute("SELECT rowid, statement, scope FROM knowledge_fts ORDER BY rowid")
+            ).fetchall()
             return [tuple(r) for r in vec], [tuple(r) for r in fts]
 
     before, after = asyncio.run(index_rows(source)), asyncio.run(index_rows(dst))

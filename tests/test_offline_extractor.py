@@ -16,14 +16,18 @@ T = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
 def episode(*turns: tuple[str, str], at: datetime = T, user_id: str = "ana") -> Episode:
     return Episode(
-        id=1, user_id=user_id, title="t", narrative="n",
+        id=1,
+        user_id=user_id,
+        title="t",
+        narrative="n",
         messages=[Message(role=role, content=text, at=at) for role, text in turns],  # type: ignore[arg-type]
     )
 
 
 def fact(fid: int, statement: str, user_id: str = "ana", created: datetime = T) -> Knowledge:
-    return Knowledge(id=fid, user_id=user_id, statement=statement, status="active", created_at=created,
-                     created_by="rev")
+    return Knowledge(
+        id=fid, user_id=user_id, statement=statement, status="active", created_at=created, created_by="rev"
+    )
 
 
 async def extract(text: str, existing: list[Knowledge] | None = None, at: datetime = T) -> Extraction:
@@ -34,59 +38,65 @@ def statements(text: str, at: datetime = T) -> list[str]:
     return [c.claim.statement for c in claims_from_text(text, at)]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("I live in Lisbon.", ["User lives in Lisbon"]),
-    ("I'm based in Berlin, near the river.", ["User lives in Berlin"]),
-    ("I moved to Porto!", ["User lives in Porto"]),
-    ("I'm from Mumbai but I live in Toronto now.", ["User is from Mumbai", "User lives in Toronto"]),
-    ("I work as a nurse.", ["User works as a nurse"]),
-    ("I work at Zalando as a software engineer.", ["User works at Zalando", "User works as a software engineer"]),
-    ("I'm a teacher in London.", ["User works as a teacher", "User lives in London"]),
-    ("I became a school librarian.", ["User works as a school librarian"]),
-    ("I'm allergic to peanuts, so no satay.", ["User is allergic to peanuts"]),
-    ("I'm vegetarian.", ["User is vegetarian"]),
-    ("I'm a vegan.", ["User is vegan"]),
-    ("I switched to a vegan diet.", ["User is vegan"]),
-    ("I switched to a Tesla.", ["User drives a Tesla"]),
-    ("My sister is a nurse.", ["User's sister is a nurse"]),
-    ("My sister's name is Maria.", ["User's sister is named Maria"]),
-    ("My brother still lives in Hamburg.", ["User's brother lives in Hamburg"]),
-    ("My daughter is 7 and my son is 4.", ["User's daughter is 7 years old", "User's son is 4 years old"]),
-    ("I live in London with my partner Sam.", ["User's partner is named Sam", "User lives in London"]),
-    ("My favourite food is bacalhau.", ["User's favourite food is bacalhau"]),
-    ("My favorite band is Radiohead.", ["User's favourite band is Radiohead"]),
-    ("I have a dog named Rex.", ["User has a dog named Rex"]),
-    ("I have a cat called Luna and a dog named Pip.", ["User has a cat named Luna", "User has a dog named Pip"]),
-    ("I have two kids.", ["User has two children"]),
-    ("I'm 34 years old.", ["User is 34 years old"]),
-    ("I turned 35.", ["User is 35 years old"]),
-    ("My name is Ben.", ["User's name is Ben"]),
-    ("I speak German and English.", ["User speaks German and English"]),
-    ("I'm learning Italian.", ["User is learning Italian"]),
-    ("I play tennis on weekends.", ["User plays tennis"]),
-    ("I drive a Honda Civic.", ["User drives a Honda Civic"]),
-    ("I'm studying biology at McGill.", ["User studies biology at McGill"]),
-    ("I no longer live in Lisbon.", ["User no longer lives in Lisbon"]),
-    ("I don't play tennis anymore.", ["User no longer plays tennis"]),
-    ("I'm not vegetarian anymore.", ["User is no longer vegetarian"]),
-    ("I stopped playing tennis.", ["User no longer plays tennis"]),
-    ("I quit Shopify.", ["User no longer works at Shopify"]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live in Lisbon.", ["User lives in Lisbon"]),
+        ("I'm based in Berlin, near the river.", ["User lives in Berlin"]),
+        ("I moved to Porto!", ["User lives in Porto"]),
+        ("I'm from Mumbai but I live in Toronto now.", ["User is from Mumbai", "User lives in Toronto"]),
+        ("I work as a nurse.", ["User works as a nurse"]),
+        ("I work at Zalando as a software engineer.", ["User works at Zalando", "User works as a software engineer"]),
+        ("I'm a teacher in London.", ["User works as a teacher", "User lives in London"]),
+        ("I became a school librarian.", ["User works as a school librarian"]),
+        ("I'm allergic to peanuts, so no satay.", ["User is allergic to peanuts"]),
+        ("I'm vegetarian.", ["User is vegetarian"]),
+        ("I'm a vegan.", ["User is vegan"]),
+        ("I switched to a vegan diet.", ["User is vegan"]),
+        ("I switched to a Tesla.", ["User drives a Tesla"]),
+        ("My sister is a nurse.", ["User's sister is a nurse"]),
+        ("My sister's name is Maria.", ["User's sister is named Maria"]),
+        ("My brother still lives in Hamburg.", ["User's brother lives in Hamburg"]),
+        ("My daughter is 7 and my son is 4.", ["User's daughter is 7 years old", "User's son is 4 years old"]),
+        ("I live in London with my partner Sam.", ["User's partner is named Sam", "User lives in London"]),
+        ("My favourite food is bacalhau.", ["User's favourite food is bacalhau"]),
+        ("My favorite band is Radiohead.", ["User's favourite band is Radiohead"]),
+        ("I have a dog named Rex.", ["User has a dog named Rex"]),
+        ("I have a cat called Luna and a dog named Pip.", ["User has a cat named Luna", "User has a dog named Pip"]),
+        ("I have two kids.", ["User has two children"]),
+        ("I'm 34 years old.", ["User is 34 years old"]),
+        ("I turned 35.", ["User is 35 years old"]),
+        ("My name is Ben.", ["User's name is Ben"]),
+        ("I speak German and English.", ["User speaks German and English"]),
+        ("I'm learning Italian.", ["User is learning Italian"]),
+        ("I play tennis on weekends.", ["User plays tennis"]),
+        ("I drive a Honda Civic.", ["User drives a Honda Civic"]),
+        ("I'm studying biology at McGill.", ["User studies biology at McGill"]),
+        ("I no longer live in Lisbon.", ["User no longer lives in Lisbon"]),
+        ("I don't play tennis anymore.", ["User no longer plays tennis"]),
+        ("I'm not vegetarian anymore.", ["User is no longer vegetarian"]),
+        ("I stopped playing tennis.", ["User no longer plays tennis"]),
+        ("I quit Shopify.", ["User no longer works at Shopify"]),
+    ],
+)
 def test_rules(text: str, expected: list[str]) -> None:
     assert statements(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "Do I live in Lisbon?",
-    "I live in Lisbon?",
-    "Would I enjoy living in Madrid",
-    "Where should I live in Porto",
-    "Since you live in Lisbon, any tips?",
-    "Thanks, that was helpful!",
-    "My sister says she is a nurse, he claims",  # third-person hearsay the rules do not read
-    "I don't live in Paris.",  # a bare negation says no previous state ended: not read
-    "Paris is the capital of France.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Do I live in Lisbon?",
+        "I live in Lisbon?",
+        "Would I enjoy living in Madrid",
+        "Where should I live in Porto",
+        "Since you live in Lisbon, any tips?",
+        "Thanks, that was helpful!",
+        "My sister says she is a nurse, he claims",  # third-person hearsay the rules do not read
+        "I don't live in Paris.",  # a bare negation says no previous state ended: not read
+        "Paris is the capital of France.",
+    ],
+)
 def test_questions_small_talk_and_bare_negations_are_never_claims(text: str) -> None:
     assert statements(text) == []
     # Positive control: the same extractor reads a plain first-person statement.
@@ -103,13 +113,16 @@ async def test_assistant_text_is_never_a_source() -> None:
     assert [i.statement for i in out.items] == ["User lives in Paris"]
 
 
-@pytest.mark.parametrize(("text", "statement"), [
-    ("I might move to Berlin.", "User lives in Berlin"),
-    ("Maybe I'll adopt a cat.", "User has a cat"),
-    ("I think I live in Berlin now.", "User lives in Berlin"),
-    ("I'll probably switch to a Tesla.", "User drives a Tesla"),
-    ("If I were rich, I would live in Lisbon.", "User lives in Lisbon"),
-])
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("I might move to Berlin.", "User lives in Berlin"),
+        ("Maybe I'll adopt a cat.", "User has a cat"),
+        ("I think I live in Berlin now.", "User lives in Berlin"),
+        ("I'll probably switch to a Tesla.", "User drives a Tesla"),
+        ("If I were rich, I would live in Lisbon.", "User lives in Lisbon"),
+    ],
+)
 async def test_hedges_and_hypotheticals_get_low_confidence(text: str, statement: str) -> None:
     out = await extract(text)
     assert [(i.statement, i.confidence) for i in out.items] == [(statement, 0.4)]
@@ -118,22 +131,34 @@ async def test_hedges_and_hypotheticals_get_low_confidence(text: str, statement:
     assert [i.confidence for i in firm.items] == [0.9]
 
 
-@pytest.mark.parametrize(("text", "at", "valid_at", "invalid_at"), [
-    ("I've lived in Lisbon since 2021.", T, datetime(2021, 1, 1, tzinfo=UTC), None),
-    ("I've lived in Lisbon since March 2021.", T, datetime(2021, 3, 1, tzinfo=UTC), None),
-    ("I've lived in Lisbon since April.", T, datetime(2025, 4, 1, tzinfo=UTC), None),
-    ("I moved to Porto last year.", T, datetime(2025, 1, 1, tzinfo=UTC), None),
-    ("I moved to Porto this month.", T, datetime(2026, 3, 1, tzinfo=UTC), None),
-    ("I moved to Porto in January.", T, datetime(2026, 1, 1, tzinfo=UTC), None),
-    ("I moved to Porto in 2020.", T, datetime(2020, 1, 1, tzinfo=UTC), None),
-    ("I moved to Porto two years ago.", T, datetime(2024, 1, 1, tzinfo=UTC), None),
-    ("I'm staying in Edinburgh until June.", T, None, datetime(2026, 6, 1, tzinfo=UTC)),
-    # "until June" said in July means next June.
-    ("I'm staying in Edinburgh until June.", datetime(2026, 7, 2, tzinfo=UTC), None, datetime(2027, 6, 1, tzinfo=UTC)),
-    ("I worked at Oakfield School from 2019 to 2021.", T, datetime(2019, 1, 1, tzinfo=UTC),
-     datetime(2021, 1, 1, tzinfo=UTC)),
-    ("I live in Lisbon.", T, None, None),
-])
+@pytest.mark.parametrize(
+    ("text", "at", "valid_at", "invalid_at"),
+    [
+        ("I've lived in Lisbon since 2021.", T, datetime(2021, 1, 1, tzinfo=UTC), None),
+        ("I've lived in Lisbon since March 2021.", T, datetime(2021, 3, 1, tzinfo=UTC), None),
+        ("I've lived in Lisbon since April.", T, datetime(2025, 4, 1, tzinfo=UTC), None),
+        ("I moved to Porto last year.", T, datetime(2025, 1, 1, tzinfo=UTC), None),
+        ("I moved to Porto this month.", T, datetime(2026, 3, 1, tzinfo=UTC), None),
+        ("I moved to Porto in January.", T, datetime(2026, 1, 1, tzinfo=UTC), None),
+        ("I moved to Porto in 2020.", T, datetime(2020, 1, 1, tzinfo=UTC), None),
+        ("I moved to Porto two years ago.", T, datetime(2024, 1, 1, tzinfo=UTC), None),
+        ("I'm staying in Edinburgh until June.", T, None, datetime(2026, 6, 1, tzinfo=UTC)),
+        # "until June" said in July means next June.
+        (
+            "I'm staying in Edinburgh until June.",
+            datetime(2026, 7, 2, tzinfo=UTC),
+            None,
+            datetime(2027, 6, 1, tzinfo=UTC),
+        ),
+        (
+            "I worked at Oakfield School from 2019 to 2021.",
+            T,
+            datetime(2019, 1, 1, tzinfo=UTC),
+            datetime(2021, 1, 1, tzinfo=UTC),
+        ),
+        ("I live in Lisbon.", T, None, None),
+    ],
+)
 async def test_relative_dates_against_the_message_time(
     text: str, at: datetime, valid_at: datetime | None, invalid_at: datetime | None
 ) -> None:
@@ -152,16 +177,19 @@ async def test_cold_start_has_no_prediction_and_every_claim_is_new() -> None:
     out = await extract("I live in Lisbon. I have a dog named Rex.")
     assert out.prediction == "" and out.covered == []
     assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
-        ("User lives in Lisbon", "new", None), ("User has a dog named Rex", "new", None)]
+        ("User lives in Lisbon", "new", None),
+        ("User has a dog named Rex", "new", None),
+    ]
 
 
 async def test_covered_update_contradiction_and_new() -> None:
     existing = [
-        fact(1, "User lives in Lisbon"), fact(2, "User works as a nurse"), fact(3, "User plays tennis"),
+        fact(1, "User lives in Lisbon"),
+        fact(2, "User works as a nurse"),
+        fact(3, "User plays tennis"),
         fact(4, "User has a dog named Rex"),
     ]
-    text = ("I'm a nurse. I moved to Porto. I don't play tennis anymore. "
-            "I have a cat named Luna. I'm allergic to cats.")
+    text = "I'm a nurse. I moved to Porto. I don't play tennis anymore. I have a cat named Luna. I'm allergic to cats."
     out = await extract(text, existing)
     assert [(c.statement, c.predicted_by) for c in out.covered] == [("User works as a nurse", "2")]
     assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
@@ -203,12 +231,20 @@ async def test_unparseable_human_fact_covers_only_its_exact_statement() -> None:
 
 
 def test_statements_read_back_to_the_same_slot() -> None:
-    for text in ["I'm not allergic to peanuts anymore.", "My favourite food is bacalhau.",
-                 "My sister's name is Maria.", "I have two kids.", "I don't play tennis anymore."]:
+    for text in [
+        "I'm not allergic to peanuts anymore.",
+        "My favourite food is bacalhau.",
+        "My sister's name is Maria.",
+        "I have two kids.",
+        "I don't play tennis anymore.",
+    ]:
         [sc] = claims_from_text(text, T)
         back = parse_statement(sc.claim.statement)
-        assert back is not None and (back.slot, back.key, back.negated) == (sc.claim.slot, sc.claim.key,
-                                                                              sc.claim.negated)
+        assert back is not None and (back.slot, back.key, back.negated) == (
+            sc.claim.slot,
+            sc.claim.key,
+            sc.claim.negated,
+        )
 
 
 async def test_deterministic() -> None:
@@ -222,67 +258,73 @@ async def test_deterministic() -> None:
 # -- issue 12: the classes ordinary conversation uses ------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    # A claim inside a longer sentence, its date taken from the rest of the sentence.
-    ("By the way I live in Hamburg now, moved last week.", ["User lives in Hamburg"]),
-    # Possessives and the people around the user, names and details kept.
-    ("My dog is named Biscuit.", ["User has a dog named Biscuit"]),
-    ("My sister is a doctor in Vancouver.", ["User's sister is a doctor in Vancouver"]),
-    ("My wife Priya is a pharmacist.", ["User's wife Priya is a pharmacist"]),
-    ("My brother Tom works at the BBC.", ["User's brother Tom works at the BBC"]),
-    ("Our eldest son Arjun is 12.", ["User's son Arjun is 12 years old"]),
-    ("My parents live in Osaka.", ["User's parents live in Osaka"]),
-    ("My sister moved back from Vancouver, she lives in Berlin now.", ["User's sister lives in Berlin"]),
-    ("I have a son, he's five.", ["User has a son", "User's son is 5 years old"]),
-    # Counts.
-    ("I have two daughters.", ["User has two daughters"]),
-    ("We have three sons.", ["User has three sons"]),
-    ("I have two cats, Kimchi and Mandu.", ["User has two cats named Kimchi and Mandu"]),
-    ("I have three horses.", ["User has three horses"]),
-    # Preferences.
-    ("I love sushi.", ["User loves sushi"]),
-    ("I'm crazy about Korean dramas.", ["User loves Korean dramas"]),
-    ("I hate coriander.", ["User hates coriander"]),
-    ("I prefer tea to coffee.", ["User prefers tea to coffee"]),
-    ("I love hiking in the Brecon Beacons.", ["User loves hiking in the Brecon Beacons"]),
-    # Life events as the state they start.
-    ("I got married last month.", ["User is married"]),
-    ("Rhys and I got married in January.", ["User is married to Rhys"]),
-    ("I got engaged to Paul on Saturday!", ["User is engaged to Paul"]),
-    ("Ola and I broke up in February.", ["User broke up with Ola"]),
-    # Habits, frequency kept.
-    ("Been cycling to work every day since January.", ["User cycles to work every day"]),
-    ("I go swimming every Saturday.", ["User goes swimming every Saturday"]),
-    ("I drink about five coffees a day.", ["User drinks about five coffees a day"]),
-    ("I've been doing yoga every morning since December.", ["User does yoga every morning"]),
-    ("I stopped swimming, the pool closed.", ["User no longer goes swimming"]),
-    ("I don't surf anymore, I hurt my back.", ["User no longer surfs"]),
-    # Details and dates kept; people's words, not internal verbs.
-    ("I live in Dubai since January.", ["User lives in Dubai"]),
-    ("I'm a firefighter in Leeds.", ["User works as a firefighter", "User lives in Leeds"]),
-    ("I'm Nia, a vet in Cardiff.", ["User's name is Nia", "User works as a vet", "User lives in Cardiff"]),
-    ("I switched to day shifts.", ["User works day shifts"]),
-    ("I switched to project management.", ["User works in project management"]),
-    ("I quit Emirates and joined Etihad this month.", ["User works at Etihad"]),
-    ("I speak Japanese, English and Arabic.", ["User speaks Japanese, English and Arabic"]),
-    # Corrections.
-    ("Actually I'm not vegetarian anymore.", ["User is no longer vegetarian"]),
-    ("Actually I'm not allergic to penicillin, the test was wrong.", ["User is no longer allergic to penicillin"]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A claim inside a longer sentence, its date taken from the rest of the sentence.
+        ("By the way I live in Hamburg now, moved last week.", ["User lives in Hamburg"]),
+        # Possessives and the people around the user, names and details kept.
+        ("My dog is named Biscuit.", ["User has a dog named Biscuit"]),
+        ("My sister is a doctor in Vancouver.", ["User's sister is a doctor in Vancouver"]),
+        ("My wife Priya is a pharmacist.", ["User's wife Priya is a pharmacist"]),
+        ("My brother Tom works at the BBC.", ["User's brother Tom works at the BBC"]),
+        ("Our eldest son Arjun is 12.", ["User's son Arjun is 12 years old"]),
+        ("My parents live in Osaka.", ["User's parents live in Osaka"]),
+        ("My sister moved back from Vancouver, she lives in Berlin now.", ["User's sister lives in Berlin"]),
+        ("I have a son, he's five.", ["User has a son", "User's son is 5 years old"]),
+        # Counts.
+        ("I have two daughters.", ["User has two daughters"]),
+        ("We have three sons.", ["User has three sons"]),
+        ("I have two cats, Kimchi and Mandu.", ["User has two cats named Kimchi and Mandu"]),
+        ("I have three horses.", ["User has three horses"]),
+        # Preferences.
+        ("I love sushi.", ["User loves sushi"]),
+        ("I'm crazy about Korean dramas.", ["User loves Korean dramas"]),
+        ("I hate coriander.", ["User hates coriander"]),
+        ("I prefer tea to coffee.", ["User prefers tea to coffee"]),
+        ("I love hiking in the Brecon Beacons.", ["User loves hiking in the Brecon Beacons"]),
+        # Life events as the state they start.
+        ("I got married last month.", ["User is married"]),
+        ("Rhys and I got married in January.", ["User is married to Rhys"]),
+        ("I got engaged to Paul on Saturday!", ["User is engaged to Paul"]),
+        ("Ola and I broke up in February.", ["User broke up with Ola"]),
+        # Habits, frequency kept.
+        ("Been cycling to work every day since January.", ["User cycles to work every day"]),
+        ("I go swimming every Saturday.", ["User goes swimming every Saturday"]),
+        ("I drink about five coffees a day.", ["User drinks about five coffees a day"]),
+        ("I've been doing yoga every morning since December.", ["User does yoga every morning"]),
+        ("I stopped swimming, the pool closed.", ["User no longer goes swimming"]),
+        ("I don't surf anymore, I hurt my back.", ["User no longer surfs"]),
+        # Details and dates kept; people's words, not internal verbs.
+        ("I live in Dubai since January.", ["User lives in Dubai"]),
+        ("I'm a firefighter in Leeds.", ["User works as a firefighter", "User lives in Leeds"]),
+        ("I'm Nia, a vet in Cardiff.", ["User's name is Nia", "User works as a vet", "User lives in Cardiff"]),
+        ("I switched to day shifts.", ["User works day shifts"]),
+        ("I switched to project management.", ["User works in project management"]),
+        ("I quit Emirates and joined Etihad this month.", ["User works at Etihad"]),
+        ("I speak Japanese, English and Arabic.", ["User speaks Japanese, English and Arabic"]),
+        # Corrections.
+        ("Actually I'm not vegetarian anymore.", ["User is no longer vegetarian"]),
+        ("Actually I'm not allergic to penicillin, the test was wrong.", ["User is no longer allergic to penicillin"]),
+    ],
+)
 def test_issue_12_classes(text: str, expected: list[str]) -> None:
     assert statements(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "I live in hope.",
-    "I LIVE IN HOPE!",
-    "I live in hope that Leeds United get promoted this year.",
-    "My team lost again, but I live in hope.",
-    "Ha, I live in the library basically.",
-    "My boss Henrik is a nightmare.",  # an opinion, not a job (the name is kept: see below)
-    "I'm a terrible cook, I can burn water.",
-    "I love it.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I live in hope.",
+        "I LIVE IN HOPE!",
+        "I live in hope that Leeds United get promoted this year.",
+        "My team lost again, but I live in hope.",
+        "Ha, I live in the library basically.",
+        "My boss Henrik is a nightmare.",  # an opinion, not a job (the name is kept: see below)
+        "I'm a terrible cook, I can burn water.",
+        "I love it.",
+    ],
+)
 def test_idioms_and_opinions_are_not_facts(text: str) -> None:
     said = [s for s in statements(text) if "named" not in s]
     assert said == []
@@ -291,12 +333,15 @@ def test_idioms_and_opinions_are_not_facts(text: str) -> None:
     assert statements("I LIVE IN HOVE!") == ["User lives in HOVE"]
 
 
-@pytest.mark.parametrize("text", [
-    "Sure, and I'm also the Queen of England, lol.",
-    "Lol, sure, I'm a Jedi knight in my spare time.",
-    "I'm the Magnus Carlsen of my street, ha.",
-    "I live in Monaco, haha.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sure, and I'm also the Queen of England, lol.",
+        "Lol, sure, I'm a Jedi knight in my spare time.",
+        "I'm the Magnus Carlsen of my street, ha.",
+        "I live in Monaco, haha.",
+    ],
+)
 async def test_jokes_and_sarcasm_are_below_the_gate(text: str) -> None:
     out = await extract(text)
     assert all(i.confidence < 0.7 for i in out.items)
@@ -311,25 +356,32 @@ async def test_a_plan_dated_after_its_message_is_below_the_gate() -> None:
     assert done.confidence == 0.9 and done.valid_at == datetime(2026, 2, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("text", "at", "valid_at"), [
-    ("I got married last month.", T, datetime(2026, 2, 1, tzinfo=UTC)),
-    ("By the way I live in Hamburg now, moved last week.", T, datetime(2026, 3, 2, tzinfo=UTC)),
-    ("Been cycling to work every day since January.", T, datetime(2026, 1, 1, tzinfo=UTC)),
-    ("I live in Dubai since January.", T, datetime(2026, 1, 1, tzinfo=UTC)),
-    ("I moved to Geelong two weeks ago.", T, datetime(2026, 2, 24, tzinfo=UTC)),
-    ("I turned 30 on Tuesday.", T, datetime(2026, 3, 3, tzinfo=UTC)),  # T is a Tuesday: the one before
-    ("I adopted a greyhound named Dash last weekend.", T, datetime(2026, 3, 7, tzinfo=UTC)),
-    ("I live in Busan now, I moved on the first of March.", T, datetime(2026, 3, 1, tzinfo=UTC)),
-    ("We moved to Winterthur at the start of February.", T, datetime(2026, 2, 1, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    ("text", "at", "valid_at"),
+    [
+        ("I got married last month.", T, datetime(2026, 2, 1, tzinfo=UTC)),
+        ("By the way I live in Hamburg now, moved last week.", T, datetime(2026, 3, 2, tzinfo=UTC)),
+        ("Been cycling to work every day since January.", T, datetime(2026, 1, 1, tzinfo=UTC)),
+        ("I live in Dubai since January.", T, datetime(2026, 1, 1, tzinfo=UTC)),
+        ("I moved to Geelong two weeks ago.", T, datetime(2026, 2, 24, tzinfo=UTC)),
+        ("I turned 30 on Tuesday.", T, datetime(2026, 3, 3, tzinfo=UTC)),  # T is a Tuesday: the one before
+        ("I adopted a greyhound named Dash last weekend.", T, datetime(2026, 3, 7, tzinfo=UTC)),
+        ("I live in Busan now, I moved on the first of March.", T, datetime(2026, 3, 1, tzinfo=UTC)),
+        ("We moved to Winterthur at the start of February.", T, datetime(2026, 2, 1, tzinfo=UTC)),
+    ],
+)
 async def test_life_event_dates(text: str, at: datetime, valid_at: datetime) -> None:
     [item] = (await extract(text, at=at)).items
     assert item.valid_at == valid_at
 
 
 async def test_just_kidding_takes_back_the_previous_message() -> None:
-    ep = episode(("user", "Oh and I've got a dog allergy, how ironic is that."), ("assistant", "Oh no!"),
-                 ("user", "Just kidding about the allergy, I'm fine with dogs."), ("user", "I hate coriander."))
+    ep = episode(
+        ("user", "Oh and I've got a dog allergy, how ironic is that."),
+        ("assistant", "Oh no!"),
+        ("user", "Just kidding about the allergy, I'm fine with dogs."),
+        ("user", "I hate coriander."),
+    )
     out = await OfflineExtractor().extract(ep, [])
     assert [i.statement for i in out.items] == ["User hates coriander"]
     # Positive control: without the take-back the allergy is read.
@@ -338,17 +390,24 @@ async def test_just_kidding_takes_back_the_previous_message() -> None:
 
 
 async def test_i_said_x_not_x_takes_back_the_word() -> None:
-    ep = episode(("user", "Kenji and I got married last month!"),
-                 ("user", "Wait, I said married, we got engaged, not married."))
+    ep = episode(
+        ("user", "Kenji and I got married last month!"), ("user", "Wait, I said married, we got engaged, not married.")
+    )
     out = await OfflineExtractor().extract(ep, [])
     assert [i.statement for i in out.items] == ["User is engaged"]
 
 
 async def test_habit_and_preference_updates_and_contradictions() -> None:
-    existing = [fact(1, "User goes swimming every Saturday"), fact(2, "User loves sushi"),
-                fact(3, "User drinks about five coffees a day"), fact(4, "User plays the drums in a pub band")]
-    text = ("I stopped swimming. Actually I don't love sushi anymore. I drink two coffees a day now. "
-            "I still play the drums with the band.")
+    existing = [
+        fact(1, "User goes swimming every Saturday"),
+        fact(2, "User loves sushi"),
+        fact(3, "User drinks about five coffees a day"),
+        fact(4, "User plays the drums in a pub band"),
+    ]
+    text = (
+        "I stopped swimming. Actually I don't love sushi anymore. I drink two coffees a day now. "
+        "I still play the drums with the band."
+    )
     out = await extract(text, existing)
     assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
         ("User no longer goes swimming", "contradiction", "1"),
@@ -360,10 +419,13 @@ async def test_habit_and_preference_updates_and_contradictions() -> None:
 
 
 async def test_relatives_with_names_read_back_and_update() -> None:
-    out = await extract("My sister lives in Berlin now.", [fact(1, "User's sister is a doctor in Vancouver"),
-                                                          fact(2, "User's sister lives in Vancouver")])
+    out = await extract(
+        "My sister lives in Berlin now.",
+        [fact(1, "User's sister is a doctor in Vancouver"), fact(2, "User's sister lives in Vancouver")],
+    )
     assert [(i.statement, i.kind, i.supersedes) for i in out.items] == [
-        ("User's sister lives in Berlin", "update", "2")]
+        ("User's sister lives in Berlin", "update", "2")
+    ]
     back = parse_statement("User's parents live in Osaka")
     assert back is not None and back.statement == "User's parents live in Osaka" and back.slot == "parents:home"
 
@@ -380,8 +442,15 @@ async def test_prediction_reads_as_prose_without_slot_keys() -> None:
 
 async def test_prediction_says_which_listed_statements_are_still_pending() -> None:
     # A pending candidate passed as an `existing` record (status "pending", a negative id).
-    pending = Knowledge(id=-7, user_id="ana", statement="User lives in Lisbon", status="pending",  # type: ignore[arg-type]
-                        created_at=T, created_by="extraction", candidate_id=7)
+    pending = Knowledge(
+        id=-7,
+        user_id="ana",
+        statement="User lives in Lisbon",
+        status="pending",  # type: ignore[arg-type]
+        created_at=T,
+        created_by="extraction",
+        candidate_id=7,
+    )
     out = await extract("I moved to Porto. My sister is a nurse.", [pending, fact(2, "User's sister is a nurse")])
     assert "- User lives in Lisbon (pending review)." in out.prediction
     assert "- User's sister is a nurse." in out.prediction  # positive control: an approved fact, no note

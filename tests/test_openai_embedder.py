@@ -53,13 +53,20 @@ async def test_batches_are_split_and_reassembled(server: ScriptedOpenAIServer) -
     await emb.aclose()
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    (embedding_reply([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), r"returned 3-dimensional vectors, expected 4.*dimensions=3"),
-    (embedding_reply([[1.0, 0, 0, 0]]), r"returned 1 vectors .* for 2 texts"),
-    (embedding_reply([[1.0, 0, 0, 0], [0, 1.0, 0, 0]], order=[0, 0]), r"indices \[0, 0\] for 2 texts"),
-    (Reply(200, {"object": "list"}), r"out of contract: No embedding data|no `data` list"),
-    (Reply(401, {"error": {"message": "bad key"}}), r"HTTP 401"),
-], ids=["wrong-width", "too-few", "repeated-index", "no-data", "unauthorised"])
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (
+            embedding_reply([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+            r"returned 3-dimensional vectors, expected 4.*dimensions=3",
+        ),
+        (embedding_reply([[1.0, 0, 0, 0]]), r"returned 1 vectors .* for 2 texts"),
+        (embedding_reply([[1.0, 0, 0, 0], [0, 1.0, 0, 0]], order=[0, 0]), r"indices \[0, 0\] for 2 texts"),
+        (Reply(200, {"object": "list"}), r"out of contract: No embedding data|no `data` list"),
+        (Reply(401, {"error": {"message": "bad key"}}), r"HTTP 401"),
+    ],
+    ids=["wrong-width", "too-few", "repeated-index", "no-data", "unauthorised"],
+)
 async def test_answers_out_of_contract_are_model_errors(
     server: ScriptedOpenAIServer, reply: Reply, expected: str
 ) -> None:
@@ -73,9 +80,11 @@ async def test_answers_out_of_contract_are_model_errors(
 
 async def test_429_then_success_is_retried(server: ScriptedOpenAIServer) -> None:
     emb = embedder(server)
-    server.script(Reply(429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0"}),
-                  Reply(503, {"error": {"message": "overloaded"}}),
-                  embedding_reply([[0.6, 0.8, 0, 0]]))
+    server.script(
+        Reply(429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0"}),
+        Reply(503, {"error": {"message": "overloaded"}}),
+        embedding_reply([[0.6, 0.8, 0, 0]]),
+    )
     assert await emb.embed(["a"]) == [[0.6, 0.8, 0, 0]]
     assert len(server.requests) == 3
     await emb.aclose()

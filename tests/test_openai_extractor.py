@@ -33,8 +33,15 @@ ENV = ("MEMDESK_BASE_URL", "MEMDESK_MODEL", "OPENAI_API_KEY")
 
 
 def item(statement: str, evidence: str, **overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"statement": statement, "kind": "new", "supersedes": None, "confidence": 0.9,
-                            "valid_at": None, "invalid_at": None, "evidence": evidence}
+    base: dict[str, Any] = {
+        "statement": statement,
+        "kind": "new",
+        "supersedes": None,
+        "confidence": 0.9,
+        "valid_at": None,
+        "invalid_at": None,
+        "evidence": evidence,
+    }
     return base | overrides
 
 
@@ -82,17 +89,31 @@ def episode(*user_lines: str, assistant: str = "ok") -> Episode:
 async def test_cold_start_answer_is_queued_and_the_request_is_the_cold_start_prompt(
     mem: Memory, server: ScriptedOpenAIServer
 ) -> None:
-    await mem.add_exchange("ana", "I moved to Lyon in March 2024. What's the weather like there?",
-                           "Lyon has mild winters; it is the capital of Gastronomy.", at=T0)
-    server.script(chat_reply({"items": [
-        item("The user lives in Lyon.", "I moved to Lyon in March 2024", valid_at="2024-03-01"),
-        item("The user may take up painting.", "painting", confidence=0.4),
-    ]}))
+    await mem.add_exchange(
+        "ana",
+        "I moved to Lyon in March 2024. What's the weather like there?",
+        "Lyon has mild winters; it is the capital of Gastronomy.",
+        at=T0,
+    )
+    server.script(
+        chat_reply(
+            {
+                "items": [
+                    item("The user lives in Lyon.", "I moved to Lyon in March 2024", valid_at="2024-03-01"),
+                    item("The user may take up painting.", "painting", confidence=0.4),
+                ]
+            }
+        )
+    )
     report = await mem.process()
     assert (report.episodes, report.claims, report.below_confidence, report.queued, report.failed) == (1, 2, 1, 1, 0)
     [cand] = await mem.review.pending()
     assert (cand.statement, cand.kind, cand.supersedes_id, cand.unsupported) == (
-        "The user lives in Lyon.", "new", None, False)
+        "The user lives in Lyon.",
+        "new",
+        None,
+        False,
+    )
     assert cand.evidence == "I moved to Lyon in March 2024"
     assert cand.valid_at == datetime(2024, 3, 1, tzinfo=UTC) and cand.invalid_at is None
     assert (await mem.retrieve("Lyon", user_id="ana")).items == []  # a candidate until a person decides
@@ -103,8 +124,11 @@ async def test_cold_start_answer_is_queued_and_the_request_is_the_cold_start_pro
     system, user = request["messages"]
     assert system == {"role": "system", "content": prompts.COLD_START_SYSTEM}
     sent = json.loads(user["content"].split("oldest first):\n", 1)[1].rsplit("\n\nExtract", 1)[0])
-    assert sent[0] == {"role": "user", "at": T0.isoformat(),
-                       "content": "I moved to Lyon in March 2024. What's the weather like there?"}
+    assert sent[0] == {
+        "role": "user",
+        "at": T0.isoformat(),
+        "content": "I moved to Lyon in March 2024. What's the weather like there?",
+    }
     assert sent[1]["role"] == "assistant"
     assert server.requests[0].headers["authorization"] == "Bearer not-needed"  # local server: placeholder key
     ctx = await mem.review.context(cand.id)
@@ -116,13 +140,18 @@ async def test_predict_path_sends_handles_then_calibrates_against_the_original_m
 ) -> None:
     fact = await mem.add_knowledge("ana", "The user lives in Lyon.", actor="support")
     await mem.add_exchange("ana", "I still live in Lyon.", "Good to know.", at=T0)
-    await mem.add_exchange("ana", "Also, I started working at Acme as a nurse.", "Congratulations!",
-                           at=T0 + timedelta(minutes=1))
+    await mem.add_exchange(
+        "ana", "Also, I started working at Acme as a nurse.", "Congratulations!", at=T0 + timedelta(minutes=1)
+    )
     prediction = f"K{fact.id}: The user lives in Lyon."
     server.script(
         chat_reply({"prediction": prediction}),
-        chat_reply({"items": [item("The user works at Acme as a nurse.", "I started working at Acme as a nurse")],
-                    "covered": [{"statement": "The user lives in Lyon.", "predicted_by": f"K{fact.id}"}]}),
+        chat_reply(
+            {
+                "items": [item("The user works at Acme as a nurse.", "I started working at Acme as a nurse")],
+                "covered": [{"statement": "The user lives in Lyon.", "predicted_by": f"K{fact.id}"}],
+            }
+        ),
     )
     report = await mem.process()
     assert (report.claims, report.predicted, report.queued, report.failed) == (2, 1, 1, 0)
@@ -152,23 +181,36 @@ async def test_handle_naming_another_users_fact_is_dropped_and_counted(
     await mem.add_exchange("ana", "I moved to Paris, I work in Oslo now and I have a dog called Rex.", "Nice", at=T0)
     server.script(
         chat_reply({"prediction": f"K{ana_fact.id}: The user lives in Lyon."}),
-        chat_reply({"items": [
-            item("The user lives in Paris.", "I moved to Paris", kind="update", supersedes=f"[K{ana_fact.id}]"),
-            item("The user works in Oslo.", "I work in Oslo now", kind="update", supersedes=f"K{bob_fact.id}"),
-            item("The user has a dog called Rex.", "a dog called Rex", kind="contradiction",
-                 supersedes="the Lyon fact"),
-        ], "covered": []}),
+        chat_reply(
+            {
+                "items": [
+                    item("The user lives in Paris.", "I moved to Paris", kind="update", supersedes=f"[K{ana_fact.id}]"),
+                    item("The user works in Oslo.", "I work in Oslo now", kind="update", supersedes=f"K{bob_fact.id}"),
+                    item(
+                        "The user has a dog called Rex.",
+                        "a dog called Rex",
+                        kind="contradiction",
+                        supersedes="the Lyon fact",
+                    ),
+                ],
+                "covered": [],
+            }
+        ),
     )
     report = await mem.process()
     assert (report.queued, report.supersedes_dropped) == (3, 2)
     pending = {c.statement: c for c in await mem.review.pending(user_id="ana")}
     # Positive control: ana's own shown fact is proposed for supersession.
     assert (pending["The user lives in Paris."].kind, pending["The user lives in Paris."].supersedes_id) == (
-        "update", ana_fact.id)
+        "update",
+        ana_fact.id,
+    )
     # Bob's fact id, and a handle that names nothing, are never trusted.
     assert (pending["The user works in Oslo."].kind, pending["The user works in Oslo."].supersedes_id) == ("new", None)
-    assert (pending["The user has a dog called Rex."].kind, pending["The user has a dog called Rex."].supersedes_id) \
-        == ("new", None)
+    assert (
+        pending["The user has a dog called Rex."].kind,
+        pending["The user has a dog called Rex."].supersedes_id,
+    ) == ("new", None)
     sent = json.dumps(chat_requests(server))
     assert f"[K{ana_fact.id}]" in sent and f"[K{bob_fact.id}]" not in sent and "Oslo." not in sent.split("ORIGINAL")[0]
     assert (await mem.get_knowledge("bob", bob_fact.id)).status == "active"
@@ -177,16 +219,20 @@ async def test_handle_naming_another_users_fact_is_dropped_and_counted(
 # -- answers that do not fit ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    (chat_reply("Sure! The user lives in Lyon."), "is not valid JSON"),
-    (chat_reply('{"items": [{"statement": "The user lives in Lyon."'), "is not valid JSON"),
-    (chat_reply({"facts": ["The user lives in Lyon."]}), "items: Field required"),
-    (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", confidence="high")]}), "items.0.confidence"),
-    (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", valid_at="last spring")]}), "items.0.valid_at"),
-    (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", kind="maybe")]}), "items.0.kind"),
-    (Reply(200, "<html>bad gateway</html>"), "body that is not JSON"),
-    (Reply(200, {"object": "chat.completion", "choices": []}), "has no choices"),
-], ids=["prose", "truncated", "wrong-key", "confidence-type", "bad-date", "bad-kind", "html-body", "no-choices"])
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (chat_reply("Sure! The user lives in Lyon."), "is not valid JSON"),
+        (chat_reply('{"items": [{"statement": "The user lives in Lyon."'), "is not valid JSON"),
+        (chat_reply({"facts": ["The user lives in Lyon."]}), "items: Field required"),
+        (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", confidence="high")]}), "items.0.confidence"),
+        (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", valid_at="last spring")]}), "items.0.valid_at"),
+        (chat_reply({"items": [item("The user lives in Lyon.", "Lyon", kind="maybe")]}), "items.0.kind"),
+        (Reply(200, "<html>bad gateway</html>"), "body that is not JSON"),
+        (Reply(200, {"object": "chat.completion", "choices": []}), "has no choices"),
+    ],
+    ids=["prose", "truncated", "wrong-key", "confidence-type", "bad-date", "bad-kind", "html-body", "no-choices"],
+)
 async def test_malformed_answer_fails_the_run_stores_nothing_and_the_retry_succeeds(
     mem: Memory, server: ScriptedOpenAIServer, reply: Reply, expected: str
 ) -> None:
@@ -219,13 +265,33 @@ async def test_malformed_output_is_a_typed_model_error(server: ScriptedOpenAISer
 
 async def test_dates_are_read_as_utc_and_handles_are_normalised(server: ScriptedOpenAIServer) -> None:
     extractor = make_extractor(server)
-    existing = [Knowledge(id=7, user_id="ana", statement="The user lives in Lyon.", status="active",
-                          created_at=T0, created_by="support")]
+    existing = [
+        Knowledge(
+            id=7,
+            user_id="ana",
+            statement="The user lives in Lyon.",
+            status="active",
+            created_at=T0,
+            created_by="support",
+        )
+    ]
     server.script(
         chat_reply({"prediction": "K7: lives in Lyon"}),
-        chat_reply({"items": [item("The user lived in Rome.", "Rome", kind="update", supersedes=7,
-                                   valid_at="2020-01-01", invalid_at="2021-06-30T12:00:00+02:00")],
-                    "covered": [{"statement": "The user lives in Lyon.", "predicted_by": "[K7]"}]}),
+        chat_reply(
+            {
+                "items": [
+                    item(
+                        "The user lived in Rome.",
+                        "Rome",
+                        kind="update",
+                        supersedes=7,
+                        valid_at="2020-01-01",
+                        invalid_at="2021-06-30T12:00:00+02:00",
+                    )
+                ],
+                "covered": [{"statement": "The user lives in Lyon.", "predicted_by": "[K7]"}],
+            }
+        ),
     )
     result = await extractor.extract(episode("I lived in Rome from 2020 to mid 2021."), existing)
     [gap] = result.items
@@ -234,7 +300,14 @@ async def test_dates_are_read_as_utc_and_handles_are_normalised(server: Scripted
     assert gap.invalid_at == datetime(2021, 6, 30, 10, tzinfo=UTC) and gap.invalid_at.tzinfo is UTC
     assert result.prediction == "K7: lives in Lyon"
     assert [normalise_handle(v) for v in ("K12", "[k12]", 12, " [K 12] ", "null", None, "the Lyon one")] == [
-        "12", "12", "12", "12", None, None, "the Lyon one"]
+        "12",
+        "12",
+        "12",
+        "12",
+        None,
+        None,
+        "the Lyon one",
+    ]
     await extractor.aclose()
 
 
@@ -243,8 +316,10 @@ async def test_dates_are_read_as_utc_and_handles_are_normalised(server: Scripted
 
 async def test_429_then_success_is_retried(mem: Memory, server: ScriptedOpenAIServer) -> None:
     await mem.add_exchange("ana", "I live in Lyon.", "ok", at=T0)
-    server.script(Reply(429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0"}),
-                  chat_reply({"items": [item("The user lives in Lyon.", "I live in Lyon")]}))
+    server.script(
+        Reply(429, {"error": {"message": "rate limited"}}, headers={"retry-after": "0"}),
+        chat_reply({"items": [item("The user lives in Lyon.", "I live in Lyon")]}),
+    )
     report = await mem.process()
     assert (report.failed, report.queued) == (0, 1)
     assert len(chat_requests(server)) == 2
@@ -279,11 +354,20 @@ async def test_backoff_doubles_honours_retry_after_and_is_capped(server: Scripte
     async def fake_sleep(seconds: float) -> None:
         delays.append(seconds)
 
-    server.script(Reply(429, {}, headers={"retry-after": "30"}), Reply(503, {}), Reply(502, {}),
-                  Reply(429, {}, headers={"retry-after-ms": "150"}), chat_reply({"ok": True}))
+    server.script(
+        Reply(429, {}, headers={"retry-after": "30"}),
+        Reply(503, {}),
+        Reply(502, {}),
+        Reply(429, {}, headers={"retry-after-ms": "150"}),
+        chat_reply({"ok": True}),
+    )
     await call_with_retries(
         lambda: client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]),
-        what="test", max_retries=4, backoff=0.1, max_backoff=2.0, sleep=fake_sleep,
+        what="test",
+        max_retries=4,
+        backoff=0.1,
+        max_backoff=2.0,
+        sleep=fake_sleep,
     )
     assert delays == pytest.approx([2.0, 0.2, 0.4, 0.15])
     await client.close()
@@ -345,8 +429,14 @@ async def test_base_url_alone_asks_the_server_for_its_model(server: ScriptedOpen
 
 def test_every_prompt_names_its_exclusions_and_asks_for_json() -> None:
     for system in (prompts.PREDICTION_SYSTEM, prompts.CALIBRATION_SYSTEM, prompts.COLD_START_SYSTEM):
-        for must in ("general knowledge", "only the assistant said", "small talk", "questions", "hypotheticals",
-                     "JSON"):
+        for must in (
+            "general knowledge",
+            "only the assistant said",
+            "small talk",
+            "questions",
+            "hypotheticals",
+            "JSON",
+        ):
             assert must in system, (must, system[:60])
     for system in (prompts.CALIBRATION_SYSTEM, prompts.COLD_START_SYSTEM):
         assert "VERBATIM" in system and '"at" time' in system  # evidence quotes; relative dates resolvable

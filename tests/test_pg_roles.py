@@ -28,7 +28,7 @@ _suffix = itertools.count(1)
 
 def readme_grants() -> str:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Running memdesk for a team"):]
+    section = text[text.index("## Running memdesk for a team") :]
     found = re.search(r"```sql\n(.*?)```", section, re.S)
     assert found, "the team section of README.md has no ```sql block"
     return found.group(1)
@@ -47,8 +47,12 @@ async def roles(pg_url: str) -> AsyncIterator[tuple[str, str, str]]:
     n = next(_suffix)
     app, eraser = f"memdesk_app_{n}_{id(pg_url) % 10_000}", f"memdesk_erase_{n}_{id(pg_url) % 10_000}"
     database = urlsplit(pg_url).path.lstrip("/")
-    script = (readme_grants().replace("memdesk_erase", eraser).replace("memdesk_app", app)
-              .replace("DATABASE memdesk ", f'DATABASE "{database}" '))
+    script = (
+        readme_grants()
+        .replace("memdesk_erase", eraser)
+        .replace("memdesk_app", app)
+        .replace("DATABASE memdesk ", f'DATABASE "{database}" ')
+    )
     async with Memory(pg_url, embedder=HashingEmbedder(), clock=lambda: T0):
         pass  # the owner (the test server's superuser) creates the schema
     conn = await asyncpg.connect(pg_url)
@@ -93,9 +97,13 @@ async def test_the_application_role_cannot_rewrite_the_audit_log_or_the_schema(
         await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
     conn = await asyncpg.connect(app_url)
     try:
-        for statement in ("UPDATE audit_log SET reason = 'rewritten'", "DELETE FROM audit_log",
-                          "TRUNCATE audit_log", "DROP TRIGGER audit_log_no_update ON audit_log",
-                          "CREATE TABLE sneaky (id int)"):
+        for statement in (
+            "UPDATE audit_log SET reason = 'rewritten'",
+            "DELETE FROM audit_log",
+            "TRUNCATE audit_log",
+            "DROP TRIGGER audit_log_no_update ON audit_log",
+            "CREATE TABLE sneaky (id int)",
+        ):
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await conn.execute(statement)
         assert await conn.fetchval("SELECT count(*) FROM audit_log") >= 1  # positive control: it can read

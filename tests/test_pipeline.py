@@ -131,11 +131,14 @@ async def test_superseded_fact_stated_again_is_queued_again(mem: Memory) -> None
 
 async def test_inverted_interval_from_extractor_is_counted_invalid(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
-        return Extraction("", [
-            GapItem("Ana lived in Rome", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="Rome"),
-            GapItem("Ana lived in Oslo", valid_at=T0, invalid_at=T0, evidence="Oslo"),
-            GapItem("Ana lived in Bern", valid_at=T0 - timedelta(days=9), invalid_at=T0, evidence="Bern"),
-        ])
+        return Extraction(
+            "",
+            [
+                GapItem("Ana lived in Rome", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="Rome"),
+                GapItem("Ana lived in Oslo", valid_at=T0, invalid_at=T0, evidence="Oslo"),
+                GapItem("Ana lived in Bern", valid_at=T0 - timedelta(days=9), invalid_at=T0, evidence="Bern"),
+            ],
+        )
 
     async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         await mem.add_exchange("ana", "Rome, Oslo, Bern", "ok", at=T0)
@@ -146,26 +149,39 @@ async def test_inverted_interval_from_extractor_is_counted_invalid(new_target) -
 
 async def test_gates_run_in_order_and_are_counted_on_the_run(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
-        return Extraction("", [
-            GapItem("low", confidence=0.5, valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="x"),
-            GapItem("inverted", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="x"),
-            GapItem("Ana hates jazz", evidence="x"),
-            GapItem("Ana likes tea", evidence="Ana likes tea"),
-            GapItem("Ana likes tea.", evidence="x"),
-        ], covered=[CoveredClaim("Ana is Ana", None)])
+        return Extraction(
+            "",
+            [
+                GapItem("low", confidence=0.5, valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="x"),
+                GapItem("inverted", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="x"),
+                GapItem("Ana hates jazz", evidence="x"),
+                GapItem("Ana likes tea", evidence="Ana likes tea"),
+                GapItem("Ana likes tea.", evidence="x"),
+            ],
+            covered=[CoveredClaim("Ana is Ana", None)],
+        )
 
     async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         cid = await mem.queue_candidate("ana", "Ana hates jazz")
         await mem.review.reject(cid, reviewer="rev", reason="wrong")
         await mem.add_exchange("ana", "Ana likes tea", "ok", at=T0)
         report = await mem.process()
-        assert (report.claims, report.predicted, report.below_confidence, report.invalid, report.tombstoned,
-                report.duplicates, report.queued) == (6, 1, 1, 1, 1, 1, 1)
+        assert (
+            report.claims,
+            report.predicted,
+            report.below_confidence,
+            report.invalid,
+            report.tombstoned,
+            report.duplicates,
+            report.queued,
+        ) == (6, 1, 1, 1, 1, 1, 1)
         async with sql(mem) as conn:
-            run = await (await conn.execute(
-                "SELECT claims, predicted, below_confidence, invalid, tombstoned, duplicates, queued, mode"
-                " FROM extraction_runs"
-            )).fetchone()
+            run = await (
+                await conn.execute(
+                    "SELECT claims, predicted, below_confidence, invalid, tombstoned, duplicates, queued, mode"
+                    " FROM extraction_runs"
+                )
+            ).fetchone()
         assert tuple(run) == (6, 1, 1, 1, 1, 1, 1, "cold_start")
 
 
@@ -174,11 +190,14 @@ async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(new_t
 
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
         mine = next(k for k in existing if "lives" in k.statement)
-        return Extraction("The user lives in Lisbon", [
-            GapItem("Ana lives in Porto", kind="update", supersedes=str(mine.id), evidence="Porto"),
-            GapItem("Ana works at Acme", kind="update", supersedes=handles["bob"], evidence="Acme"),
-            GapItem("Ana has a cat", kind="update", supersedes="not-a-handle", evidence="cat"),
-        ])
+        return Extraction(
+            "The user lives in Lisbon",
+            [
+                GapItem("Ana lives in Porto", kind="update", supersedes=str(mine.id), evidence="Porto"),
+                GapItem("Ana works at Acme", kind="update", supersedes=handles["bob"], evidence="Acme"),
+                GapItem("Ana has a cat", kind="update", supersedes="not-a-handle", evidence="cat"),
+            ],
+        )
 
     async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         ana = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
@@ -196,10 +215,13 @@ async def test_update_supersedes_only_a_shown_active_fact_of_the_same_user(new_t
 
 async def test_unsupported_evidence_is_flagged_and_confidence_lowered(new_target) -> None:
     def script(ep: Episode, existing: list[Knowledge]) -> Extraction:
-        return Extraction("", [
-            GapItem("Ana owns a boat", confidence=0.9, evidence="I own a boat"),
-            GapItem("Ana owns a plane", confidence=0.9, evidence="the assistant said planes are fun"),
-        ])
+        return Extraction(
+            "",
+            [
+                GapItem("Ana owns a boat", confidence=0.9, evidence="I own a boat"),
+                GapItem("Ana owns a plane", confidence=0.9, evidence="the assistant said planes are fun"),
+            ],
+        )
 
     async with Memory(new_target("m"), extractor=ScriptedExtractor(script)) as mem:
         await mem.add_exchange("ana", "Hi. I own a boat, by the way.", "Planes are fun too!", at=T0)
@@ -250,8 +272,10 @@ async def test_extraction_sources_are_original_messages_not_the_narrative(mem: M
     await mem.process()
     extractor: ScriptedExtractor = mem.pipeline.extractor
     episode, _ = extractor.calls[0]
-    assert [(m.role, m.content) for m in episode.messages] == [("user", "FACT: Ana keeps bees"),
-                                                                ("assistant", "Lovely.")]
+    assert [(m.role, m.content) for m in episode.messages] == [
+        ("user", "FACT: Ana keeps bees"),
+        ("assistant", "Lovely."),
+    ]
 
 
 async def test_two_concurrent_process_calls_never_process_the_same_messages(

@@ -57,7 +57,8 @@ async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:
         async with store.transaction() as conn:
             cur = await conn.execute(
                 "INSERT INTO messages(user_id, role, content, at) VALUES (?, 'user', 'a ? b', ?), (?, 'user', 'c', ?)"
-                " RETURNING id", ("u1", 1, "u1", 2),
+                " RETURNING id",
+                ("u1", 1, "u1", 2),
             )
             assert cur.rowcount == 2
             ids = [r["id"] for r in await cur.fetchall()]
@@ -144,16 +145,18 @@ async def test_audit_log_append_only_but_redactable(pg_url: str) -> None:
         with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError, match="append-only"):
             async with store.transaction() as conn:
                 await conn.execute("TRUNCATE audit_log")
-        redact = ("UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = ?"
-                  " WHERE id = ?")
+        redact = (
+            "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = ? WHERE id = ?"
+        )
         async with store.transaction() as conn:  # erasure's redaction: allowed, once
             assert (await conn.execute(redact, (9, aid))).rowcount == 1
         with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError):
             async with store.transaction() as conn:
                 await conn.execute(redact, (10, aid))
         async with store.reading() as conn:
-            row = await (await conn.execute("SELECT actor, before, redacted_at FROM audit_log WHERE id = ?",
-                                            (aid,))).fetchone()
+            row = await (
+                await conn.execute("SELECT actor, before, redacted_at FROM audit_log WHERE id = ?", (aid,))
+            ).fetchone()
         assert tuple(row) == ("ann", None, 9)  # type: ignore[arg-type]
     finally:
         await store.close()
@@ -193,8 +196,10 @@ async def test_a_lost_listening_connection_is_opened_again(pg_url: str) -> None:
     got: list[str] = []
     stop = await store.subscribe(schema.NOTIFY_CHANNEL, got.append)
     insert = "INSERT INTO candidates(user_id, statement, key, kind, created_at) VALUES (?, 's', 'k', 'new', 1)"
-    listening = ("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-                 " AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()")
+    listening = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+    )
 
     async def until(condition: Callable[[], bool]) -> None:
         for _ in range(200):
@@ -231,22 +236,30 @@ async def _fill(store: PostgresStore) -> None:
     """Rows whose references point forward in TABLES order: a message into a later-loaded
     episode, candidate <-> fact, and a fact superseded by a later fact."""
     async with store.transaction() as conn:
-        await conn.execute("INSERT INTO episodes(id, user_id, title, narrative, created_at)"
-                           " VALUES (5, 'alice', 't', 'n', 1)")
-        await conn.execute("INSERT INTO messages(id, user_id, role, content, at, episode_id)"
-                           " VALUES (3, 'alice', 'user', 'I moved to Porto', 1, 5)")
-        await conn.execute("INSERT INTO candidates(id, user_id, statement, key, kind, created_at, status)"
-                           " VALUES (10, 'alice', 'Lives in Lisbon', 'lisbon', 'new', 1, 'approved')")
+        await conn.execute(
+            "INSERT INTO episodes(id, user_id, title, narrative, created_at) VALUES (5, 'alice', 't', 'n', 1)"
+        )
+        await conn.execute(
+            "INSERT INTO messages(id, user_id, role, content, at, episode_id)"
+            " VALUES (3, 'alice', 'user', 'I moved to Porto', 1, 5)"
+        )
+        await conn.execute(
+            "INSERT INTO candidates(id, user_id, statement, key, kind, created_at, status)"
+            " VALUES (10, 'alice', 'Lives in Lisbon', 'lisbon', 'new', 1, 'approved')"
+        )
         await conn.execute(
             "INSERT INTO knowledge(id, user_id, statement, key, created_at, created_by, embedding, search,"
             " candidate_id) VALUES (20, 'alice', 'Lives in Lisbon', 'lisbon', 1, 'ann', '[1,0,0]', '', 10),"
             " (21, 'alice', 'Lives in Porto', 'porto', 2, 'ann', '[0,1,0]', '', NULL)"
         )
-        await conn.execute("UPDATE knowledge SET status = 'superseded', expired_at = 2, superseded_by = 21"
-                           " WHERE id = 20")
+        await conn.execute(
+            "UPDATE knowledge SET status = 'superseded', expired_at = 2, superseded_by = 21 WHERE id = 20"
+        )
         await conn.execute("UPDATE candidates SET knowledge_id = 20 WHERE id = 10")
-        await conn.execute("INSERT INTO audit_log(id, at, actor, action, user_id, entity, entity_id)"
-                           " VALUES (40, 1, 'ann', 'approve', 'alice', 'candidate', 10)")
+        await conn.execute(
+            "INSERT INTO audit_log(id, at, actor, action, user_id, entity, entity_id)"
+            " VALUES (40, 1, 'ann', 'approve', 'alice', 'candidate', 10)"
+        )
 
 
 async def test_dump_and_load_keep_ids_and_references(pg_server: Any) -> None:
@@ -269,8 +282,10 @@ async def test_dump_and_load_keep_ids_and_references(pg_server: Any) -> None:
                 assert again == dumped.get(table, []), table
             async with dst.transaction() as conn:
                 # the identity sequences moved past the loaded ids
-                cur = await conn.execute("INSERT INTO episodes(user_id, title, narrative, created_at)"
-                                         " VALUES ('bob', 't', 'n', 1) RETURNING id")
+                cur = await conn.execute(
+                    "INSERT INTO episodes(user_id, title, narrative, created_at)"
+                    " VALUES ('bob', 't', 'n', 1) RETURNING id"
+                )
                 assert (await cur.fetchone())[0] == 6  # type: ignore[index]
                 # the search vector was rebuilt from the statement
                 cur = await conn.execute("SELECT id FROM knowledge WHERE search @@ to_tsquery('simple', 'porto')")
@@ -283,8 +298,9 @@ async def test_dump_and_load_keep_ids_and_references(pg_server: Any) -> None:
 async def test_a_reference_that_never_resolves_is_reported(pg_url: str) -> None:
     store = await _open(pg_url)
     try:
-        await store.load("messages", [{"id": 1, "user_id": "u", "role": "user", "content": "x", "at": 1,
-                                       "episode_id": 99}])
+        await store.load(
+            "messages", [{"id": 1, "user_id": "u", "role": "user", "content": "x", "at": 1, "episode_id": 99}]
+        )
         assert store.unresolved_references() == {"messages.episode_id": 1}
     finally:
         await store.close()
@@ -322,11 +338,15 @@ async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_ser
         assert await store.compact()
         async with store.pool.acquire() as raw:
             await raw.execute("CHECKPOINT")
-            rels = [r[0] for r in await raw.fetch(
-                "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = 'messages'::regclass"
-                " OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'messages'::regclass)"
-                " OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'messages'::regclass)"
-            ) if r[0]]
+            rels = [
+                r[0]
+                for r in await raw.fetch(
+                    "SELECT pg_relation_filepath(c.oid) FROM pg_class c WHERE c.oid = 'messages'::regclass"
+                    " OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'messages'::regclass)"
+                    " OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'messages'::regclass)"
+                )
+                if r[0]
+            ]
         assert not _file_holds(data_dir, rels, secret.encode())
         async with store.reading() as conn:
             assert [r[0] for r in await (await conn.execute("SELECT content FROM messages")).fetchall()] == ["kept"]
@@ -349,7 +369,8 @@ async def test_two_processes_deciding_one_candidate_decide_it_once(pg_url: str) 
         first = await a.queue_candidate("ana", "Ana keeps bees", actor="t")
         second = await a.queue_candidate("ana", "Ana plays chess", actor="t")
         outcomes = await asyncio.gather(
-            a.review.reject(first, "ann", "not said"), b.review.reject(first, "bob", "not true"),
+            a.review.reject(first, "ann", "not said"),
+            b.review.reject(first, "bob", "not true"),
             return_exceptions=True,
         )
         errors = [o for o in outcomes if isinstance(o, BaseException)]
@@ -369,8 +390,10 @@ async def test_episode_claims_skip_rows_another_worker_is_claiming(pg_url: str) 
     store = await PostgresStore.open(pg_url, dimensions=3)
     try:
         async with store.transaction() as tx:
-            await tx.conn.execute("INSERT INTO episodes(id, user_id, title, narrative, start_at, created_at)"
-                                  " VALUES (1, 'ana', 't', 'n', 5, 1), (2, 'ana', 't', 'n', NULL, 1)")
+            await tx.conn.execute(
+                "INSERT INTO episodes(id, user_id, title, narrative, start_at, created_at)"
+                " VALUES (1, 'ana', 't', 'n', 5, 1), (2, 'ana', 't', 'n', NULL, 1)"
+            )
         async with store.transaction() as holder:
             assert isinstance(holder, PostgresTx)
             await holder.conn.execute("SELECT id FROM episodes WHERE id = 1 FOR UPDATE")
@@ -391,17 +414,21 @@ async def test_text_statistics_rows_follow_inserts_and_deletes(pg_url: str) -> N
     from engine import Memory
     from engine.embedders import HashingEmbedder
 
-    counted = ("SELECT user_id, count(*), max(id), sum(length(trim(statement))"
-               " - length(replace(trim(statement), ' ', '')) + 1) FROM knowledge GROUP BY user_id ORDER BY 1")
+    counted = (
+        "SELECT user_id, count(*), max(id), sum(length(trim(statement))"
+        " - length(replace(trim(statement), ' ', '')) + 1) FROM knowledge GROUP BY user_id ORDER BY 1"
+    )
     kept = "SELECT user_id, docs, top_id, words FROM knowledge_stats ORDER BY 1"
     async with Memory(pg_url, embedder=HashingEmbedder()) as mem:
         first = await mem.add_knowledge("ana", "Ana keeps  bees", actor="t")
         await mem.add_knowledge_many("ana", ["Ana plays chess", "Ana  likes green tea daily"], actor="t")
         await mem.add_knowledge_many("bob", ["Bob rows"], actor="t")
         async with mem.store.reading() as tx:
-            assert [tuple(r) for r in await tx.conn.execute_fetchall(kept)] == [
-                tuple(r) for r in await tx.conn.execute_fetchall(counted)
-            ] == [("ana", 3, 3, 4 + 3 + 6), ("bob", 1, 4, 2)]  # SqlTx's measure: spaces + 1
+            assert (
+                [tuple(r) for r in await tx.conn.execute_fetchall(kept)]
+                == [tuple(r) for r in await tx.conn.execute_fetchall(counted)]
+                == [("ana", 3, 3, 4 + 3 + 6), ("bob", 1, 4, 2)]
+            )  # SqlTx's measure: spaces + 1
         async with mem.store.transaction() as tx:
             await tx.delete_knowledge(first.id)
         async with mem.store.reading() as tx:
@@ -432,7 +459,10 @@ async def test_migration_3_gives_every_fact_its_users_scope_lexeme(pg_url: str) 
             await conn.execute(
                 "INSERT INTO knowledge(id, user_id, statement, key, created_at, status, created_by, search)"
                 " VALUES ($1, $2, 'Keeps Zebrafinch birds', $3, 1, 'active', 'v2', to_tsvector('simple', $4))",
-                kid, user, f"zebrafinch {kid}", "keeps zebrafinch birds",
+                kid,
+                user,
+                f"zebrafinch {kid}",
+                "keeps zebrafinch birds",
             )
         # control: at version 2 no row holds a scope lexeme
         assert [await conn.fetchval(scoped, f"'{search_scope(u)}'") for u in users] == [0, 0]

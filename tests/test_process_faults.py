@@ -33,11 +33,13 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
 async def three_episodes(mem: Memory, user: str = "ana") -> None:
-    await mem.add_exchanges([
-        (user, "I live in Lisbon.", "ok", START),
-        (user, "I work as a nurse.", "ok", START + timedelta(hours=2)),
-        (user, "I have a dog named Rex.", "ok", START + timedelta(hours=4)),
-    ])
+    await mem.add_exchanges(
+        [
+            (user, "I live in Lisbon.", "ok", START),
+            (user, "I work as a nurse.", "ok", START + timedelta(hours=2)),
+            (user, "I have a dog named Rex.", "ok", START + timedelta(hours=4)),
+        ]
+    )
 
 
 def wait_for_line(proc: subprocess.Popen[str], prefix: str, timeout: float = 60.0) -> str:
@@ -63,8 +65,12 @@ async def test_a_sigkilled_process_leaves_its_episodes_available_again_within_on
     config = MemoryConfig(episode_lease_seconds=LEASE_S)
     async with Memory(db, config=config) as mem:
         await three_episodes(mem)
-    worker = subprocess.Popen([sys.executable, str(WORKER), "hang", str(db), str(LEASE_S)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), "hang", str(db), str(LEASE_S)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_line(worker, "extracting ")
     finally:
@@ -78,8 +84,14 @@ async def test_a_sigkilled_process_leaves_its_episodes_available_again_within_on
         assert held.leased_until is not None and before < held.leased_until <= before + timedelta(seconds=LEASE_S)
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
-        cli = subprocess.run([str(MEMDESK), "process", str(db), "--json"], capture_output=True, text=True, env=env,
-                             timeout=120, check=False)
+        cli = subprocess.run(
+            [str(MEMDESK), "process", str(db), "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
         assert cli.returncode == 0, cli.stderr
         by_cli = json.loads(cli.stdout)
         if by_cli["episodes"] == 0:  # the usual case: the CLI starts well within the lease
@@ -157,10 +169,12 @@ async def test_every_episode_and_run_gets_one_audit_row(store_target: str) -> No
         report = await mem.process()
         assert (report.episodes, report.failed) == (3, 1)
         async with sql(mem) as conn:
-            rows = await (await conn.execute(
-                "SELECT entity, action, entity_id, after FROM audit_log WHERE entity IN ('episode', 'extraction_run')"
-                " ORDER BY id"
-            )).fetchall()
+            rows = await (
+                await conn.execute(
+                    "SELECT entity, action, entity_id, after FROM audit_log WHERE entity IN ('episode', 'extraction_run')"
+                    " ORDER BY id"
+                )
+            ).fetchall()
             episodes = [r[0] for r in await (await conn.execute("SELECT id FROM episodes ORDER BY id")).fetchall()]
             runs = [r[0] for r in await (await conn.execute("SELECT id FROM extraction_runs ORDER BY id")).fetchall()]
             messages = await (await conn.execute("SELECT episode_id, id FROM messages ORDER BY id")).fetchall()
@@ -183,14 +197,25 @@ async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(
         prompt_version: str | None = None
 
         async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
-            return Extraction("", [
-                GapItem("Ana was born in Faro", valid_at=far_past, evidence="born"),
-                GapItem("Ana rents in Faro", valid_at=datetime(2025, 1, 1, tzinfo=UTC), invalid_at=far_future,
-                        evidence="rents"),
-                GapItem("Ana keeps bees", valid_at=datetime(2025, 1, 1, tzinfo=UTC), evidence="bees"),  # control
-                GapItem("Ana rows", valid_at=datetime(1899, 12, 31, tzinfo=UTC),
-                        invalid_at=datetime(2201, 1, 1, tzinfo=UTC), evidence="rows"),
-            ])
+            return Extraction(
+                "",
+                [
+                    GapItem("Ana was born in Faro", valid_at=far_past, evidence="born"),
+                    GapItem(
+                        "Ana rents in Faro",
+                        valid_at=datetime(2025, 1, 1, tzinfo=UTC),
+                        invalid_at=far_future,
+                        evidence="rents",
+                    ),
+                    GapItem("Ana keeps bees", valid_at=datetime(2025, 1, 1, tzinfo=UTC), evidence="bees"),  # control
+                    GapItem(
+                        "Ana rows",
+                        valid_at=datetime(1899, 12, 31, tzinfo=UTC),
+                        invalid_at=datetime(2201, 1, 1, tzinfo=UTC),
+                        evidence="rows",
+                    ),
+                ],
+            )
 
     async with Memory(store_target, extractor=Dates()) as mem:
         await mem.add_exchange("ana", "born, rents, bees, rows", "ok", at=START)
@@ -199,7 +224,9 @@ async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(
         by_text = {c.statement: c for c in await mem.review.pending()}
         assert by_text["Ana was born in Faro"].valid_at is None
         assert (by_text["Ana rents in Faro"].valid_at, by_text["Ana rents in Faro"].invalid_at) == (
-            datetime(2025, 1, 1, tzinfo=UTC), None)
+            datetime(2025, 1, 1, tzinfo=UTC),
+            None,
+        )
         assert by_text["Ana keeps bees"].valid_at == datetime(2025, 1, 1, tzinfo=UTC)
         assert by_text["Ana rows"].valid_at is None and by_text["Ana rows"].invalid_at is None
         stats = await mem.stats()
@@ -251,15 +278,22 @@ async def test_process_cli_says_how_many_episodes_another_worker_holds_and_until
             )
             await tx.claim_episodes("ana", "proc-elsewhere", 0, int(until.timestamp() * 1_000_000))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
-    done = subprocess.run([str(MEMDESK), "process", str(db)], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [str(MEMDESK), "process", str(db)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     values = {line.rsplit("  ", 1)[0].strip(): int(line.rsplit("  ", 1)[1]) for line in done.stdout.splitlines()}
     assert values["episodes leased by another worker (not processed now)"] == 1
     assert values["episodes extracted"] == 2  # bob's, and ana's new chess episode: the held one waits
     assert "1 episode(s) are leased by another worker until 2100-01-01T12:00:00+00:00" in done.stderr
-    refused = subprocess.run([str(MEMDESK), "process", str(db), "--concurrency", "0"], capture_output=True,
-                             text=True, env=env, timeout=120, check=False)
+    refused = subprocess.run(
+        [str(MEMDESK), "process", str(db), "--concurrency", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert refused.returncode == 2 and "--concurrency" in refused.stderr
 
 

@@ -46,7 +46,8 @@ async def test_pending_candidates_are_invisible_until_approved(mem: Memory, cloc
 
     assert fact.status == "active" and fact.candidate_id == cid
     assert await visible_statements(mem, "ana", "Ana is allergic to peanuts") == {
-        "Ana is allergic to peanuts", "Ana lives in Lisbon",
+        "Ana is allergic to peanuts",
+        "Ana lives in Lisbon",
     }
     assert {k.statement for k in await mem.knowledge("ana")} == {"Ana is allergic to peanuts", "Ana lives in Lisbon"}
     assert await mem.review.pending(user_id="ana") == []
@@ -57,8 +58,9 @@ async def test_pending_candidates_are_invisible_until_approved(mem: Memory, cloc
 async def test_approve_with_edit_stores_the_edited_statement_and_interval(mem: Memory, clock: Clock) -> None:
     cid = await mem.queue_candidate("ana", "Ana lives in Lisbon")
     start, end = clock.now.replace(year=2020), clock.now.replace(year=2024)
-    fact = await mem.review.approve(cid, reviewer="rev", statement="Ana lived in Lisbon", valid_at=start,
-                                    invalid_at=end)
+    fact = await mem.review.approve(
+        cid, reviewer="rev", statement="Ana lived in Lisbon", valid_at=start, invalid_at=end
+    )
     assert (fact.statement, fact.valid_at, fact.invalid_at) == ("Ana lived in Lisbon", start, end)
     cand = await mem.review.get(cid)
     assert (cand.decision, cand.statement) == ("edit_approve", "Ana lived in Lisbon")
@@ -125,7 +127,10 @@ async def test_confirm_supersession_ends_the_old_fact(mem: Memory, clock: Clock)
 
     ended = await mem.get_knowledge("ana", old.id)
     assert (ended.status, ended.expired_at, ended.superseded_by, ended.end_reason) == (
-        "superseded", decided_at, new.id, "superseded",
+        "superseded",
+        decided_at,
+        new.id,
+        "superseded",
     )
     assert (new.status, new.created_at, new.expired_at) == ("active", decided_at, None)
     assert [k.id for k in await mem.knowledge("ana")] == [new.id]
@@ -160,7 +165,10 @@ async def test_keep_both_leaves_both_active_and_plain_approve_of_an_update_is_re
     edited = await mem.review.keep_both(c2, reviewer="rev", statement="Ana has two parrots")
     assert edited.statement == "Ana has two parrots"
     assert {k.statement for k in await mem.knowledge("ana")} == {
-        "Ana has a cat", "Ana has a dog", "Ana has two parrots"}
+        "Ana has a cat",
+        "Ana has a dog",
+        "Ana has two parrots",
+    }
     assert (await mem.get_knowledge("ana", old.id)).status == "active"
     assert (await mem.review.get(c1)).decision == "keep_both"
 
@@ -237,7 +245,7 @@ async def test_undo_of_approve_restores_the_exact_previous_state(mem: Memory, cl
     assert await visible_statements(mem, "ana", "Lisbon") == set()
     # The audit log only grows: approve + undo rows were added, none removed.
     assert after["audit_log"][: len(before["audit_log"])] == before["audit_log"]
-    actions = [r[3] for r in after["audit_log"][len(before["audit_log"]):]]
+    actions = [r[3] for r in after["audit_log"][len(before["audit_log"]) :]]
     assert actions == ["create", "edit_approve", "undo_create", "undo"]
     # The candidate can be decided again, with its original (unedited) statement.
     again = await mem.review.approve(cid, reviewer="rev")
@@ -360,8 +368,13 @@ async def test_two_reviewers_racing_on_one_candidate_exactly_one_wins(new_target
 
 async def test_a_retraction_request_retracts_on_approval_and_undoes_exactly(mem: Memory) -> None:
     fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
-    cid = await mem.queue_candidate("ana", "Forget that Ana lives in Lisbon", kind="retraction",
-                                    supersedes_id=fact.id, reason="user asked to forget it")
+    cid = await mem.queue_candidate(
+        "ana",
+        "Forget that Ana lives in Lisbon",
+        kind="retraction",
+        supersedes_id=fact.id,
+        reason="user asked to forget it",
+    )
     before = await snapshot(mem)
     retracted = await mem.review.approve(cid, reviewer="rev")
     assert (retracted.status, retracted.end_reason) == ("retracted", "user asked to forget it")

@@ -81,8 +81,8 @@ async def vectors(db: Target, embedder: Any) -> list[tuple[Any, ...]]:
     query = (
         "SELECT knowledge_id, user_id, embedding, status, valid_from, valid_to, created, expired"
         " FROM knowledge_vec ORDER BY knowledge_id"
-        if not is_postgres_url(str(db)) else
-        "SELECT id, user_id, CAST(embedding AS text), status, valid_at, invalid_at, created_at, expired_at"
+        if not is_postgres_url(str(db))
+        else "SELECT id, user_id, CAST(embedding AS text), status, valid_at, invalid_at, created_at, expired_at"
         " FROM knowledge ORDER BY id"
     )
     async with Memory(db, embedder=embedder) as mem, sql(mem) as conn:
@@ -180,8 +180,9 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(stor
     assert meta(db) == {"embedder": "wordllama", "embedding_dimensions": "256"}
     assert not has_table(db, STAGING) and not has_table(db, "reembed_copy")
 
-    audit = rows(db, "SELECT actor, action, user_id, entity, entity_id, before, after FROM audit_log"
-                     " WHERE action = 'reembed'")
+    audit = rows(
+        db, "SELECT actor, action, user_id, entity, entity_id, before, after FROM audit_log WHERE action = 'reembed'"
+    )
     assert len(audit) == 1
     assert audit[0][:5] == ("ops", "reembed", "", "store", None)
     assert '"embedder": "hashing"' in audit[0][5] and f'"facts": {total}' in audit[0][6]
@@ -192,13 +193,16 @@ async def test_reembed_moves_every_fact_to_the_new_width_and_audits_one_row(stor
         assert isinstance(mem.embedder, WordLlamaEmbedder)
         query = (  # the vector as JSON text (pgvector's text form is a JSON array too)
             "SELECT knowledge_id, status, vec_to_json(embedding) FROM knowledge_vec WHERE knowledge_id IN"
-            " (?, ?, ?) ORDER BY knowledge_id" if mem.store.backend == "sqlite" else
-            "SELECT id, status, CAST(embedding AS text) FROM knowledge WHERE id IN (?, ?, ?) ORDER BY id"
+            " (?, ?, ?) ORDER BY knowledge_id"
+            if mem.store.backend == "sqlite"
+            else "SELECT id, status, CAST(embedding AS text) FROM knowledge WHERE id IN (?, ?, ?) ORDER BY id"
         )
         async with sql(mem) as conn:
             got = await (await conn.execute(query, (ids["porto"], ids["lisbon"], ids["vegan"]))).fetchall()
         assert [(r[0], r[1]) for r in got] == [
-            (ids["porto"], "superseded"), (ids["lisbon"], "active"), (ids["vegan"], "retracted")
+            (ids["porto"], "superseded"),
+            (ids["lisbon"], "active"),
+            (ids["vegan"], "retracted"),
         ]
         import json
 
@@ -326,8 +330,14 @@ async def test_another_target_discards_what_an_interrupted_move_staged(store_tar
 
 def memdesk(*args: Target, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
-    return subprocess.run([str(MEMDESK), *map(str, args)], capture_output=True, text=True, timeout=180,
-                          env={**base, "NO_COLOR": "1", **(env or {})}, check=False)
+    return subprocess.run(
+        [str(MEMDESK), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**base, "NO_COLOR": "1", **(env or {})},
+        check=False,
+    )
 
 
 def test_the_cli_refuses_then_reembeds_with_a_progress_bar(store_target: str) -> None:
@@ -361,8 +371,13 @@ def test_the_cli_move_survives_a_signal_and_resumes(new_target: Callable[[str], 
 
     db = copy_db(original, new_target("sig"))
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
-    proc = subprocess.Popen([str(MEMDESK), "reembed", str(db), "--actor", "ops", "--batch-size", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=base)
+    proc = subprocess.Popen(
+        [str(MEMDESK), "reembed", str(db), "--actor", "ops", "--batch-size", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=base,
+    )
     deadline = time.monotonic() + 120
     staged = 0
     while time.monotonic() < deadline and proc.poll() is None:

@@ -50,10 +50,13 @@ async def test_a_small_user_gets_all_their_facts_beside_a_user_with_20000(mem: M
     async with mem.store.transaction() as tx:
         await tx.insert_knowledge_many(
             [("ana", t, e, None, None, 1.0) for t, e in zip(texts, embeddings, strict=True)],
-            created_at=1, created_by="bulk",
+            created_at=1,
+            created_by="bulk",
         )
-    small = [await mem.add_knowledge("bea", s, actor="support") for s in (
-        "Bea fact 1 topic 1", "Bea keeps bees", "Bea lives in Ghent")]
+    small = [
+        await mem.add_knowledge("bea", s, actor="support")
+        for s in ("Bea fact 1 topic 1", "Bea keeps bees", "Bea lives in Ghent")
+    ]
 
     for query in ("Ana fact 17 topic 17", "Bea fact 1 topic 1", "bees"):
         result = await mem.retrieve(query, user_id="bea", top_k=10)
@@ -75,14 +78,20 @@ def year(i: int) -> datetime:
 async def build_versions(mem: Memory, clock: Clock, n: int = 51) -> list[int]:
     """One fact corrected n-1 times: version i is valid [2000+i, 2001+i) (the last open-ended) and
     was believed from its correction until the next one."""
-    first = await mem.add_knowledge("ana", "Ana works at company 0", actor="hr", valid_at=year(0),
-                                    invalid_at=year(1))
+    first = await mem.add_knowledge("ana", "Ana works at company 0", actor="hr", valid_at=year(0), invalid_at=year(1))
     chain = [first.id]
     for i in range(1, n):
         clock.advance(days=1)
         end = year(i + 1) if i < n - 1 else None
-        new = await mem.correct("ana", chain[-1], f"Ana works at company {i}", actor="hr", reason="moved on",
-                                valid_at=year(i), invalid_at=end)
+        new = await mem.correct(
+            "ana",
+            chain[-1],
+            f"Ana works at company {i}",
+            actor="hr",
+            reason="moved on",
+            valid_at=year(i),
+            invalid_at=end,
+        )
         chain.append(new.id)
     return chain
 
@@ -161,8 +170,9 @@ async def test_exactly_min_top_k_and_matching(mem: Memory) -> None:
     for n in (0, 1, 5, 10, 25):
         for i in range(n):
             valid_at, invalid_at = (year(1), year(2)) if i % 2 else (None, None)
-            await mem.add_knowledge(f"user{n}", f"Note {i} of user {n}", actor="s", valid_at=valid_at,
-                                    invalid_at=invalid_at)
+            await mem.add_knowledge(
+                f"user{n}", f"Note {i} of user {n}", actor="s", valid_at=valid_at, invalid_at=invalid_at
+            )
     for n in (0, 1, 5, 10, 25):
         for top_k in (1, 3, 5, 10, 20):
             result = await mem.retrieve("note about something else entirely", user_id=f"user{n}", top_k=top_k)
@@ -216,8 +226,9 @@ async def test_the_fusion_weights_each_arm(mem: Memory) -> None:
 
 
 async def test_to_prompt_carries_validity_dates_and_status(mem: Memory, clock: Clock) -> None:
-    rome = await mem.add_knowledge("ana", "Ana lived in Rome [bold]", actor="s", valid_at=year(10),
-                                   invalid_at=datetime(2012, 6, 30, tzinfo=UTC))
+    rome = await mem.add_knowledge(
+        "ana", "Ana lived in Rome [bold]", actor="s", valid_at=year(10), invalid_at=datetime(2012, 6, 30, tzinfo=UTC)
+    )
     await mem.add_knowledge("ana", "Ana speaks Italian", actor="s")
     clock.advance(days=1)
     await mem.correct("ana", rome.id, "Ana lived in Rome and Milan", actor="s", reason="more precise")

@@ -135,13 +135,18 @@ def test_reviewer_add_list_replace_remove(tmp_path: Path) -> None:
     short = runner.invoke(main, ["reviewer", "add", "bo", "--config", config, "--password-stdin"], input="short\n")
     assert short.exit_code == 2 and "too short" in short.output
     for bad in ("-rf", "ana lopez", 'ana"', "ana/../x", ""):
-        refused = runner.invoke(main, ["reviewer", "add", "--config", config, "--password-stdin", "--", bad],
-                                input=PASSWORD + "\n")
+        refused = runner.invoke(
+            main, ["reviewer", "add", "--config", config, "--password-stdin", "--", bad], input=PASSWORD + "\n"
+        )
         assert refused.exit_code == 2 and "not allowed" in refused.output, (bad, refused.output)
     assert set(load_credentials(config)) == {"ana"}
 
-    assert runner.invoke(main, ["reviewer", "add", "ben.o@x", "--config", config, "--password-stdin"],
-                         input=PASSWORD + "\n").exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["reviewer", "add", "ben.o@x", "--config", config, "--password-stdin"], input=PASSWORD + "\n"
+        ).exit_code
+        == 0
+    )
     listed = runner.invoke(main, ["reviewer", "list", "--config", config])
     assert listed.output.split() == ["ana", "ben.o@x"] and "scrypt" not in listed.output
     assert runner.invoke(main, ["reviewer", "remove", "ana", "--config", config]).exit_code == 0
@@ -186,8 +191,12 @@ def origin(client: TestClient) -> str:
 
 
 async def login(client: TestClient, name: str, password: str, *, from_origin: str | None = None) -> ClientResponse:
-    return await client.post("/login", data={"name": name, "password": password}, allow_redirects=False,
-                             headers={"Origin": from_origin or origin(client)})
+    return await client.post(
+        "/login",
+        data={"name": name, "password": password},
+        allow_redirects=False,
+        headers={"Origin": from_origin or origin(client)},
+    )
 
 
 async def session_cookie(client: TestClient, name: str = REVIEWER, password: str = PASSWORD) -> dict[str, str]:
@@ -226,8 +235,14 @@ async def test_anonymous_requests_are_refused_on_every_route(tui_db: SeededDb, c
 
 async def test_a_wrong_password_or_unknown_name_gets_no_session(tui_db: SeededDb, creds: Path) -> None:
     async with running(tui_db[0], creds) as (_, client):
-        for name, password in [(REVIEWER, "wrong password"), (REVIEWER, ""), ("mallory", PASSWORD),
-                               ("ben", PASSWORD), (REVIEWER.upper(), PASSWORD), ("x" * 500, PASSWORD)]:
+        for name, password in [
+            (REVIEWER, "wrong password"),
+            (REVIEWER, ""),
+            ("mallory", PASSWORD),
+            ("ben", PASSWORD),
+            (REVIEWER.upper(), PASSWORD),
+            ("x" * 500, PASSWORD),
+        ]:
             response = await login(client, name, password)
             assert response.status == 401, (name, password)
             assert COOKIE not in response.cookies
@@ -243,8 +258,14 @@ async def test_a_forged_or_stale_cookie_is_refused(tui_db: SeededDb, creds: Path
     async with running(tui_db[0], creds) as (_, client):
         good = await session_cookie(client)
         token = good["Cookie"].split("=", 1)[1]
-        for forged in ["", "x", token[:-1], token[:-1] + ("A" if token[-1] != "A" else "B"), REVIEWER,
-                       "ana-web; memdesk_session=x"]:
+        for forged in [
+            "",
+            "x",
+            token[:-1],
+            token[:-1] + ("A" if token[-1] != "A" else "B"),
+            REVIEWER,
+            "ana-web; memdesk_session=x",
+        ]:
             headers = {"Cookie": f"{COOKIE}={forged}"}
             assert (await client.get("/", headers=headers, allow_redirects=False)).status == 303
             assert (await client.get("/memdesk.js", headers=headers)).status == 401
@@ -265,8 +286,9 @@ async def test_cross_origin_logins_and_websockets_are_refused(tui_db: SeededDb, 
         with pytest.raises(WSServerHandshakeError) as refused:
             await client.ws_connect("/ws", headers={**cookie, "Origin": "http://127.0.0.1:1"})
         assert refused.value.status == 403
-        assert (await client.post("/logout", headers={**cookie, "Origin": "http://evil.example"},
-                                  allow_redirects=False)).status == 403
+        assert (
+            await client.post("/logout", headers={**cookie, "Origin": "http://evil.example"}, allow_redirects=False)
+        ).status == 403
         assert (await client.get("/", headers=cookie, allow_redirects=False)).status == 200  # still logged in
 
 
@@ -315,8 +337,9 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
     path, ids = tui_db
     async with running(path, creds) as (server, client):
         cookie = await session_cookie(client)
-        ws = await client.ws_connect("/ws?width=120&height=36&reviewer=mallory&name=mallory",
-                                     headers={**cookie, "Origin": origin(client)})
+        ws = await client.ws_connect(
+            "/ws?width=120&height=36&reviewer=mallory&name=mallory", headers={**cookie, "Origin": origin(client)}
+        )
         stream = bytearray()
 
         async def read_until(needle: str) -> None:
@@ -327,17 +350,25 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
                         stream.extend(message.data)
                     elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
                         raise AssertionError(f"the workstation closed before showing {needle!r}")
+
             await asyncio.wait_for(go(), WAIT)
 
         await read_until("Ana keeps bees")
-        await apoll(lambda: row(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == (REVIEWER,),
-                    "the lease on the first candidate")
+        await apoll(
+            lambda: row(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == (REVIEWER,),
+            "the lease on the first candidate",
+        )
         # The lease is taken before the candidate's panes load; a key pressed in between finds no
         # candidate selected (the reviewer is told so). Wait for the gap pane, as a person would.
         await read_until("Confidence")
         await ws.send_str(json.dumps(["stdin", "a"]))
-        await apoll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"])
-                    == ("approved", REVIEWER), "the approval")
+        await apoll(
+            lambda: (
+                row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"])
+                == ("approved", REVIEWER)
+            ),
+            "the approval",
+        )
         assert row(path, "SELECT count(*) FROM audit_log WHERE actor = 'mallory'") == (0,)
         assert server.app_command(REVIEWER)[-2:] == ["--reviewer", REVIEWER]
 
@@ -348,17 +379,24 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
         async def closed() -> None:
             while (await ws.receive()).type not in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
                 pass
+
         await asyncio.wait_for(closed(), WAIT)
-        await apoll(lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
-                    "the workstation to release its lease")
+        await apoll(
+            lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
+            "the workstation to release its lease",
+        )
 
 
 # -- a real browser --------------------------------------------------------------------------------
 
 
 def _chromium() -> str | None:
-    for candidate in (os.environ.get("MEMDESK_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("MEMDESK_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -371,8 +409,10 @@ class TerminalStream:
         self.chunks: list[bytes] = []
 
     def on_websocket(self, ws: Any) -> None:
-        ws.on("framereceived", lambda payload: self.chunks.append(
-            payload if isinstance(payload, bytes) else payload.encode("utf-8")))
+        ws.on(
+            "framereceived",
+            lambda payload: self.chunks.append(payload if isinstance(payload, bytes) else payload.encode("utf-8")),
+        )
 
     def mark(self) -> int:
         return sum(len(c) for c in self.chunks)
@@ -411,7 +451,10 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
     log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
         env={**os.environ, "MEMDESK_REVIEWER": "mallory"},  # must not matter: the login names the reviewer
     )
     try:
@@ -441,8 +484,14 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                 page.wait_for_url(url)
                 assert page.inner_text("#reviewer") == REVIEWER
                 stream.wait_for(page, "pending")
-                first = poll(lambda: row(path, "SELECT id, statement FROM candidates WHERE claimed_by = ? "
-                                               "AND status = 'pending'", REVIEWER), "the first lease")
+                first = poll(
+                    lambda: row(
+                        path,
+                        "SELECT id, statement FROM candidates WHERE claimed_by = ? AND status = 'pending'",
+                        REVIEWER,
+                    ),
+                    "the first lease",
+                )
                 stream.wait_for(page, first[1])
                 page.focus("#terminal .xterm-helper-textarea")
                 # The lease is taken before the candidate's panes load; a key pressed in between finds
@@ -451,11 +500,22 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
 
                 shown = stream.mark()
                 page.keyboard.press("a")
-                poll(lambda: row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", first[0])
-                     == ("approved", REVIEWER), "the approval")
-                second = poll(lambda: row(path, "SELECT id, statement FROM candidates WHERE claimed_by = ? "
-                                                "AND status = 'pending' AND id != ?", REVIEWER, first[0]),
-                              "the next lease")
+                poll(
+                    lambda: (
+                        row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", first[0])
+                        == ("approved", REVIEWER)
+                    ),
+                    "the approval",
+                )
+                second = poll(
+                    lambda: row(
+                        path,
+                        "SELECT id, statement FROM candidates WHERE claimed_by = ? AND status = 'pending' AND id != ?",
+                        REVIEWER,
+                        first[0],
+                    ),
+                    "the next lease",
+                )
                 stream.wait_for(page, "Confidence", since=shown)
                 mark = stream.mark()
                 page.keyboard.press("r")
@@ -465,11 +525,20 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                 stream.wait_for(page, "typed in the browser", since=mark)
                 page.screenshot(path=str(ROOT / "screenshots" / "browser.png"))
                 page.keyboard.press("Enter")
-                poll(lambda: row(path, "SELECT status, decided_by, reason FROM candidates WHERE id = ?", second[0])
-                     == ("rejected", REVIEWER, "typed in the browser"), "the rejection")
+                poll(
+                    lambda: (
+                        row(path, "SELECT status, decided_by, reason FROM candidates WHERE id = ?", second[0])
+                        == ("rejected", REVIEWER, "typed in the browser")
+                    ),
+                    "the rejection",
+                )
 
-                actors = {a for (a,) in sqlite3.connect(path).execute(
-                    "SELECT DISTINCT actor FROM audit_log WHERE id > ?", (last_audit,))}
+                actors = {
+                    a
+                    for (a,) in sqlite3.connect(path).execute(
+                        "SELECT DISTINCT actor FROM audit_log WHERE id > ?", (last_audit,)
+                    )
+                }
                 assert actors == {REVIEWER}
 
                 page.keyboard.press("q")  # the workstation quits: the page says so and offers to reopen it
@@ -480,8 +549,10 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                 assert page.url == url + "login"  # the session is gone
             finally:
                 browser.close()
-        poll(lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
-             "the closed workstation to release its lease")
+        poll(
+            lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
+            "the closed workstation to release its lease",
+        )
     finally:
         server.send_signal(signal.SIGTERM)
         try:

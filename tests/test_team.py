@@ -143,7 +143,12 @@ async def test_the_flagger_cannot_decide_a_flagged_candidate_but_another_reviewe
         figures = await mem.team.figures()
         [comp] = figures.comparisons
         assert (comp.source, comp.first, comp.first_said, comp.second, comp.second_said) == (
-            "second_opinion", "ana", "reject", "bob", "approve")
+            "second_opinion",
+            "ana",
+            "reject",
+            "bob",
+            "approve",
+        )
         assert figures.agreement == 0.0
 
 
@@ -304,8 +309,9 @@ async def test_taking_a_users_items_makes_them_mine_and_refuses_the_others(new_t
         released = await mem.team.release_user("u1", "ana")
         assert released.reviewer == "ana"
         assert await mem.team.assignments() == []
-        actions = [r[0] for r in await table_rows(
-            mem, "SELECT action FROM audit_log WHERE entity = 'assignment' ORDER BY id")]
+        actions = [
+            r[0] for r in await table_rows(mem, "SELECT action FROM audit_log WHERE entity = 'assignment' ORDER BY id")
+        ]
         assert actions == ["assign", "assign", "unassign"]
 
 
@@ -337,8 +343,7 @@ async def test_reviewer_figures_per_reviewer_and_per_day(new_target: Callable[[s
         assert ana.seconds_per_decision == 30.0  # median of 40 s and 20 s
         assert (bob.decisions, bob.undone, bob.flags_raised, bob.seconds_per_decision) == (2, 1, 1, None)
         days = [(d.day.isoformat(), d.reviewer, d.decisions, d.approved, d.rejected) for d in figures.daily]
-        assert days == [("2026-03-02", "bob", 1, 1, 0), ("2026-03-01", "ana", 3, 2, 1),
-                        ("2026-03-01", "bob", 1, 1, 0)]
+        assert days == [("2026-03-02", "bob", 1, 1, 0), ("2026-03-01", "ana", 3, 2, 1), ("2026-03-01", "bob", 1, 1, 0)]
         one_day = await mem.team.figures(since=clock.now - timedelta(hours=1))
         assert [(f.reviewer, f.decisions) for f in one_day.reviewers] == [("bob", 1)]
         assert (await mem.team.figures(user_id="nobody")).reviewers == []

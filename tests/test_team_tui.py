@@ -67,7 +67,11 @@ async def test_flagging_sends_the_item_to_another_reviewer(tui_db: SeededDb) -> 
         assert "⚑" in str(queue(app).query_one("#pending", DataTable).get_cell(str(ids["bees"]), "kind"))
         assert "1 of yours with others" in progress_line(app)
     assert row(path, "SELECT candidate_id, flagged_by, note, lean FROM flags") == (
-        ids["bees"], "ana", "is this a joke?", None)
+        ids["bees"],
+        "ana",
+        "is this a joke?",
+        None,
+    )
     assert row(path, "SELECT status, claimed_by FROM candidates WHERE id = ?", ids["bees"]) == ("pending", None)
     async with Memory(path, clock=fixed_clock) as mem:
         assert [f.candidate_id for f in await mem.team.flags()] == [ids["bees"]]
@@ -134,8 +138,12 @@ async def test_second_review_is_blind_until_the_verdict_and_can_overturn(tui_db:
         screen = app.screen
         assert isinstance(screen, SecondReviewScreen)
         listed = table_rows(screen.query_one("#sr-list", DataTable))
-        assert [r[1] for r in listed] == ["Ana works as a nurse", "Ben is allergic to peanuts",
-                                          "Cho plays the cello", "Ben drives a Tesla"]
+        assert [r[1] for r in listed] == [
+            "Ana works as a nurse",
+            "Ben is allergic to peanuts",
+            "Cho plays the cello",
+            "Ben drives a Tesla",
+        ]
         detail = str(screen.query_one("#sr-detail", Static).render())
         assert "Ana works as a nurse" in detail
         assert "curator" not in detail  # blind: not who approved it
@@ -155,7 +163,9 @@ async def test_second_review_is_blind_until_the_verdict_and_can_overturn(tui_db:
     async with Memory(path, clock=fixed_clock) as mem:
         reviews = await mem.team.second_reviews()
         assert [(r.reviewer, r.verdict, r.first_reviewer) for r in reviews] == [
-            ("ana", "agree", "curator"), ("ana", "overturn", "curator")]
+            ("ana", "agree", "curator"),
+            ("ana", "overturn", "curator"),
+        ]
         peanuts = await mem.get_knowledge("u-ben", reviews[1].knowledge_id)
         assert (peanuts.statement, peanuts.status) == ("Ben is allergic to peanuts", "retracted")
         nurse = await mem.get_knowledge("u-ana", reviews[0].knowledge_id)
@@ -195,10 +205,20 @@ def test_the_progress_line_has_a_compact_form_and_an_empty_state() -> None:
     from engine.team import Progress
     from review_app.widgets.progress import progress_text
 
-    busy = Progress("ana", datetime(2026, 3, 10, tzinfo=UTC), done=2, remaining=6, reviewer_decisions=2,
-                    seconds_per_decision=60.0, flagged_by_me=0, second_opinions=1, second_reviews=3)
+    busy = Progress(
+        "ana",
+        datetime(2026, 3, 10, tzinfo=UTC),
+        done=2,
+        remaining=6,
+        reviewer_decisions=2,
+        seconds_per_decision=60.0,
+        flagged_by_me=0,
+        second_opinions=1,
+        second_reviews=3,
+    )
     assert "2/8 done · 6 left · ≈6m to go at your 60/h (1m each) · ⚑ 1 second opinion to give · ◎ 3 to" in (
-        progress_text(busy).plain)
+        progress_text(busy).plain
+    )
     compact = progress_text(busy, compact=True).plain
     assert "2/8 · 6 left · ≈6m (60/h) · ⚑1 to give · ◎3 2nd review (v)" in compact
     assert len(compact) <= 80
@@ -213,9 +233,27 @@ def test_the_blind_view_of_an_agent_proposal_shows_no_confidence() -> None:
     from engine.team import BlindReview
     from review_app.screens.second_review import blind_text
 
-    proposal = BlindReview(candidate_id=1, user_id="u1", knowledge_id=2, statement="User keeps bees",
-                           kind="proposed", confidence=None, evidence="", valid_at=None, invalid_at=None)
+    proposal = BlindReview(
+        candidate_id=1,
+        user_id="u1",
+        knowledge_id=2,
+        statement="User keeps bees",
+        kind="proposed",
+        confidence=None,
+        evidence="",
+        valid_at=None,
+        invalid_at=None,
+    )
     assert "confidence —" in blind_text(proposal).plain
-    extracted = BlindReview(candidate_id=3, user_id="u1", knowledge_id=4, statement="User keeps bees",
-                            kind="new", confidence=0.8, evidence="", valid_at=None, invalid_at=None)
+    extracted = BlindReview(
+        candidate_id=3,
+        user_id="u1",
+        knowledge_id=4,
+        statement="User keeps bees",
+        kind="new",
+        confidence=0.8,
+        evidence="",
+        valid_at=None,
+        invalid_at=None,
+    )
     assert "confidence 0.80" in blind_text(extracted).plain

@@ -39,9 +39,14 @@ def statements(rng: random.Random, n: int) -> list[NewFact]:
             words += ["and", "also", "much", "more", "besides"][: rng.randrange(1, 6)]
         words.append(f"n{i}")
         when = rng.random()
-        span = (None, None) if when < 0.6 else (
-            (datetime(2019, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, tzinfo=UTC)) if when < 0.8
-            else (datetime(2020, 1, 1, tzinfo=UTC), None)
+        span = (
+            (None, None)
+            if when < 0.6
+            else (
+                (datetime(2019, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, tzinfo=UTC))
+                if when < 0.8
+                else (datetime(2020, 1, 1, tzinfo=UTC), None)
+            )
         )
         out.append(NewFact("User " + " ".join(words), valid_at=span[0], invalid_at=span[1]))
     return out
@@ -57,9 +62,10 @@ def reference(facts: list[Any], query: list[str], limit: int, *, at_time: dateti
     idf = {t: max(math.log((n - df[t] + 0.5) / (df[t] + 0.5)), 1e-6) for t in query if df[t]}
     scored = []
     for k in facts:
-        if k.status != "active" or (at_time is not None and not (
-            (k.valid_at is None or k.valid_at <= at_time) and (k.invalid_at is None or k.invalid_at > at_time)
-        )):
+        if k.status != "active" or (
+            at_time is not None
+            and not ((k.valid_at is None or k.valid_at <= at_time) and (k.invalid_at is None or k.invalid_at > at_time))
+        ):
             continue
         tf = Counter(t for t in tokens[k.id] if t in idf)
         if not tf:
@@ -98,14 +104,22 @@ async def test_a_large_users_text_arm_reads_fewer_rows_and_ranks_exactly_as_scor
         facts = await mem.knowledge("big", include_expired=True)
         matching = {t: sum(1 for k in facts if k.status == "active" and t in fts_tokens(k.statement)) for t in COMMON}
         checked = pruned = 0
-        for query in (["likes", "jazz"], ["plays", "kayak", "tango"], ["owns", "likes", "sourdough"],
-                      ["jazz", "chess"], ["likes"], ["violin", "violin"], ["nothing", "jazz"]):
+        for query in (
+            ["likes", "jazz"],
+            ["plays", "kayak", "tango"],
+            ["owns", "likes", "sourdough"],
+            ["jazz", "chess"],
+            ["likes"],
+            ["violin", "violin"],
+            ["nothing", "jazz"],
+        ):
             for limit in (5, 20, 400):
                 for at_time in (None, AT):
                     async with mem.store.reading() as tx:
                         with rows_read(monkeypatch, tx) as counts:
-                            got = await tx.text_arm("big", query, limit, at_time=to_us(at_time), known_at=None,
-                                                    include_expired=False)
+                            got = await tx.text_arm(
+                                "big", query, limit, at_time=to_us(at_time), known_at=None, include_expired=False
+                            )
                     assert got == reference(facts, query, limit, at_time=at_time), (query, limit, at_time)
                     checked += 1
                     common = [t for t in query if t in COMMON]
@@ -124,8 +138,9 @@ async def test_a_small_user_is_read_in_one_query(store_target: str, monkeypatch:
         facts = await mem.knowledge("small", include_expired=True)
         async with mem.store.reading() as tx:
             with rows_read(monkeypatch, tx) as counts:
-                got = await tx.text_arm("small", ["likes", "jazz"], 5, at_time=None, known_at=None,
-                                        include_expired=False)
+                got = await tx.text_arm(
+                    "small", ["likes", "jazz"], 5, at_time=None, known_at=None, include_expired=False
+                )
         assert got == reference(facts, ["likes", "jazz"], 5, at_time=None)
         assert len(counts) == 1 and counts[0] == sum(
             1 for k in facts if {"likes", "jazz"} & set(fts_tokens(k.statement))

@@ -21,8 +21,31 @@ from engine.text import best_match, same_value, value_key
 # are not one-to-one, and a key that folds them is still right, just not testable by inversion).
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789éüñçàöøåæ"
 words = st.lists(st.text(alphabet=LETTERS, min_size=1, max_size=9), min_size=1, max_size=8)
-separators = st.sampled_from([" ", "  ", "\t", "\n", " \u00a0", ", ", ". ", "! ", "? ", " - ", " — ", "; ", "...", "/",
-                              " (", ") ", "'", '"', ":", " & ", "*"])
+separators = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        " \u00a0",
+        ", ",
+        ". ",
+        "! ",
+        "? ",
+        " - ",
+        " — ",
+        "; ",
+        "...",
+        "/",
+        " (",
+        ") ",
+        "'",
+        '"',
+        ":",
+        " & ",
+        "*",
+    ]
+)
 
 
 def full_width(text: str) -> str:
@@ -75,8 +98,21 @@ def test_a_near_match_is_a_typo_not_another_value() -> None:
 
 LOWER = "abcdefghijklmnopqrstuvwxyz"
 # ASCII letters and Cyrillic / Greek letters drawn the same (Unicode confusables).
-HOMOGLYPHS = {"a": "а", "c": "с", "e": "е", "i": "і", "o": "ο", "p": "р", "s": "ѕ", "x": "х", "y": "у", "j": "ј",
-              "h": "һ", "d": "ԁ", "v": "ν"}
+HOMOGLYPHS = {
+    "a": "а",
+    "c": "с",
+    "e": "е",
+    "i": "і",
+    "o": "ο",
+    "p": "р",
+    "s": "ѕ",
+    "x": "х",
+    "y": "у",
+    "j": "ј",
+    "h": "һ",
+    "d": "ԁ",
+    "v": "ν",
+}
 long_word = st.text(alphabet=LOWER, min_size=5, max_size=12)
 short_word = st.text(alphabet=LOWER, min_size=1, max_size=4)
 sentence = st.lists(st.text(alphabet=LOWER, min_size=1, max_size=9), min_size=1, max_size=6)
@@ -197,8 +233,11 @@ async def test_a_rejected_value_is_tombstoned_in_every_form_for_that_user_only(m
         assert found is not None and found.id == stone.id, text
         assert await mem.is_tombstoned("yann", text) is None, text  # another user is never blocked
 
-    for other_value in ("Zoë is allergic to peanuts", "Zoë is not allergic to crème brûlée",
-                        "Zoë is allergic to crème caramel"):
+    for other_value in (
+        "Zoë is allergic to peanuts",
+        "Zoë is not allergic to crème brûlée",
+        "Zoë is allergic to crème caramel",
+    ):
         assert await mem.is_tombstoned("zoe", other_value) is None, other_value
 
 

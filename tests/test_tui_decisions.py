@@ -63,7 +63,8 @@ async def test_edit_on_a_replacement_asks_and_applies_the_edited_value(tui_db: S
     march = int(datetime(2026, 3, 1, tzinfo=UTC).timestamp() * 1_000_000)
     assert new == [("Ana lives in Madrid, Spain", march, "active")]
     [(status, superseded_by, invalid_at)] = db(
-        path, "SELECT status, superseded_by, invalid_at FROM knowledge WHERE id = ?", ids["porto"])
+        path, "SELECT status, superseded_by, invalid_at FROM knowledge WHERE id = ?", ids["porto"]
+    )
     if choice == "s":
         assert decision == "confirm_supersession"
         assert (status, superseded_by, invalid_at) == ("superseded", kid, march)  # valid time closed there
@@ -94,7 +95,8 @@ async def test_the_chain_is_shown_and_l_walks_it(chain_db: tuple[str, dict[str, 
         await keys(pilot, "p", "a")  # Lisbon replaces nothing: approved; Porto is re-pointed at the new fact
     [(kid,)] = db(path, "SELECT knowledge_id FROM candidates WHERE id = ?", ids["lisbon"])
     assert db(path, "SELECT supersedes_id, supersedes_candidate_id FROM candidates WHERE id = ?", ids["porto"]) == [
-        (kid, None)]
+        (kid, None)
+    ]
 
 
 async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededDb) -> None:
@@ -110,7 +112,8 @@ async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededD
         assert sorted(offered) == sorted([ids["porto"], ids["nurse"]])  # u-ana's active facts only
         await keys(pilot, *["down"] * offered.index(ids["nurse"]), "enter")  # the nurse fact
         assert db(path, "SELECT kind, supersedes_id, status FROM candidates WHERE id = ?", ids["bees"]) == [
-            ("update", ids["nurse"], "pending")]
+            ("update", ids["nurse"], "pending")
+        ]
         assert queue(app).current_id == ids["bees"]
         await keys(pilot, "a")  # now a replacement: the question comes
         assert isinstance(app.screen, ReplaceChoiceModal)
@@ -118,9 +121,16 @@ async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededD
         assert isinstance(app.screen, ConfirmModal)
         await keys(pilot, "y")
     assert db(path, "SELECT kind, supersedes_id, status FROM candidates WHERE id = ?", ids["bees"]) == [
-        ("new", None, "pending")]
-    assert [a[0] for a in db(path, "SELECT action FROM audit_log WHERE entity_id = ? AND entity = 'candidate'"
-                                   " AND action = 'retarget'", ids["bees"])] == ["retarget", "retarget"]
+        ("new", None, "pending")
+    ]
+    assert [
+        a[0]
+        for a in db(
+            path,
+            "SELECT action FROM audit_log WHERE entity_id = ? AND entity = 'candidate' AND action = 'retarget'",
+            ids["bees"],
+        )
+    ] == ["retarget", "retarget"]
 
 
 async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) -> None:
@@ -143,9 +153,11 @@ async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) ->
         await keys(pilot, "enter")
         assert app.screen is screen
     assert db(path, "SELECT status, end_reason, superseded_by FROM knowledge WHERE id = ?", ids["nurse"]) == [
-        ("superseded", "superseded", ids["porto"])]
-    assert db(path, "SELECT actor, reason FROM audit_log WHERE action = 'supersede' AND entity_id = ?",
-              ids["nurse"]) == [("sam", "test of the screen")]
+        ("superseded", "superseded", ids["porto"])
+    ]
+    assert db(
+        path, "SELECT actor, reason FROM audit_log WHERE action = 'supersede' AND entity_id = ?", ids["nurse"]
+    ) == [("sam", "test of the screen")]
 
 
 async def test_the_discarded_list_queues_a_statement_anyway(chain_db: tuple[str, dict[str, int]]) -> None:
@@ -169,7 +181,8 @@ async def test_the_discarded_list_queues_a_statement_anyway(chain_db: tuple[str,
     [(cid, by)] = db(path, "SELECT queued_candidate_id, queued_by FROM discarded WHERE id = ?", ids["discarded"])
     assert by == "cur"
     assert db(path, "SELECT status, statement, created_by FROM candidates WHERE id = ?", cid) == [
-        ("pending", "User works as a nurse", "cur")]
+        ("pending", "User works as a nurse", "cur")
+    ]
     assert db(path, "SELECT count(*) FROM candidates") == [(5,)]  # exactly one new candidate
 
 

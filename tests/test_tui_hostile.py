@@ -49,8 +49,9 @@ def screen_text(app: ReviewApp) -> str:
     """Everything on screen (toasts included) as plain text, one line per terminal row, from the
     public screenshot export."""
     rows: dict[float, list[tuple[float, str]]] = {}
-    for x, y, text in re.findall(r'<text[^>]*? x="([0-9.]+)" y="([0-9.]+)"[^>]*>(.*?)</text>', app.export_screenshot(),
-                                 flags=re.S):
+    for x, y, text in re.findall(
+        r'<text[^>]*? x="([0-9.]+)" y="([0-9.]+)"[^>]*>(.*?)</text>', app.export_screenshot(), flags=re.S
+    ):
         rows.setdefault(float(y), []).append((float(x), html.unescape(text).replace("\xa0", " ")))
     return "\n".join("".join(t for _, t in sorted(parts)) for _, parts in sorted(rows.items()))
 
@@ -72,8 +73,9 @@ def _flat(text: str) -> str:
 async def build(path: str) -> None:
     async with Memory(path, clock=lambda: T0 - timedelta(days=1)) as mem:
         for i, value in enumerate(HOSTILE):
-            await mem.queue_candidate(USER, f"{value} statement {i}", actor=NOPE,
-                                      created_at=T0 - timedelta(hours=10 - i))
+            await mem.queue_candidate(
+                USER, f"{value} statement {i}", actor=NOPE, created_at=T0 - timedelta(hours=10 - i)
+            )
             await mem.add_knowledge(USER, f"fact {value} {i}", actor=NOPE)
         stone = await mem.queue_candidate(USER, f"rejected {CLICK}", actor=NOPE, created_at=T0 - timedelta(hours=20))
         await mem.review.reject(stone, NOPE, f"reason {BOLD} {TITLE}")
@@ -206,9 +208,12 @@ def test_every_worker_reports_errors_instead_of_exiting() -> None:
     workers = _calls("run_worker") + _calls("work")
     assert len(workers) > 10
     missing = [
-        (p.name, c.lineno) for p, c in workers
-        if not any(k.arg == "exit_on_error" and isinstance(k.value, ast.Constant) and k.value.value is False
-                   for k in c.keywords)
+        (p.name, c.lineno)
+        for p, c in workers
+        if not any(
+            k.arg == "exit_on_error" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in c.keywords
+        )
     ]
     assert not missing, missing
     text = "".join(p.read_text(encoding="utf-8") for p in SOURCES)

@@ -108,10 +108,14 @@ async def test_marked_candidates_are_rejected_with_one_reason_and_undone_as_one_
         await pilot.press(*"duplicate import")
         await keys(pilot, "enter")
         assert isinstance(app.screen, QueueScreen)
-        rejected = db(path, "SELECT id, reason, decided_by FROM candidates WHERE status = 'rejected' AND decided_by = "
-                            "'ana' ORDER BY id")
-        assert rejected == sorted([(ids["bees"], "duplicate import", "ana"),
-                                   (ids["contradiction"], "duplicate import", "ana")])
+        rejected = db(
+            path,
+            "SELECT id, reason, decided_by FROM candidates WHERE status = 'rejected' AND decided_by = "
+            "'ana' ORDER BY id",
+        )
+        assert rejected == sorted(
+            [(ids["bees"], "duplicate import", "ana"), (ids["contradiction"], "duplicate import", "ana")]
+        )
         assert db(path, "SELECT status FROM candidates WHERE id = ?", ids["madrid"]) == [("pending",)]
         audit = db(path, "SELECT entity_id FROM audit_log WHERE action = 'reject' AND actor = 'ana' ORDER BY id")
         assert sorted(a[0] for a in audit) == sorted([ids["bees"], ids["contradiction"]])  # one decision each
@@ -119,7 +123,9 @@ async def test_marked_candidates_are_rejected_with_one_reason_and_undone_as_one_
         assert queue(app).decided == 2 and not queue(app).marked
         await keys(pilot, "u")  # ONE undo for the whole bulk decision
         assert db(path, "SELECT status FROM candidates WHERE id IN (?, ?)", ids["bees"], ids["contradiction"]) == [
-            ("pending",), ("pending",)]
+            ("pending",),
+            ("pending",),
+        ]
         assert db(path, "SELECT count(*) FROM tombstones")[0][0] == stones_before
         assert queue(app).decided == 0
         await keys(pilot, "u")
@@ -166,8 +172,7 @@ async def test_the_footer_fits_what_matters_and_help_lists_every_screen(tui_db: 
             assert isinstance(app.screen, HelpScreen)
             table = app.screen.query_one(DataTable)
             listed = {table.get_cell(k, "id").plain: table.get_cell(k, "keys").plain for k in table.rows}
-            for cls in (QueueScreen, KnowledgeScreen, TombstonesScreen, StatsScreen, ReviewApp, ReasonModal,
-                        EditModal):
+            for cls in (QueueScreen, KnowledgeScreen, TombstonesScreen, StatsScreen, ReviewApp, ReasonModal, EditModal):
                 for binding in cls.BINDINGS:
                     ident = getattr(binding, "id", None)
                     assert ident in listed, ident

@@ -73,8 +73,11 @@ def notes(app: ReviewApp) -> list[str]:
 async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit(tui_db: SeededDb) -> None:
     path, ids = tui_db
     async with Memory(path, clock=fixed_clock) as mem:  # positive control: not retrievable before
-        assert not [i for i in (await mem.retrieve("Ana keeps bees", user_id="u-ana")).items
-                    if i.knowledge.statement == "Ana keeps bees"]
+        assert not [
+            i
+            for i in (await mem.retrieve("Ana keeps bees", user_id="u-ana")).items
+            if i.knowledge.statement == "Ana keeps bees"
+        ]
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -87,8 +90,11 @@ async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit
     async with Memory(path, clock=fixed_clock) as mem:
         found = [i.knowledge for i in (await mem.retrieve("Ana keeps bees", user_id="u-ana")).items]
         assert [k.statement for k in found if k.statement == "Ana keeps bees"] == ["Ana keeps bees"]
-        assert not [i for i in (await mem.retrieve("Ana keeps bees", user_id="u-ben")).items
-                    if i.knowledge.statement == "Ana keeps bees"]  # another user's facts never leak
+        assert not [
+            i
+            for i in (await mem.retrieve("Ana keeps bees", user_id="u-ben")).items
+            if i.knowledge.statement == "Ana keeps bees"
+        ]  # another user's facts never leak
         cand = await mem.review.get(ids["bees"])
         assert (cand.status, cand.decided_by) == ("approved", "ana")
     # the lease on the candidate shown at quit was released
@@ -117,7 +123,10 @@ async def test_reject_writes_a_tombstone_and_escape_writes_nothing(tui_db: Seede
         await settle(pilot)
         assert isinstance(app.screen, QueueScreen)
     assert row(path, "SELECT status, reason, decided_by FROM candidates WHERE id = ?", ids["bees"]) == (
-        "rejected", "made up", "ana")
+        "rejected",
+        "made up",
+        "ana",
+    )
     async with Memory(path, clock=fixed_clock) as mem:
         stones = [t for t in await mem.tombstones("u-ana") if t.candidate_id == ids["bees"]]
         assert [(t.statement, t.reason, t.created_by) for t in stones] == [("Ana keeps bees", "made up", "ana")]
@@ -155,7 +164,8 @@ async def test_confirm_supersession_expires_the_old_fact(tui_db: SeededDb) -> No
         assert old.superseded_by == cand.knowledge_id
         assert old.expired_at == T0
         assert [k.statement for k in await mem.knowledge("u-ana") if "lives in" in k.statement] == [
-            "Ana lives in Madrid"]
+            "Ana lives in Madrid"
+        ]
 
 
 async def test_keep_both_leaves_both_active(tui_db: SeededDb) -> None:
@@ -211,7 +221,8 @@ def _state(path: str) -> dict[str, list[tuple[Any, ...]]]:
         return {
             "candidates": conn.execute(
                 "SELECT id, user_id, statement, key, kind, supersedes_id, confidence, valid_at, invalid_at, status,"
-                " decided_by, decided_at, decision, reason, knowledge_id FROM candidates ORDER BY id").fetchall(),
+                " decided_by, decided_at, decision, reason, knowledge_id FROM candidates ORDER BY id"
+            ).fetchall(),
             "knowledge": conn.execute("SELECT * FROM knowledge ORDER BY id").fetchall(),
             "tombstones": conn.execute("SELECT * FROM tombstones ORDER BY id").fetchall(),
         }
@@ -231,22 +242,30 @@ async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> Non
         await pilot.press("s")
         # the decision is committed before the screen records it for undo; a `u` in between is
         # answered with a bell, so wait for the screen as a reviewer waits for the row to leave
-        await settle_until(pilot, lambda: len(queue(app).undo_stack) == 2 and not queue(app)._deciding,
-                           "recording both decisions")
+        await settle_until(
+            pilot, lambda: len(queue(app).undo_stack) == 2 and not queue(app)._deciding, "recording both decisions"
+        )
         changed = _state(path)
         assert changed != before  # positive control: the two decisions did change the database
         assert row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("superseded",)
         await pilot.press("u")  # undo the supersession (the last decision) ...
-        await settle_until(pilot, lambda: row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == (
-            "active",), "undoing the supersession")
+        await settle_until(
+            pilot,
+            lambda: row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("active",),
+            "undoing the supersession",
+        )
         assert row(path, "SELECT status, expired_at, superseded_by FROM knowledge WHERE id = ?", ids["porto"]) == (
-            "active", None, None)
+            "active",
+            None,
+            None,
+        )
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("rejected",)
         assert queue(app).current_id == ids["madrid"]  # the undone candidate is shown again
         await settle_until(pilot, lambda: not queue(app)._deciding, "finishing the first undo")
         await pilot.press("u")  # ... then the rejection
-        await settle_until(pilot, lambda: not queue(app).undo_stack and not queue(app)._deciding,
-                           "undoing the rejection")
+        await settle_until(
+            pilot, lambda: not queue(app).undo_stack and not queue(app)._deciding, "undoing the rejection"
+        )
         await pilot.press("u")  # nothing left: a message, no change
         await settle(pilot)
         assert any("Nothing to undo" in n for n in notes(app))
@@ -286,8 +305,11 @@ async def test_two_apps_cannot_decide_the_same_candidate_twice(tui_db: SeededDb)
             assert (queue(first).decided, queue(later).decided) == (0, 1)
     assert row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"]) == ("approved", "ben")
     assert row(path, "SELECT count(*) FROM knowledge WHERE statement = 'Ana keeps bees'") == (1,)
-    assert row(path, "SELECT count(*) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action ="
-                     " 'approve'", ids["bees"]) == (1,)
+    assert row(
+        path,
+        "SELECT count(*) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action = 'approve'",
+        ids["bees"],
+    ) == (1,)
 
 
 async def test_markup_and_escapes_in_a_statement_are_shown_literally(tui_db: SeededDb) -> None:

@@ -168,11 +168,16 @@ async def test_a_large_user_shows_a_bounded_table_and_search_narrows_it(
 async def test_as_of_date_shows_the_version_valid_then(tmp_path: Path) -> None:
     db = str(tmp_path / "asof.db")
     async with Memory(db, clock=fixed_clock) as mem:
-        rui = await mem.add_knowledge("u-dan", "Dan's manager is Rui", actor="t",
-                                      valid_at=datetime(2020, 1, 1, tzinfo=UTC),
-                                      invalid_at=datetime(2024, 1, 1, tzinfo=UTC))
-        sofia = await mem.add_knowledge("u-dan", "Dan's manager is Sofia", actor="t",
-                                        valid_at=datetime(2024, 1, 1, tzinfo=UTC))
+        rui = await mem.add_knowledge(
+            "u-dan",
+            "Dan's manager is Rui",
+            actor="t",
+            valid_at=datetime(2020, 1, 1, tzinfo=UTC),
+            invalid_at=datetime(2024, 1, 1, tzinfo=UTC),
+        )
+        sofia = await mem.add_knowledge(
+            "u-dan", "Dan's manager is Sofia", actor="t", valid_at=datetime(2024, 1, 1, tzinfo=UTC)
+        )
     app = ReviewApp(db, "sam", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await open_mode(pilot, "2")
@@ -286,8 +291,7 @@ async def test_lift_needs_a_reason_and_ends_the_tombstone(tui_db: SeededDb) -> N
         assert await mem.is_tombstoned("u-ana", "Ana is the queen of Spain") is None
         assert await mem.is_tombstoned("u-cho", "Cho works at Initech") is not None  # control: untouched
         events = await mem.history("u-ana")
-        assert any(e.action == "lift" and e.actor == "sam" and e.reason == "the user really is royalty"
-                   for e in events)
+        assert any(e.action == "lift" and e.actor == "sam" and e.reason == "the user really is royalty" for e in events)
     finally:
         await mem.close()
 

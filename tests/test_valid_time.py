@@ -37,8 +37,9 @@ async def lisbon_then_porto(mem: Memory, clock: Clock) -> tuple[int, int, dateti
     clock.now = day(2025, 2, 1)
     lisbon = await mem.add_knowledge("ana", "She lives in Lisbon", actor="support", valid_at=day(2024))
     clock.now = day(2026, 5, 1)
-    cid = await mem.queue_candidate("ana", "She lives in Porto", kind="update", supersedes_id=lisbon.id,
-                                    valid_at=day(2026))
+    cid = await mem.queue_candidate(
+        "ana", "She lives in Porto", kind="update", supersedes_id=lisbon.id, valid_at=day(2026)
+    )
     clock.now = day(2026, 5, 2)
     porto = await mem.review.confirm_supersession(cid, reviewer="rev")
     return lisbon.id, porto.id, day(2026, 3, 1)
@@ -111,31 +112,39 @@ async def test_a_change_without_a_start_starts_when_the_message_said_it(new_targ
 async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("early"), Clock(day(2026, 6))) as mem:
         old = await mem.add_knowledge("ana", "Ana works at SAP", actor="s", valid_at=day(2025), invalid_at=day(2027))
-        c1 = await mem.queue_candidate("ana", "Ana works at Zalando", kind="update", supersedes_id=old.id,
-                                       valid_at=day(2024))
+        c1 = await mem.queue_candidate(
+            "ana", "Ana works at Zalando", kind="update", supersedes_id=old.id, valid_at=day(2024)
+        )
         await mem.review.confirm_supersession(c1, reviewer="rev")
         assert (await mem.get_knowledge("ana", old.id)).invalid_at == day(2027)  # not emptied
         old2 = await mem.add_knowledge("ana", "Ana works at Bosch", actor="s", valid_at=day(2025), invalid_at=day(2026))
-        c2 = await mem.queue_candidate("ana", "Ana works at Siemens", kind="update", supersedes_id=old2.id,
-                                       valid_at=day(2026, 3))
+        c2 = await mem.queue_candidate(
+            "ana", "Ana works at Siemens", kind="update", supersedes_id=old2.id, valid_at=day(2026, 3)
+        )
         await mem.review.confirm_supersession(c2, reviewer="rev")
         assert (await mem.get_knowledge("ana", old2.id)).invalid_at == day(2026)  # not lengthened
         # control: a start inside the interval closes it there
         old3 = await mem.add_knowledge("ana", "Ana works at Nokia", actor="s", valid_at=day(2025), invalid_at=day(2027))
-        c3 = await mem.queue_candidate("ana", "Ana works at Ericsson", kind="update", supersedes_id=old3.id,
-                                       valid_at=day(2026))
+        c3 = await mem.queue_candidate(
+            "ana", "Ana works at Ericsson", kind="update", supersedes_id=old3.id, valid_at=day(2026)
+        )
         await mem.review.confirm_supersession(c3, reviewer="rev")
         assert (await mem.get_knowledge("ana", old3.id)).invalid_at == day(2026)
         # undo reopens it exactly
         await mem.review.undo(c3, reviewer="rev")
         back = await mem.get_knowledge("ana", old3.id)
-        assert (back.status, back.invalid_at, back.valid_closed, back.prior_invalid_at) == ("active", day(2027), False,
-                                                                                           None)
+        assert (back.status, back.invalid_at, back.valid_closed, back.prior_invalid_at) == (
+            "active",
+            day(2027),
+            False,
+            None,
+        )
 
 
 @pytest.mark.parametrize("flag", ["--as-of", "--known-at"])
 async def test_cli_search_says_which_time_it_answers(
-    new_target: Callable[[str], str], flag: str,
+    new_target: Callable[[str], str],
+    flag: str,
 ) -> None:
     clock = Clock()
     db = new_target("cli")
@@ -144,7 +153,10 @@ async def test_cli_search_says_which_time_it_answers(
     when = "2025-06-01" if flag == "--as-of" else "2026-03-01"
     done = subprocess.run(
         [str(MEMDESK), "search", str(db), "--user", "ana", flag, when, *QUESTION.split()],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
     )
     assert done.returncode == 0, done.stderr
     assert "She lives in Lisbon" in done.stdout and "Porto" not in done.stdout

@@ -46,7 +46,8 @@ class Fact:
 
     def still_true(self) -> bool:
         return self.status == "active" or (
-            self.status == "superseded" and self.end_reason in ("superseded", "contradicted"))
+            self.status == "superseded" and self.end_reason in ("superseded", "contradicted")
+        )
 
     def valid(self, t: datetime, end: datetime | None) -> bool:
         return (self.start is None or self.start <= t) and (end is None or end > t)
@@ -57,8 +58,10 @@ class Fact:
     def supersede(self, new_start: datetime | None, now: datetime, reason: str) -> None:
         """The rule: close at the new start when it falls strictly inside the old interval."""
         self.status, self.expired, self.end_reason = "superseded", now, reason
-        if new_start is not None and (self.start is None or new_start > self.start) and (
-            self.end is None or new_start < self.end
+        if (
+            new_start is not None
+            and (self.start is None or new_start > self.start)
+            and (self.end is None or new_start < self.end)
         ):
             self.end = new_start
 
@@ -183,8 +186,11 @@ def test_reads_match_the_model_over_random_histories(backend: str, store_target:
     # of its own per example (every read is scoped by user), and fewer examples
     examples = itertools.count()
 
-    @settings(max_examples=40 if backend == "sqlite" else 15, deadline=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40 if backend == "sqlite" else 15,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(ops=st.lists(op_st, min_size=1, max_size=12), gaps=st.lists(st.integers(1, 60), min_size=1, max_size=5))
     def history(ops: list[tuple], gaps: list[int]) -> None:
         if backend == "sqlite":

@@ -83,8 +83,12 @@ def clock() -> Clock:
     return Clock(T0)
 
 
-def memory(store_target: str, clock: Clock, script: Callable[..., Extraction] = facts_in_messages,
-           config: MemoryConfig | None = None) -> Memory:
+def memory(
+    store_target: str,
+    clock: Clock,
+    script: Callable[..., Extraction] = facts_in_messages,
+    config: MemoryConfig | None = None,
+) -> Memory:
     return Memory(store_target, extractor=Scripted(script), clock=clock, config=config)
 
 
@@ -92,7 +96,8 @@ def memory(store_target: str, clock: Clock, script: Callable[..., Extraction] = 
 
 
 async def test_the_extractor_is_shown_pending_candidates_with_their_own_handles(
-    store_target: str, clock: Clock,
+    store_target: str,
+    clock: Clock,
 ) -> None:
     async with memory(store_target, clock) as mem:
         fact = await mem.add_knowledge("ana", "Ana keeps bees", actor="support")
@@ -161,11 +166,14 @@ async def test_a_handle_that_names_nothing_shown_or_live_is_dropped(store_target
     handles: dict[str, str] = {}
 
     def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
-        return Extraction("", [
-            GapItem("Ana lives in Porto", kind="update", supersedes=handles["bob"], evidence="Porto"),
-            GapItem("Ana lives in Faro", kind="update", supersedes=handles["decided"], evidence="Faro"),
-            GapItem("Ana works at Acme", kind="update", supersedes=handles["mine"], evidence="Acme"),
-        ])
+        return Extraction(
+            "",
+            [
+                GapItem("Ana lives in Porto", kind="update", supersedes=handles["bob"], evidence="Porto"),
+                GapItem("Ana lives in Faro", kind="update", supersedes=handles["decided"], evidence="Faro"),
+                GapItem("Ana works at Acme", kind="update", supersedes=handles["mine"], evidence="Acme"),
+            ],
+        )
 
     async with memory(store_target, clock, script) as mem:
         handles["bob"] = f"K-{await mem.queue_candidate('bob', 'Bob lives in Rome')}"  # another user's pending
@@ -190,13 +198,21 @@ async def test_a_change_without_a_start_starts_at_the_message_that_states_it(sto
 
     def script(episode: Episode, existing: list[Knowledge]) -> Extraction:
         target = handle(existing[0])
-        return Extraction("", [
-            GapItem("Ana lives in Porto", kind="update", supersedes=target, evidence="moved to Porto"),
-            GapItem("Ana works at Acme", kind="contradiction", supersedes=target, evidence="not in any message"),
-            GapItem("Ana keeps bees", kind="new", evidence="I keep bees"),
-            GapItem("Ana lives in Braga", kind="update", supersedes=target, evidence="Braga",
-                    valid_at=datetime(2025, 5, 1, tzinfo=UTC)),
-        ])
+        return Extraction(
+            "",
+            [
+                GapItem("Ana lives in Porto", kind="update", supersedes=target, evidence="moved to Porto"),
+                GapItem("Ana works at Acme", kind="contradiction", supersedes=target, evidence="not in any message"),
+                GapItem("Ana keeps bees", kind="new", evidence="I keep bees"),
+                GapItem(
+                    "Ana lives in Braga",
+                    kind="update",
+                    supersedes=target,
+                    evidence="Braga",
+                    valid_at=datetime(2025, 5, 1, tzinfo=UTC),
+                ),
+            ],
+        )
 
     async with memory(store_target, clock, script) as mem:
         await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
@@ -216,14 +232,18 @@ async def test_a_change_without_a_start_starts_at_the_message_that_states_it(sto
 
 def every_gate(episode: Episode, existing: list[Knowledge]) -> Extraction:
     fact = next(k for k in existing if k.status == "active")
-    return Extraction("prediction", [
-        GapItem("Ana hums", confidence=0.4, evidence="hums"),
-        GapItem("Ana rows", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="rows"),
-        GapItem("Ana is the queen", evidence="queen"),
-        GapItem("Ana keeps bees!", evidence="bees"),
-        GapItem("Ana sails", evidence="sails"),
-        GapItem("ana sails.", evidence="sails"),
-    ], covered=[CoveredClaim("Ana keeps bees", handle(fact))])
+    return Extraction(
+        "prediction",
+        [
+            GapItem("Ana hums", confidence=0.4, evidence="hums"),
+            GapItem("Ana rows", valid_at=T0, invalid_at=T0 - timedelta(days=1), evidence="rows"),
+            GapItem("Ana is the queen", evidence="queen"),
+            GapItem("Ana keeps bees!", evidence="bees"),
+            GapItem("Ana sails", evidence="sails"),
+            GapItem("ana sails.", evidence="sails"),
+        ],
+        covered=[CoveredClaim("Ana keeps bees", handle(fact))],
+    )
 
 
 async def test_every_dropped_statement_is_kept_with_its_gate_and_match(store_target: str, clock: Clock) -> None:
@@ -234,8 +254,14 @@ async def test_every_dropped_statement_is_kept_with_its_gate_and_match(store_tar
         assert stone is not None
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
         report = await mem.process()
-        assert (report.predicted, report.below_confidence, report.invalid, report.tombstoned, report.duplicates,
-                report.queued) == (1, 1, 1, 1, 2, 1)
+        assert (
+            report.predicted,
+            report.below_confidence,
+            report.invalid,
+            report.tombstoned,
+            report.duplicates,
+            report.queued,
+        ) == (1, 1, 1, 1, 2, 1)
         [sails] = await mem.review.pending()
         dropped = {d.statement: d for d in await mem.discarded()}
         assert len(dropped) == 6 == len(await mem.discarded("ana")) and await mem.discarded("bob") == []
@@ -271,11 +297,15 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(store_
         again = {d.id: d for d in await mem.discarded()}[hums.id]
         assert (again.queued_candidate_id, again.queued_by) == (cand.id, "cora")
         async with sql(mem) as conn:
-            rows = await (await conn.execute(
-                "SELECT action, entity, entity_id, reason FROM audit_log WHERE id > ? ORDER BY id", (before_audit,)
-            )).fetchall()
-        assert [tuple(r) for r in rows] == [("queue", "candidate", cand.id, "she does hum, a lot"),
-                                            ("queue_anyway", "discarded", hums.id, "she does hum, a lot")]
+            rows = await (
+                await conn.execute(
+                    "SELECT action, entity, entity_id, reason FROM audit_log WHERE id > ? ORDER BY id", (before_audit,)
+                )
+            ).fetchall()
+        assert [tuple(r) for r in rows] == [
+            ("queue", "candidate", cand.id, "she does hum, a lot"),
+            ("queue_anyway", "discarded", hums.id, "she does hum, a lot"),
+        ]
         unchanged = await snapshot(mem)
         with pytest.raises(ConflictError, match=f"already queued as candidate {cand.id} by cora"):
             await mem.queue_discarded(hums.id, actor="dan", reason="me too")
@@ -314,8 +344,9 @@ async def test_stats_lists_discarded_statements_text_and_json(store_target: str,
 
 def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
-    return subprocess.run([str(MEMDESK), *map(str, args)], capture_output=True, text=True, env=env, timeout=300,
-                          check=False)
+    return subprocess.run(
+        [str(MEMDESK), *map(str, args)], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
 
 
 async def test_one_batch_of_the_bundled_conversations_proposes_the_labelled_updates(store_target: str) -> None:
@@ -365,9 +396,9 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
             else:
                 await mem.review.approve(cand.id, reviewer="rev")
         async with sql(mem) as conn:
-            runs = await (await conn.execute(
-                "SELECT model, prompt_version FROM extraction_runs ORDER BY id"
-            )).fetchall()
+            runs = await (
+                await conn.execute("SELECT model, prompt_version FROM extraction_runs ORDER BY id")
+            ).fetchall()
         assert [tuple(r) for r in runs] == [("script-1", "v1"), ("script-1", "v1"), ("script-1", "v2")]
         split = {e["prompt_version"]: e for e in (await mem.stats())["review"]["by_extractor_version"]}
         assert (split["v1"]["approved"], split["v1"]["rejected"], split["v1"]["approval_rate"]) == (1, 1, 0.5)
@@ -390,7 +421,8 @@ async def test_an_oversized_statement_is_invalid_and_kept_clipped(store_target: 
 
 
 async def test_batched_and_one_by_one_processing_store_the_same_rows(
-    new_target: Callable[[str], str], clock: Clock,
+    new_target: Callable[[str], str],
+    clock: Clock,
 ) -> None:
     """The offline extractor is `batchable`: several episodes are extracted and written in one
     transaction. The same extractor with batching off must leave exactly the same rows."""
@@ -402,10 +434,10 @@ async def test_batched_and_one_by_one_processing_store_the_same_rows(
 
     tables = {
         "candidates": "SELECT id, user_id, statement, kind, supersedes_id, supersedes_candidate_id, valid_at,"
-                      " invalid_at, confidence, run_id, episode_id FROM candidates ORDER BY id",
+        " invalid_at, confidence, run_id, episode_id FROM candidates ORDER BY id",
         "discarded": "SELECT user_id, statement, gate, matched_entity, matched_id, run_id FROM discarded ORDER BY id",
         "runs": "SELECT id, episode_id, mode, claims, predicted, duplicates, queued, existing_ids FROM extraction_runs"
-                " ORDER BY id",
+        " ORDER BY id",
         "episodes": "SELECT id, status, attempts, claimed_by FROM episodes ORDER BY id",
         "audit": "SELECT action, entity, entity_id FROM audit_log ORDER BY id",
     }

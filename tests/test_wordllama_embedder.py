@@ -66,8 +66,13 @@ def test_the_default_embedder_loads_and_answers_with_every_socket_blocked(tmp_pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMDESK_")}
     env["HOME"] = str(tmp_path)  # no ~/.cache/wordllama to fall back on either
     done = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK, str(tmp_path / "offline.db")], capture_output=True, text=True,
-        timeout=120, env=env, cwd=Path(__file__).parent.parent, check=False,
+        [sys.executable, "-c", NO_NETWORK, str(tmp_path / "offline.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -91,8 +96,14 @@ def test_importing_it_leaves_the_root_logger_alone() -> None:
     )
     out = {}
     for how in ("engine", "plain"):
-        done = subprocess.run([sys.executable, "-c", probe, how], capture_output=True, text=True, timeout=120,
-                              cwd=Path(__file__).parent.parent, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", probe, how],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parent.parent,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         out[how] = done.stdout.split()
     assert out["engine"] == ["0", "30"]  # no handler, WARNING: Python's defaults
@@ -102,12 +113,17 @@ def test_importing_it_leaves_the_root_logger_alone() -> None:
 async def test_vectors_equal_the_librarys_own_pooling() -> None:
     import wordllama
 
-    texts = ["User lives in Porto", "Which city is home for them?", "I LIVE IN HOPE!", "café naïve 😀 ünïcödé",
-             "long " * 3000]  # over the gather limit: pooled through the token histogram
+    texts = [
+        "User lives in Porto",
+        "Which city is home for them?",
+        "I LIVE IN HOPE!",
+        "café naïve 😀 ünïcödé",
+        "long " * 3000,
+    ]  # over the gather limit: pooled through the token histogram
     ours = np.array(await WordLlamaEmbedder().embed(texts))
-    library = wordllama.WordLlama.load(
-        cache_dir=Path(wordllama.__file__).parent, disable_download=True
-    ).embed(texts, norm=True)
+    library = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True).embed(
+        texts, norm=True
+    )
     assert ours.shape == (5, 256)
     assert np.allclose(ours, library, atol=1e-5)
     assert not np.allclose(ours[0], ours[1], atol=1e-2)  # control: different texts, different vectors
@@ -165,8 +181,13 @@ def test_memory_defaults_to_wordllama_and_the_environment_chooses(monkeypatch: p
 async def test_default_retrieval_finds_facts_that_share_no_word_with_the_question(store_target: str) -> None:
     async with Memory(store_target) as mem:
         assert isinstance(mem.embedder, WordLlamaEmbedder)
-        for statement in ("User lives in Porto", "User is vegan", "User's sister is named Maria",
-                          "User works as a nurse", "User plays the cello"):
+        for statement in (
+            "User lives in Porto",
+            "User is vegan",
+            "User's sister is named Maria",
+            "User works as a nurse",
+            "User plays the cello",
+        ):
             await mem.add_knowledge("ana", statement, actor="t")
         top = await mem.retrieve("Do they eat meat?", user_id="ana", top_k=1)
         assert [i.knowledge.statement for i in top.items] == ["User is vegan"]

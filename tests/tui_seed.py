@@ -68,8 +68,11 @@ class ScriptedExtractor:
                 old, new = line[7:].split(" => ")
                 kind = "update" if line.startswith("UPDATE") else "contradiction"
                 target = by_text.get(old)
-                items.append(GapItem(new, kind=kind, supersedes=str(target.id) if target else None,
-                                     confidence=0.85, evidence=new))
+                items.append(
+                    GapItem(
+                        new, kind=kind, supersedes=str(target.id) if target else None, confidence=0.85, evidence=new
+                    )
+                )
         prediction = " ".join(f"{k.statement}." for k in existing) if existing else ""
         return Extraction(prediction=prediction, items=items)
 
@@ -94,26 +97,47 @@ async def seed(path: str) -> dict[str, int]:
     async with Memory(path, extractor=ScriptedExtractor(), clock=clock) as mem:
         # -- month-old history: cold-start extraction, approved by a curator --------------------
         day = T0 - timedelta(days=30)
-        await _exchange(mem, clock, "u-ana", [
-            ("FACT: Ana lives in Lisbon", "Lisbon is lovely."),
-            ("FACT: Ana works as a nurse", "That is demanding work."),
-            ("FACT: Ana is the queen of Spain", "Really?"),
-        ], day)
-        await _exchange(mem, clock, "u-ben", [
-            ("FACT: Ben is allergic to peanuts", "Noted, I will keep that in mind."),
-            ("FACT: Ben drives a Volvo", "Safe choice."),
-            ("FACT: Ben is 200 years old", "That seems unlikely."),
-        ], day + timedelta(hours=1))
-        await _exchange(mem, clock, "u-cho", [
-            ("FACT: Cho plays the cello", "Wonderful instrument."),
-            ("FACT: Cho works at Initech", "How is it there?"),
-        ], day + timedelta(hours=2))
+        await _exchange(
+            mem,
+            clock,
+            "u-ana",
+            [
+                ("FACT: Ana lives in Lisbon", "Lisbon is lovely."),
+                ("FACT: Ana works as a nurse", "That is demanding work."),
+                ("FACT: Ana is the queen of Spain", "Really?"),
+            ],
+            day,
+        )
+        await _exchange(
+            mem,
+            clock,
+            "u-ben",
+            [
+                ("FACT: Ben is allergic to peanuts", "Noted, I will keep that in mind."),
+                ("FACT: Ben drives a Volvo", "Safe choice."),
+                ("FACT: Ben is 200 years old", "That seems unlikely."),
+            ],
+            day + timedelta(hours=1),
+        )
+        await _exchange(
+            mem,
+            clock,
+            "u-cho",
+            [
+                ("FACT: Cho plays the cello", "Wonderful instrument."),
+                ("FACT: Cho works at Initech", "How is it there?"),
+            ],
+            day + timedelta(hours=2),
+        )
         clock.now = day + timedelta(hours=3)
         await mem.process()
         for user, statement, name in [
-            ("u-ana", "Ana lives in Lisbon", "lisbon"), ("u-ana", "Ana works as a nurse", "nurse"),
-            ("u-ben", "Ben is allergic to peanuts", "peanuts"), ("u-ben", "Ben drives a Volvo", "volvo"),
-            ("u-cho", "Cho plays the cello", "cello"), ("u-cho", "Cho works at Initech", "initech"),
+            ("u-ana", "Ana lives in Lisbon", "lisbon"),
+            ("u-ana", "Ana works as a nurse", "nurse"),
+            ("u-ben", "Ben is allergic to peanuts", "peanuts"),
+            ("u-ben", "Ben drives a Volvo", "volvo"),
+            ("u-cho", "Cho plays the cello", "cello"),
+            ("u-cho", "Cho works at Initech", "initech"),
         ]:
             cid = await _pending_id(mem, user, statement)
             ids[name] = (await mem.review.approve(cid, reviewer="curator")).id
@@ -131,45 +155,76 @@ async def seed(path: str) -> dict[str, int]:
         await mem.lift_tombstone("u-ben", ids["age_tombstone"], actor="support", reason="it was a nickname")
 
         # -- a superseded chain through review: Volvo -> Tesla (confirmed) ------------------------
-        await _exchange(mem, clock, "u-ben", [("UPDATE Ben drives a Volvo => Ben drives a Tesla", "Electric now!")],
-                        T0 - timedelta(days=15))
+        await _exchange(
+            mem,
+            clock,
+            "u-ben",
+            [("UPDATE Ben drives a Volvo => Ben drives a Tesla", "Electric now!")],
+            T0 - timedelta(days=15),
+        )
         clock.now = T0 - timedelta(days=15) + timedelta(hours=1)
         await mem.process("u-ben")
         tesla = await _pending_id(mem, "u-ben", "Ben drives a Tesla")
         ids["tesla"] = (await mem.review.confirm_supersession(tesla, reviewer="curator")).id
 
         # -- the pending queue, oldest first ---------------------------------------------------
-        await _exchange(mem, clock, "u-ana", [
-            ("FACT: Ana keeps bees", "How many hives?"),
-            ("UPDATE Ana lives in Porto => Ana lives in Madrid", "Big move!"),
-        ], T0 - timedelta(days=3))
+        await _exchange(
+            mem,
+            clock,
+            "u-ana",
+            [
+                ("FACT: Ana keeps bees", "How many hives?"),
+                ("UPDATE Ana lives in Porto => Ana lives in Madrid", "Big move!"),
+            ],
+            T0 - timedelta(days=3),
+        )
         clock.now = T0 - timedelta(days=3) + timedelta(hours=1)
         await mem.process("u-ana")
-        await _exchange(mem, clock, "u-ben", [
-            ("CONTRA Ben is allergic to peanuts => Ben outgrew his peanut allergy", "Good news then."),
-            ("FACT: " + MARKUP_STATEMENT, "Interesting formatting."),
-        ], T0 - timedelta(days=2))
+        await _exchange(
+            mem,
+            clock,
+            "u-ben",
+            [
+                ("CONTRA Ben is allergic to peanuts => Ben outgrew his peanut allergy", "Good news then."),
+                ("FACT: " + MARKUP_STATEMENT, "Interesting formatting."),
+            ],
+            T0 - timedelta(days=2),
+        )
         clock.now = T0 - timedelta(days=2) + timedelta(hours=1)
         await mem.process("u-ben")
-        await _exchange(mem, clock, "u-cho", [
-            ("UNSUPPORTED: Cho speaks Korean", "Nice."),
-            ("LOW: Cho might move to Berlin", "Exciting."),
-        ], T0 - timedelta(days=1))
+        await _exchange(
+            mem,
+            clock,
+            "u-cho",
+            [
+                ("UNSUPPORTED: Cho speaks Korean", "Nice."),
+                ("LOW: Cho might move to Berlin", "Exciting."),
+            ],
+            T0 - timedelta(days=1),
+        )
         clock.now = T0 - timedelta(days=1) + timedelta(hours=1)
         await mem.process("u-cho")
         clock.now = T0 - timedelta(hours=5)
-        ids["proposed"] = await mem.queue_candidate("u-cho", "Cho prefers tea over coffee", kind="proposed",
-                                                    confidence=1.0, actor="agent:mcp")
+        ids["proposed"] = await mem.queue_candidate(
+            "u-cho", "Cho prefers tea over coffee", kind="proposed", confidence=1.0, actor="agent:mcp"
+        )
         clock.now = T0 - timedelta(hours=2)
         nurse = await mem.get_knowledge("u-ana", ids["nurse"])
         ids["retraction"] = await mem.queue_candidate(
-            "u-ana", nurse.statement, kind="retraction", supersedes_id=nurse.id, actor="agent:mcp",
+            "u-ana",
+            nurse.statement,
+            kind="retraction",
+            supersedes_id=nurse.id,
+            actor="agent:mcp",
             reason="the user asked to forget this",
         )
         for name, user, statement in [
-            ("bees", "u-ana", "Ana keeps bees"), ("madrid", "u-ana", "Ana lives in Madrid"),
-            ("contradiction", "u-ben", "Ben outgrew his peanut allergy"), ("markup", "u-ben", MARKUP_STATEMENT),
-            ("unsupported", "u-cho", "Cho speaks Korean"), ("low", "u-cho", "Cho might move to Berlin"),
+            ("bees", "u-ana", "Ana keeps bees"),
+            ("madrid", "u-ana", "Ana lives in Madrid"),
+            ("contradiction", "u-ben", "Ben outgrew his peanut allergy"),
+            ("markup", "u-ben", MARKUP_STATEMENT),
+            ("unsupported", "u-cho", "Cho speaks Korean"),
+            ("low", "u-cho", "Cho might move to Berlin"),
         ]:
             ids[name] = await _pending_id(mem, user, statement)
     return ids
@@ -201,8 +256,12 @@ async def seed_chain(path: str) -> dict[str, int]:
         await mem.process("u-ana")
         nurse = (await mem.review.pending("u-ana"))[0]
         fact = await mem.review.approve(nurse.id, "curator")
-        for days, said in ((5, "I live in Lisbon."), (30, "I moved to Porto."), (45, "I moved to Faro."),
-                           (50, "I work as a nurse.")):
+        for days, said in (
+            (5, "I live in Lisbon."),
+            (30, "I moved to Porto."),
+            (45, "I moved to Faro."),
+            (50, "I work as a nurse."),
+        ):
             await mem.add_exchange("u-ana", said, "I see.", at=CHAIN_DAY + timedelta(days=days))
         clock.now = T0 - timedelta(hours=1)
         await mem.process("u-ana")

@@ -61,10 +61,17 @@ def is_pending(record: Knowledge) -> bool:
 def pending_record(candidate: Candidate) -> Knowledge:
     """A pending candidate as an `existing` record (see the module docstring)."""
     return Knowledge(
-        id=-candidate.id, user_id=candidate.user_id, statement=candidate.statement, status="pending",
-        created_at=candidate.created_at, created_by=candidate.created_by or "extraction",
-        confidence=candidate.confidence, valid_at=candidate.valid_at, invalid_at=candidate.invalid_at,
-        candidate_id=candidate.id, episode_id=candidate.episode_id,
+        id=-candidate.id,
+        user_id=candidate.user_id,
+        statement=candidate.statement,
+        status="pending",
+        created_at=candidate.created_at,
+        created_by=candidate.created_by or "extraction",
+        confidence=candidate.confidence,
+        valid_at=candidate.valid_at,
+        invalid_at=candidate.invalid_at,
+        candidate_id=candidate.id,
+        episode_id=candidate.episode_id,
     )
 
 

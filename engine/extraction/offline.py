@@ -70,8 +70,7 @@ def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = Non
                 found.append(claim)
         # "my partner Sam" names Sam unless a claim about "partner Sam" already carries the name.
         subjects = {c.subject.casefold() for c in found}
-        named = [c for c in rules.appositive_names(expanded)
-                 if f"{c.subject} {c.value}".casefold() not in subjects]
+        named = [c for c in rules.appositive_names(expanded) if f"{c.subject} {c.value}".casefold() not in subjects]
         found = named + found
         # "I quit Emirates and joined Etihad": the new value implies the old one ended.
         positive = {c.slot for c in found if not c.negated and not c.multi}
@@ -97,8 +96,9 @@ def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> lis
         if rules.is_retraction(message.content) and per_message:
             per_message[-1] = []
         for word in rules.corrected_words(message.content):
-            per_message = [[c for c in claims if word not in c.claim.statement.casefold().split()]
-                           for claims in per_message]
+            per_message = [
+                [c for c in claims if word not in c.claim.statement.casefold().split()] for claims in per_message
+            ]
         claims = claims_from_text(message.content, message.at, names)
         names.update(rules.people(c.claim for c in claims))
         per_message.append(claims)
@@ -148,22 +148,43 @@ class OfflineExtractor:
         for sc in claims:
             claim = sc.claim
             statement_key = value_key(claim.statement)
-            same = next((f for f in facts if f.key == statement_key or (
-                f.claim is not None and f.claim.slot == claim.slot and f.claim.negated == claim.negated
-                and _says_at_least(f.claim.key, claim.key))), None)
+            same = next(
+                (
+                    f
+                    for f in facts
+                    if f.key == statement_key
+                    or (
+                        f.claim is not None
+                        and f.claim.slot == claim.slot
+                        and f.claim.negated == claim.negated
+                        and _says_at_least(f.claim.key, claim.key)
+                    )
+                ),
+                None,
+            )
             if same is not None:
                 covered.append(CoveredClaim(claim.statement, str(same.knowledge.id)))
                 continue
-            opposite = next((f for f in facts if f.claim is not None and f.claim.slot == claim.slot
-                             and f.claim.negated != claim.negated
-                             and _says_at_least(f.claim.key, claim.key)), None)
+            opposite = next(
+                (
+                    f
+                    for f in facts
+                    if f.claim is not None
+                    and f.claim.slot == claim.slot
+                    and f.claim.negated != claim.negated
+                    and _says_at_least(f.claim.key, claim.key)
+                ),
+                None,
+            )
             if opposite is not None:
                 kind = "contradiction" if claim.negated else "update"
                 items.append(self._item(sc, kind, str(opposite.knowledge.id)))
                 continue
             if not claim.negated and not claim.multi:
-                other = next((f for f in facts if f.claim is not None and f.claim.slot == claim.slot
-                              and not f.claim.negated), None)
+                other = next(
+                    (f for f in facts if f.claim is not None and f.claim.slot == claim.slot and not f.claim.negated),
+                    None,
+                )
                 if other is not None:
                     items.append(self._item(sc, "update", str(other.knowledge.id)))
                     continue
@@ -173,8 +194,12 @@ class OfflineExtractor:
     @staticmethod
     def _item(sc: SourcedClaim, kind: str, supersedes: str | None) -> GapItem:
         return GapItem(
-            statement=sc.claim.statement, kind=kind, supersedes=supersedes,  # type: ignore[arg-type]
-            confidence=sc.confidence, valid_at=sc.span.valid_at, invalid_at=sc.span.invalid_at,
+            statement=sc.claim.statement,
+            kind=kind,
+            supersedes=supersedes,  # type: ignore[arg-type]
+            confidence=sc.confidence,
+            valid_at=sc.span.valid_at,
+            invalid_at=sc.span.invalid_at,
             evidence=sc.evidence,
         )
 

@@ -28,65 +28,324 @@ PLAN_CONFIDENCE = 0.4
 # -- lexicons ---------------------------------------------------------------------------------------
 
 DIETS = {
-    "vegan", "vegetarian", "pescatarian", "pescetarian", "flexitarian", "keto", "paleo", "carnivore",
-    "gluten-free", "lactose-free", "dairy-free", "halal", "kosher",
+    "vegan",
+    "vegetarian",
+    "pescatarian",
+    "pescetarian",
+    "flexitarian",
+    "keto",
+    "paleo",
+    "carnivore",
+    "gluten-free",
+    "lactose-free",
+    "dairy-free",
+    "halal",
+    "kosher",
 }
 PET_SPECIES = {
-    "dog", "puppy", "husky", "greyhound", "kelpie", "labrador", "poodle", "beagle", "terrier", "collie",
-    "spaniel", "dachshund", "pug", "retriever", "whippet", "cat", "kitten", "parrot", "hamster", "rabbit", "bunny",
-    "turtle", "tortoise", "fish",
-    "goldfish", "snake", "lizard", "gecko", "horse", "pony", "ferret", "guinea pig", "budgie", "canary",
-    "chinchilla", "rat", "mouse", "hedgehog", "iguana", "pig", "goat", "chicken", "duck",
+    "dog",
+    "puppy",
+    "husky",
+    "greyhound",
+    "kelpie",
+    "labrador",
+    "poodle",
+    "beagle",
+    "terrier",
+    "collie",
+    "spaniel",
+    "dachshund",
+    "pug",
+    "retriever",
+    "whippet",
+    "cat",
+    "kitten",
+    "parrot",
+    "hamster",
+    "rabbit",
+    "bunny",
+    "turtle",
+    "tortoise",
+    "fish",
+    "goldfish",
+    "snake",
+    "lizard",
+    "gecko",
+    "horse",
+    "pony",
+    "ferret",
+    "guinea pig",
+    "budgie",
+    "canary",
+    "chinchilla",
+    "rat",
+    "mouse",
+    "hedgehog",
+    "iguana",
+    "pig",
+    "goat",
+    "chicken",
+    "duck",
 }
 RELATIONS = {
-    "sister", "brother", "mother", "mum", "mom", "father", "dad", "wife", "husband", "partner",
-    "girlfriend", "boyfriend", "son", "daughter", "cousin", "aunt", "uncle", "grandmother", "grandfather",
-    "grandma", "grandpa", "niece", "nephew", "fiancé", "fiance", "fiancée", "fiancee", "best friend",
-    "roommate", "flatmate", "boss", "stepmother", "stepfather", "stepsister", "stepbrother", "twin",
-    "parents", "grandparents", "mother-in-law", "father-in-law", "sister-in-law", "brother-in-law",
-    "twin brother", "twin sister", "colleague", "coworker", "manager", "neighbour", "neighbor", "friend",
+    "sister",
+    "brother",
+    "mother",
+    "mum",
+    "mom",
+    "father",
+    "dad",
+    "wife",
+    "husband",
+    "partner",
+    "girlfriend",
+    "boyfriend",
+    "son",
+    "daughter",
+    "cousin",
+    "aunt",
+    "uncle",
+    "grandmother",
+    "grandfather",
+    "grandma",
+    "grandpa",
+    "niece",
+    "nephew",
+    "fiancé",
+    "fiance",
+    "fiancée",
+    "fiancee",
+    "best friend",
+    "roommate",
+    "flatmate",
+    "boss",
+    "stepmother",
+    "stepfather",
+    "stepsister",
+    "stepbrother",
+    "twin",
+    "parents",
+    "grandparents",
+    "mother-in-law",
+    "father-in-law",
+    "sister-in-law",
+    "brother-in-law",
+    "twin brother",
+    "twin sister",
+    "colleague",
+    "coworker",
+    "manager",
+    "neighbour",
+    "neighbor",
+    "friend",
 }
 # Subjects that take plural verbs ("User's parents live in Osaka").
 PLURAL_RELATIONS = {"parents", "grandparents"}
 # Words between "my" and the relation that do not change who is meant ("my older daughter Mia").
 _REL_ADJ = r"(?:(?:older|younger|eldest|oldest|youngest|little|big|baby|elder|late)\s+)?"
 JOB_NOUNS = {
-    "nurse", "teacher", "doctor", "engineer", "developer", "programmer", "designer", "architect", "lawyer",
-    "accountant", "analyst", "scientist", "researcher", "chef", "cook", "baker", "barista", "waiter",
-    "waitress", "plumber", "electrician", "carpenter", "mechanic", "pilot", "driver", "farmer", "dentist",
-    "pharmacist", "therapist", "psychologist", "journalist", "writer", "editor", "photographer", "artist",
-    "musician", "student", "librarian", "professor", "lecturer", "consultant", "manager", "director",
-    "cashier", "clerk", "firefighter", "paramedic", "veterinarian", "vet", "surgeon", "midwife",
-    "translator", "tutor", "salesperson", "recruiter", "secretary", "receptionist", "cleaner",
-    "freelancer", "entrepreneur", "founder", "officer", "soldier", "police officer", "nanny",
-    "hairdresser", "tailor", "butcher", "gardener", "builder", "technician", "administrator", "intern",
-    "retiree", "physiotherapist", "optician", "economist", "biologist", "chemist", "physicist",
-    "miner", "judge", "flight attendant", "physio", "bus driver", "phd student", "attorney",
-    "banker", "data scientist", "software developer", "graphic designer", "art director",
-    "social worker", "paralegal", "sailor", "fisherman", "postman", "courier", "coach", "trainer",
+    "nurse",
+    "teacher",
+    "doctor",
+    "engineer",
+    "developer",
+    "programmer",
+    "designer",
+    "architect",
+    "lawyer",
+    "accountant",
+    "analyst",
+    "scientist",
+    "researcher",
+    "chef",
+    "cook",
+    "baker",
+    "barista",
+    "waiter",
+    "waitress",
+    "plumber",
+    "electrician",
+    "carpenter",
+    "mechanic",
+    "pilot",
+    "driver",
+    "farmer",
+    "dentist",
+    "pharmacist",
+    "therapist",
+    "psychologist",
+    "journalist",
+    "writer",
+    "editor",
+    "photographer",
+    "artist",
+    "musician",
+    "student",
+    "librarian",
+    "professor",
+    "lecturer",
+    "consultant",
+    "manager",
+    "director",
+    "cashier",
+    "clerk",
+    "firefighter",
+    "paramedic",
+    "veterinarian",
+    "vet",
+    "surgeon",
+    "midwife",
+    "translator",
+    "tutor",
+    "salesperson",
+    "recruiter",
+    "secretary",
+    "receptionist",
+    "cleaner",
+    "freelancer",
+    "entrepreneur",
+    "founder",
+    "officer",
+    "soldier",
+    "police officer",
+    "nanny",
+    "hairdresser",
+    "tailor",
+    "butcher",
+    "gardener",
+    "builder",
+    "technician",
+    "administrator",
+    "intern",
+    "retiree",
+    "physiotherapist",
+    "optician",
+    "economist",
+    "biologist",
+    "chemist",
+    "physicist",
+    "miner",
+    "judge",
+    "flight attendant",
+    "physio",
+    "bus driver",
+    "phd student",
+    "attorney",
+    "banker",
+    "data scientist",
+    "software developer",
+    "graphic designer",
+    "art director",
+    "social worker",
+    "paralegal",
+    "sailor",
+    "fisherman",
+    "postman",
+    "courier",
+    "coach",
+    "trainer",
 }
 # "Students" are not "working as": their statement reads "User is a PhD student in Seoul".
 STUDENT_NOUNS = {"student", "phd student", "pupil"}
 # "I live in hope", "I live in the library basically": a home must look like a place.
 IDIOM_PLACES = {
-    "hope", "fear", "denial", "a bubble", "the moment", "the past", "the future", "the present", "sin",
-    "luxury", "dread", "peace", "harmony", "my head", "a dream", "a dream world", "la la land", "the library",
-    "the gym", "the office", "my car", "the cloud", "the shadows", "squalor", "poverty", "style", "comfort",
+    "hope",
+    "fear",
+    "denial",
+    "a bubble",
+    "the moment",
+    "the past",
+    "the future",
+    "the present",
+    "sin",
+    "luxury",
+    "dread",
+    "peace",
+    "harmony",
+    "my head",
+    "a dream",
+    "a dream world",
+    "la la land",
+    "the library",
+    "the gym",
+    "the office",
+    "my car",
+    "the cloud",
+    "the shadows",
+    "squalor",
+    "poverty",
+    "style",
+    "comfort",
 }
 # Activities people "go" to; "I stopped swimming" reads as "User no longer goes swimming".
 GO_ACTIVITIES = {
-    "swimming", "fishing", "bouldering", "climbing", "running", "jogging", "skiing", "hiking", "cycling",
-    "surfing", "sailing", "skating", "rowing", "dancing", "walking", "camping", "diving", "snowboarding",
-    "kayaking", "riding", "bowling",
+    "swimming",
+    "fishing",
+    "bouldering",
+    "climbing",
+    "running",
+    "jogging",
+    "skiing",
+    "hiking",
+    "cycling",
+    "surfing",
+    "sailing",
+    "skating",
+    "rowing",
+    "dancing",
+    "walking",
+    "camping",
+    "diving",
+    "snowboarding",
+    "kayaking",
+    "riding",
+    "bowling",
 }
 # Verbs that state a habit on their own ("I surf", "I don't surf anymore").
 ACTIVITY_VERBS = {
-    "surf", "swim", "run", "jog", "cycle", "bike", "ski", "hike", "climb", "boulder", "cook", "bake", "paint",
-    "knit", "sing", "dance", "row", "box", "skate", "sail", "fish", "meditate", "garden",
+    "surf",
+    "swim",
+    "run",
+    "jog",
+    "cycle",
+    "bike",
+    "ski",
+    "hike",
+    "climb",
+    "boulder",
+    "cook",
+    "bake",
+    "paint",
+    "knit",
+    "sing",
+    "dance",
+    "row",
+    "box",
+    "skate",
+    "sail",
+    "fish",
+    "meditate",
+    "garden",
 }
 # Verbs of a habit sentence ("I drink about five coffees a day", "I go fishing every Sunday").
-HABIT_VERBS = ACTIVITY_VERBS | {"go", "do", "drink", "eat", "walk", "read", "write", "visit", "call", "smoke",
-                                "take", "practise", "practice", "work", "wake", "get"}
+HABIT_VERBS = ACTIVITY_VERBS | {
+    "go",
+    "do",
+    "drink",
+    "eat",
+    "walk",
+    "read",
+    "write",
+    "visit",
+    "call",
+    "smoke",
+    "take",
+    "practise",
+    "practice",
+    "work",
+    "wake",
+    "get",
+}
 _FREQUENCY = re.compile(
     r"\b(?:every|each|daily|weekly|nightly|twice|once a|once every|\w+ times? a|a day|a week|a month|per day"
     r"|per week|on (?:weekends|weekdays|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays))\b",
@@ -105,18 +364,69 @@ _RETRACT = re.compile(r"^\W*(?:just kidding|jk|only joking|i was joking|i'm joki
 # "I said married, we got engaged, not married": the word after "not" is taken back.
 _CORRECTION = re.compile(r"\b(?:I said|I meant|I mean)\b.*?\bnot (?:a |an |the )?(?P<w>[\w-]+)", re.IGNORECASE)
 CAR_MAKES = {
-    "tesla", "honda", "toyota", "ford", "bmw", "audi", "volkswagen", "vw", "mercedes", "kia", "hyundai",
-    "nissan", "mazda", "subaru", "volvo", "renault", "peugeot", "fiat", "skoda", "seat", "chevrolet",
-    "jeep", "porsche", "mini", "lexus", "polestar", "rivian", "dacia", "citroen", "citroën", "opel",
+    "tesla",
+    "honda",
+    "toyota",
+    "ford",
+    "bmw",
+    "audi",
+    "volkswagen",
+    "vw",
+    "mercedes",
+    "kia",
+    "hyundai",
+    "nissan",
+    "mazda",
+    "subaru",
+    "volvo",
+    "renault",
+    "peugeot",
+    "fiat",
+    "skoda",
+    "seat",
+    "chevrolet",
+    "jeep",
+    "porsche",
+    "mini",
+    "lexus",
+    "polestar",
+    "rivian",
+    "dacia",
+    "citroen",
+    "citroën",
+    "opel",
 }
 NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
 }
 MONTHS = {
-    name: i + 1 for i, name in enumerate(
-        ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-         "october", "november", "december"]
+    name: i + 1
+    for i, name in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ]
     )
 }
 MONTHS.update({name[:3]: num for name, num in list(MONTHS.items())})
@@ -127,23 +437,117 @@ MULTI_SLOTS = {"pet", "allergy", "hobby", "language", "learning", "former_employ
 
 # Statement verbs, longest first so that "is allergic to" wins over "is".
 VERBS = [
-    "is allergic to", "is learning", "is staying in", "is married to", "is engaged to", "is training for",
-    "is named", "is from", "is into", "broke up with", "lives in", "live in", "lived in", "works as", "works at",
-    "work at", "worked at", "works from", "works", "has", "have", "plays", "enjoys", "loves", "hates", "prefers",
-    "supports", "teaches", "uses", "speaks", "studies", "drives", "goes", "does", "drinks", "eats", "cycles",
-    "surfs", "swims", "runs", "jogs", "skis", "hikes", "climbs", "cooks", "bakes", "paints", "knits", "sings",
-    "dances", "rows", "skates", "sails", "fishes", "meditates", "gardens", "walks", "reads", "writes",
-    "visits", "calls", "smokes", "takes", "practises", "wakes", "gets", "are", "is",
+    "is allergic to",
+    "is learning",
+    "is staying in",
+    "is married to",
+    "is engaged to",
+    "is training for",
+    "is named",
+    "is from",
+    "is into",
+    "broke up with",
+    "lives in",
+    "live in",
+    "lived in",
+    "works as",
+    "works at",
+    "work at",
+    "worked at",
+    "works from",
+    "works",
+    "has",
+    "have",
+    "plays",
+    "enjoys",
+    "loves",
+    "hates",
+    "prefers",
+    "supports",
+    "teaches",
+    "uses",
+    "speaks",
+    "studies",
+    "drives",
+    "goes",
+    "does",
+    "drinks",
+    "eats",
+    "cycles",
+    "surfs",
+    "swims",
+    "runs",
+    "jogs",
+    "skis",
+    "hikes",
+    "climbs",
+    "cooks",
+    "bakes",
+    "paints",
+    "knits",
+    "sings",
+    "dances",
+    "rows",
+    "skates",
+    "sails",
+    "fishes",
+    "meditates",
+    "gardens",
+    "walks",
+    "reads",
+    "writes",
+    "visits",
+    "calls",
+    "smokes",
+    "takes",
+    "practises",
+    "wakes",
+    "gets",
+    "are",
+    "is",
 ]
 
 # -- sentence-level patterns -----------------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _INTERROGATIVES = {
-    "what", "where", "when", "who", "whom", "whose", "why", "how", "which", "do", "does", "did", "is",
-    "are", "was", "were", "can", "could", "should", "would", "will", "shall", "may", "am", "have",
-    "has", "had", "isn't", "aren't", "don't", "doesn't", "didn't", "won't", "wouldn't", "shouldn't",
-    "can't", "couldn't",
+    "what",
+    "where",
+    "when",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "how",
+    "which",
+    "do",
+    "does",
+    "did",
+    "is",
+    "are",
+    "was",
+    "were",
+    "can",
+    "could",
+    "should",
+    "would",
+    "will",
+    "shall",
+    "may",
+    "am",
+    "have",
+    "has",
+    "had",
+    "isn't",
+    "aren't",
+    "don't",
+    "doesn't",
+    "didn't",
+    "won't",
+    "wouldn't",
+    "shouldn't",
+    "can't",
+    "couldn't",
 }
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|i think i|i guess|i suppose|not sure|thinking (?:about|of)"
@@ -215,8 +619,16 @@ _DAY_NAMES = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday"
 _T_WEEKDAY = re.compile(r"\b(?:on|last) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.IGNORECASE)
 _T_WEEKEND = re.compile(r"\b(?:last|this|at the|over the) weekend\b", re.IGNORECASE)
 _ORDINALS = {
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
-    "ninth": 9, "tenth": 10,
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
 }
 _T_DAY_OF = re.compile(
     rf"\bon the (?:(\d{{1,2}})(?:st|nd|rd|th)?|({'|'.join(_ORDINALS)})) of {_MONTH_RE}\b", re.IGNORECASE
@@ -266,7 +678,7 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
         if m is None:
             return
         fn(m)
-        text = text[: m.start()] + " " + text[m.end():]
+        text = text[: m.start()] + " " + text[m.end() :]
 
     def rng(m: re.Match[str]) -> None:
         m1, y1, m2, y2 = m.groups()
@@ -366,12 +778,21 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
     cut(_T_RANGE, rng)
     # In order, most specific first; each fills its end only while that end is still open.
     rules: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], None]], ...] = (
-        ("valid_at", _T_SINCE_YEAR, since_year), ("valid_at", _T_SINCE_REL, since_rel),
-        ("valid_at", _T_SINCE_MONTH, since_month), ("invalid_at", _T_UNTIL_MONTH, until_month),
-        ("invalid_at", _T_UNTIL_YEAR, until_year), ("valid_at", _T_REL, rel), ("valid_at", _T_AGO, ago),
-        ("valid_at", _T_PART_OF, part_of), ("valid_at", _T_DAY_OF, day_of), ("valid_at", _T_ON_DATE, on_date),
-        ("valid_at", _T_IN_MONTH, in_month), ("valid_at", _T_IN_YEAR, in_year), ("valid_at", _T_DAY, day),
-        ("valid_at", _T_WEEKDAY, weekday), ("valid_at", _T_WEEKEND, weekend),
+        ("valid_at", _T_SINCE_YEAR, since_year),
+        ("valid_at", _T_SINCE_REL, since_rel),
+        ("valid_at", _T_SINCE_MONTH, since_month),
+        ("invalid_at", _T_UNTIL_MONTH, until_month),
+        ("invalid_at", _T_UNTIL_YEAR, until_year),
+        ("valid_at", _T_REL, rel),
+        ("valid_at", _T_AGO, ago),
+        ("valid_at", _T_PART_OF, part_of),
+        ("valid_at", _T_DAY_OF, day_of),
+        ("valid_at", _T_ON_DATE, on_date),
+        ("valid_at", _T_IN_MONTH, in_month),
+        ("valid_at", _T_IN_YEAR, in_year),
+        ("valid_at", _T_DAY, day),
+        ("valid_at", _T_WEEKDAY, weekday),
+        ("valid_at", _T_WEEKEND, weekend),
     )
     for end, pattern, handler in rules:
         if getattr(span, end) is None:
@@ -383,7 +804,7 @@ def take_times(text: str, at: datetime) -> tuple[str, TimeSpan]:
 
 
 def third_person(verb: str) -> str:
-    """"go" -> "goes", "cycle" -> "cycles": the verb of a statement about the user."""
+    """ "go" -> "goes", "cycle" -> "cycles": the verb of a statement about the user."""
     if verb in ("go", "do"):
         return verb + "es"
     if verb == "have":
@@ -396,8 +817,16 @@ def third_person(verb: str) -> str:
 
 
 _HABIT_BASE = {third_person(v): v for v in HABIT_VERBS}
-_PLURAL_VERBS = {"lives in": "live in", "is": "are", "works at": "work at", "works as": "work as", "has": "have",
-                 "is named": "are named", "is from": "are from", "studies": "study"}
+_PLURAL_VERBS = {
+    "lives in": "live in",
+    "is": "are",
+    "works at": "work at",
+    "works as": "work as",
+    "has": "have",
+    "is named": "are named",
+    "is from": "are from",
+    "studies": "study",
+}
 _SINGULAR_VERBS = {v: k for k, v in _PLURAL_VERBS.items()}
 
 
@@ -449,14 +878,31 @@ def _relation_of(subject: str) -> str:
 
 
 _SLOT_WORDS = {
-    "home": "where they live", "origin": "where they are from", "job": "their work", "employer": "their employer",
-    "former_employer": "their past employers", "former_home": "where they lived before",
-    "allergy": "their allergies", "spouse": "their marriage", "relationship": "their relationship",
-    "hobby": "their hobbies", "language": "the languages they speak", "learning": "what they are learning",
-    "study": "their studies", "car": "their car", "stay": "where they are staying", "uses": "what they use",
-    "team": "the team they support", "training": "what they train for", "workplace": "where they work from",
-    "shift": "their working hours", "diet": "their diet", "age": "their age", "name": "their name",
-    "pet": "their pets", "children": "their children",
+    "home": "where they live",
+    "origin": "where they are from",
+    "job": "their work",
+    "employer": "their employer",
+    "former_employer": "their past employers",
+    "former_home": "where they lived before",
+    "allergy": "their allergies",
+    "spouse": "their marriage",
+    "relationship": "their relationship",
+    "hobby": "their hobbies",
+    "language": "the languages they speak",
+    "learning": "what they are learning",
+    "study": "their studies",
+    "car": "their car",
+    "stay": "where they are staying",
+    "uses": "what they use",
+    "team": "the team they support",
+    "training": "what they train for",
+    "workplace": "where they work from",
+    "shift": "their working hours",
+    "diet": "their diet",
+    "age": "their age",
+    "name": "their name",
+    "pet": "their pets",
+    "children": "their children",
 }
 
 
@@ -477,15 +923,23 @@ def describe_slot(slot: str) -> str:
         return "their children"
     if head in ("is", "has"):
         return f"whether they {'are' if head == 'is' else 'have'} {tail}"
-    words = {"name": "name", "home": "home", "employer": "employer", "job": "work", "age": "age",
-             "diet": "diet", "study": "studies", "origin": "origin"}
+    words = {
+        "name": "name",
+        "home": "home",
+        "employer": "employer",
+        "job": "work",
+        "age": "age",
+        "diet": "diet",
+        "study": "studies",
+        "origin": "origin",
+    }
     if tail in words:
         return f"their {head}'s {words[tail]}"
     return f"their {head}"
 
 
 def _activity_base(word: str) -> str:
-    """"swimming" -> "swim", "cycling" -> "cycle": the verb an -ing activity comes from."""
+    """ "swimming" -> "swim", "cycling" -> "cycle": the verb an -ing activity comes from."""
     w = word.casefold()
     if not w.endswith("ing") or len(w) < 5:
         return w
@@ -505,12 +959,29 @@ def classify(subject: str, verb: str, value: str) -> str:
     verb = _SINGULAR_VERBS.get(verb, verb)
     if not subject:
         simple = {
-            "lives in": "home", "is from": "origin", "works as": "job", "works at": "employer",
-            "worked at": "former_employer", "lived in": "former_home", "is allergic to": "allergy",
-            "is married to": "spouse", "is engaged to": "relationship", "broke up with": "relationship",
-            "plays": "hobby", "enjoys": "hobby", "speaks": "language", "is learning": "learning", "studies": "study",
-            "drives": "car", "is staying in": "stay", "uses": "uses", "supports": "team", "teaches": "job",
-            "is training for": "training", "works from": "workplace", "works": "shift",
+            "lives in": "home",
+            "is from": "origin",
+            "works as": "job",
+            "works at": "employer",
+            "worked at": "former_employer",
+            "lived in": "former_home",
+            "is allergic to": "allergy",
+            "is married to": "spouse",
+            "is engaged to": "relationship",
+            "broke up with": "relationship",
+            "plays": "hobby",
+            "enjoys": "hobby",
+            "speaks": "language",
+            "is learning": "learning",
+            "studies": "study",
+            "drives": "car",
+            "is staying in": "stay",
+            "uses": "uses",
+            "supports": "team",
+            "teaches": "job",
+            "is training for": "training",
+            "works from": "workplace",
+            "works": "shift",
         }
         if verb in simple:
             return simple[verb]
@@ -543,11 +1014,17 @@ def classify(subject: str, verb: str, value: str) -> str:
     if subject == "name":
         return "name"
     if subject.startswith("favourite "):
-        return "favourite:" + subject[len("favourite "):]
+        return "favourite:" + subject[len("favourite ") :]
     rel = _relation_of(subject)
     if rel:
-        rel_verbs = {"is named": "name", "lives in": "home", "works at": "employer", "works as": "job",
-                     "studies": "study", "is from": "origin"}
+        rel_verbs = {
+            "is named": "name",
+            "lives in": "home",
+            "works at": "employer",
+            "works as": "job",
+            "studies": "study",
+            "is from": "origin",
+        }
         if verb in rel_verbs:
             return f"{rel}:{rel_verbs[verb]}"
         if verb == "is":
@@ -563,11 +1040,20 @@ def classify(subject: str, verb: str, value: str) -> str:
 
 _SPECIES_RE = "|".join(sorted(PET_SPECIES, key=len, reverse=True))
 _PET_VALUE = re.compile(rf"^(?P<n>an?|one|two|three|four|five|\d+) (?P<sp>{_SPECIES_RE})(?:e?s)?\b", re.IGNORECASE)
-_CHILD_NOUN = {"child": "child", "children": "child", "kid": "child", "kids": "child", "son": "son",
-               "daughter": "daughter", "boy": "son", "girl": "daughter"}
+_CHILD_NOUN = {
+    "child": "child",
+    "children": "child",
+    "kid": "child",
+    "kids": "child",
+    "son": "son",
+    "daughter": "daughter",
+    "boy": "son",
+    "girl": "daughter",
+}
 _KIDS_VALUE = re.compile(
     r"^(?:an?|one|two|three|four|five|six|\d+) (?P<noun>children|child|kids|kid|sons|son|daughters|daughter|boys"
-    r"|girls|boy|girl)(?: and an? (?:son|daughter))?$", re.IGNORECASE,
+    r"|girls|boy|girl)(?: and an? (?:son|daughter))?$",
+    re.IGNORECASE,
 )
 _AGE_VALUE = re.compile(r"^\d{1,3} years old$")
 _FAN_VALUE = re.compile(r"^an? (?:big |huge |massive )?fan of (.+)$")
@@ -575,8 +1061,27 @@ _FAN_VALUE = re.compile(r"^an? (?:big |huge |massive )?fan of (.+)$")
 _RELATIONS_LONGEST = sorted(RELATIONS, key=len, reverse=True)
 _REL_RE = "|".join(re.escape(r) for r in _RELATIONS_LONGEST)
 _NAME = r"(?P<nm>(?-i:[A-Z])[\w'-]+)"
-_NOT_NAMES = {"Is", "Was", "Lives", "Works", "Has", "And", "But", "The", "Who", "Just", "Still", "Also", "Now",
-              "Got", "Moved", "Studies", "Are", "Live", "Work"}
+_NOT_NAMES = {
+    "Is",
+    "Was",
+    "Lives",
+    "Works",
+    "Has",
+    "And",
+    "But",
+    "The",
+    "Who",
+    "Just",
+    "Still",
+    "Also",
+    "Now",
+    "Got",
+    "Moved",
+    "Studies",
+    "Are",
+    "Live",
+    "Work",
+}
 _APPOSITIVE = re.compile(rf"\bmy {_REL_ADJ}(?P<rel>{_REL_RE}),? {_NAME}\b", re.IGNORECASE)
 # The subject is lazy, so it grows word by word until a known verb follows ("User's favourite
 # food is ..."); verbs are tried longest first.
@@ -624,7 +1129,8 @@ R_AM_A = _rule(r"^I (?:am|have been) (?P<v>an? .+)")
 R_AM_DIET = _rule(r"^I am (?:a |an )?(?P<v>" + "|".join(sorted(DIETS, key=len, reverse=True)) + r")\b")
 R_WENT_DIET = _rule(
     r"^I (?:switched|switch|went|have gone|turned|changed|have switched) (?:to )?(?:an? |fully )?(?P<v>"
-    + "|".join(sorted(DIETS, key=len, reverse=True)) + r")\b"
+    + "|".join(sorted(DIETS, key=len, reverse=True))
+    + r")\b"
 )
 R_INTOLERANT = _rule(r"^I am (?P<v>(?:lactose|gluten|fructose|histamine|wheat) intolerant)\b")
 R_DIABETIC = _rule(r"^I am (?:an? )?(?P<v>diabetic|coeliac|celiac|asthmatic|epileptic)\b")
@@ -651,25 +1157,127 @@ R_MARRIED = _rule(rf"^I (?:am|have been) married to {_V}")
 R_GOT_MARRIED = _rule(r"^I (?:got|have got|have just got) (?P<what>married|engaged)(?: to (?P<v>.+))?")
 R_BROKE_UP = _rule(rf"^I (?:broke up|split up|have broken up) with {_V}")
 R_CUT_DOWN = _rule(rf"^I (?:have )?(?:cut down|cut back) to {_V}")
-R_HABIT_ING = _rule(
-    r"^I (?P<aux>have been|am|started|began|took up|have started) (?P<w>[a-z]+ing)\b(?P<rest>.*)$"
-)
+R_HABIT_ING = _rule(r"^I (?P<aux>have been|am|started|began|took up|have started) (?P<w>[a-z]+ing)\b(?P<rest>.*)$")
 R_HABIT = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<rest>.+))?$")
 
-_STOP_ING = {"play", "learn", "work", "live", "eat", "drive", "speak", "study", "run", "swim", "cook", "use",
-             "paint", "write", "read", "sing", "dance", "climb", "hike", "bike", "ski", "surf", "teach", "cycle",
-             "boulder", "fish", "drink", "smoke", "do", "go", "jog", "skate", "sail", "row", "knit", "bake"}
-_NOT_OBJECTS = {"it", "that", "this", "these", "those", "you", "your", "them", "him", "her", "how", "what", "when",
-                "where", "why", "which", "who", "so", "all", "everything", "nothing", "something", "anything",
-                "one", "the idea", "the way", "too", "being", "having", "online", "outside", "together", "well",
-                "a lot"}
+_STOP_ING = {
+    "play",
+    "learn",
+    "work",
+    "live",
+    "eat",
+    "drive",
+    "speak",
+    "study",
+    "run",
+    "swim",
+    "cook",
+    "use",
+    "paint",
+    "write",
+    "read",
+    "sing",
+    "dance",
+    "climb",
+    "hike",
+    "bike",
+    "ski",
+    "surf",
+    "teach",
+    "cycle",
+    "boulder",
+    "fish",
+    "drink",
+    "smoke",
+    "do",
+    "go",
+    "jog",
+    "skate",
+    "sail",
+    "row",
+    "knit",
+    "bake",
+}
+_NOT_OBJECTS = {
+    "it",
+    "that",
+    "this",
+    "these",
+    "those",
+    "you",
+    "your",
+    "them",
+    "him",
+    "her",
+    "how",
+    "what",
+    "when",
+    "where",
+    "why",
+    "which",
+    "who",
+    "so",
+    "all",
+    "everything",
+    "nothing",
+    "something",
+    "anything",
+    "one",
+    "the idea",
+    "the way",
+    "too",
+    "being",
+    "having",
+    "online",
+    "outside",
+    "together",
+    "well",
+    "a lot",
+}
 _NON_NAME_ENDINGS = ("ish", "ese", "ian", "ean", "ic", "ed", "ing", "ful", "ous", "ive")
-_FIELDS = {"management", "marketing", "sales", "finance", "teaching", "nursing", "consulting", "engineering",
-           "design", "research", "law", "medicine", "journalism", "accounting", "it", "hr", "retail", "banking"}
-_EVALUATIVE = {"terrible", "great", "good", "bad", "awful", "amazing", "decent", "lousy", "horrible", "excellent",
-               "brilliant", "rubbish", "hopeless", "best", "worst", "professional", "total", "wannabe"}
-_NUMBER_AGE = re.compile(r"^(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)(?: years old)?\b",
-                         re.IGNORECASE)
+_FIELDS = {
+    "management",
+    "marketing",
+    "sales",
+    "finance",
+    "teaching",
+    "nursing",
+    "consulting",
+    "engineering",
+    "design",
+    "research",
+    "law",
+    "medicine",
+    "journalism",
+    "accounting",
+    "it",
+    "hr",
+    "retail",
+    "banking",
+}
+_EVALUATIVE = {
+    "terrible",
+    "great",
+    "good",
+    "bad",
+    "awful",
+    "amazing",
+    "decent",
+    "lousy",
+    "horrible",
+    "excellent",
+    "brilliant",
+    "rubbish",
+    "hopeless",
+    "best",
+    "worst",
+    "professional",
+    "total",
+    "wannabe",
+}
+_NUMBER_AGE = re.compile(
+    r"^(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)(?: years old)?\b", re.IGNORECASE
+)
 _AGE_WORDS = {"eleven": 11, "twelve": 12}
 _DRINKS = re.compile(r"\b(?:coffees?|teas?|beers?|cups?|glasses|pints?|drinks?)\b", re.IGNORECASE)
 
@@ -743,7 +1351,8 @@ _SPECIES_WORD = {"puppy": "dog", "kitten": "cat", "bunny": "rabbit"}
 
 
 def _pets(raw: str) -> list[Claim]:
-    """"a dog named Rex", "two cats, Kimchi and Mandu", "three horses": counts and names kept."""
+    """ "a dog named Rex", "two cats, Kimchi and Mandu", "three horses": counts and names kept."""
+
     def one(n: str, species: str, names: str | None) -> Claim:
         species = _SPECIES_WORD.get(species.lower(), species.lower())
         count = _count_word(n)
@@ -753,14 +1362,23 @@ def _pets(raw: str) -> list[Claim]:
         return Claim("", "has", f"{count} {noun}" + (f" named {names}" if names else ""))
 
     if (m := _PET_WITH_NAMES.match(raw.strip())) and m.group("n").lower() not in ("a", "an", "one"):
-        return [one(m.group("n"), m.group("sp"), m.group("names").replace(", ", " and ", 1)
-                    if m.group("names").count(",") == 1 and " and " not in m.group("names") else m.group("names"))]
+        return [
+            one(
+                m.group("n"),
+                m.group("sp"),
+                m.group("names").replace(", ", " and ", 1)
+                if m.group("names").count(",") == 1 and " and " not in m.group("names")
+                else m.group("names"),
+            )
+        ]
     out = []
     for part in re.split(r",\s*|\s+and\s+", raw):
         part = part.strip(" .!")
         m = re.match(
             rf"^(?P<n>an?|one|two|three|four|five|\d+) (?P<sp>{_SPECIES_RE})(?:e?s)?(?:,? (?:named|called) "
-            r"(?P<name>[\w'-]+))?\b", part, re.IGNORECASE,
+            r"(?P<name>[\w'-]+))?\b",
+            part,
+            re.IGNORECASE,
         )
         if m is not None:
             out.append(one(m.group("n"), m.group("sp"), m.group("name")))
@@ -768,10 +1386,12 @@ def _pets(raw: str) -> list[Claim]:
 
 
 def _kids(raw: str) -> list[Claim]:
-    """"two kids" -> "two children"; "two daughters", "a son and a daughter" keep their words."""
+    """ "two kids" -> "two children"; "two daughters", "a son and a daughter" keep their words."""
     m = re.match(
         r"^(?P<n>an?|one|two|three|four|five|six|\d+) (?P<noun>children|child|kids|kid|sons|son|daughters|daughter"
-        r"|boys|girls|boy|girl)\b(?P<more> and an? (?:son|daughter)\b)?", raw, re.IGNORECASE,
+        r"|boys|girls|boy|girl)\b(?P<more> and an? (?:son|daughter)\b)?",
+        raw,
+        re.IGNORECASE,
     )
     if m is None:
         return []
@@ -779,8 +1399,14 @@ def _kids(raw: str) -> list[Claim]:
     noun = m.group("noun").lower()
     if noun in ("kid", "kids", "child", "children"):
         n = _number(count) if not count.isdigit() else int(count)
-        words = {1: "one child", 2: "two children", 3: "three children", 4: "four children", 5: "five children",
-                 6: "six children"}
+        words = {
+            1: "one child",
+            2: "two children",
+            3: "three children",
+            4: "four children",
+            5: "five children",
+            6: "six children",
+        }
         return [Claim("", "has", words.get(n, f"{n} children"))]
     noun = {"boy": "son", "boys": "sons", "girl": "daughter", "girls": "daughters"}.get(noun, noun)
     more = (m.group("more") or "").strip()
@@ -798,7 +1424,7 @@ def _object_ok(value: str) -> bool:
 
 
 def _habit(verb: str, rest: str) -> list[Claim]:
-    """"I go swimming every Saturday", "I surf", "I drink about five coffees a day": a habit, its
+    """ "I go swimming every Saturday", "I surf", "I drink about five coffees a day": a habit, its
     frequency kept. A bare verb counts only for activities; others need a frequency."""
     verb = verb.lower()
     rest = rest.strip()
@@ -819,7 +1445,7 @@ def _habit(verb: str, rest: str) -> list[Claim]:
 
 
 def _self_job(raw: str) -> list[Claim]:
-    """"a firefighter in Leeds" -> works as a firefighter + lives in Leeds; "a nurse at the Alfred"
+    """ "a firefighter in Leeds" -> works as a firefighter + lives in Leeds; "a nurse at the Alfred"
     -> works as a nurse + works at the Alfred; "a PhD student in Seoul" stays one statement."""
     value = _trim(raw)
     if not value:
@@ -976,8 +1602,9 @@ def clause_claims(clause: str) -> list[Claim]:
             return [Claim("", "works at", v, negated=True)]
         return []
     if m := R_AM_A.match(clause):
-        raw = re.sub(r"^(an?) (?:total|real|bit of an?|complete|proper|keen)\s+", r"\1 ", m.group("v"),
-                     flags=re.IGNORECASE)
+        raw = re.sub(
+            r"^(an?) (?:total|real|bit of an?|complete|proper|keen)\s+", r"\1 ", m.group("v"), flags=re.IGNORECASE
+        )
         ident = _trim(raw)
         if _ARTICLE.sub("", ident.casefold()) in IDENTITY_NOUNS:
             return [Claim("", "is", ident)]
@@ -1015,9 +1642,20 @@ def clause_claims(clause: str) -> list[Claim]:
             return []
         if "fan" in word:
             return [Claim("", "is", f"a {'big ' if 'big' in word or 'huge' in word else ''}fan of {v}")]
-        verb = {"love": "loves", "adore": "loves", "really like": "loves", "am crazy about": "loves",
-                "am obsessed with": "loves", "am mad about": "loves", "like": "likes", "hate": "hates",
-                "detest": "hates", "cannot stand": "hates", "prefer": "prefers", "am into": "is into"}[word]
+        verb = {
+            "love": "loves",
+            "adore": "loves",
+            "really like": "loves",
+            "am crazy about": "loves",
+            "am obsessed with": "loves",
+            "am mad about": "loves",
+            "like": "likes",
+            "hate": "hates",
+            "detest": "hates",
+            "cannot stand": "hates",
+            "prefer": "prefers",
+            "am into": "is into",
+        }[word]
         return [Claim("", verb, v)]
     if m := R_SPEAK.match(clause):
         if lm := _LANGUAGES.match(m.group("v")):
@@ -1072,16 +1710,17 @@ _SUBJECTS = [
 
 
 def _subject(c: str) -> str:
-    """"We moved", "Our son", "Been cycling", "Kenji and I got engaged": the user speaking for the
+    """ "We moved", "Our son", "Been cycling", "Kenji and I got engaged": the user speaking for the
     household, or with the subject dropped, is still the user; a partner named beside "I" stays
     with the event ("I got engaged to Kenji")."""
     for pattern, repl in _SUBJECTS:
         c = pattern.sub(repl, c, count=1)
     if m := _PARTNER_AND_I.match(c):
-        partner, rest = m.group("p"), c[m.end():]
+        partner, rest = m.group("p"), c[m.end() :]
         c = "I" + rest
-        if not partner.lower().startswith("my ") and re.match(r"^ (?:got|have got|just got) (?:married|engaged)\b",
-                                                               rest, re.IGNORECASE):
+        if not partner.lower().startswith("my ") and re.match(
+            r"^ (?:got|have got|just got) (?:married|engaged)\b", rest, re.IGNORECASE
+        ):
             c = re.sub(r"\b(married|engaged)\b", rf"\1 to {partner}", c, count=1)
         elif not partner.lower().startswith("my ") and re.match(r"^ (?:broke|split) up\b", rest, re.IGNORECASE):
             c = re.sub(r"\bup\b", f"up with {partner}", c, count=1)
@@ -1115,11 +1754,11 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
         word = m.group("w").lower()
         base = _verb_from_ing(word)
         if word in GO_ACTIVITIES and base not in ("play", "drive", "work"):
-            c, negated = f"I go {word}" + c[m.end():], True
+            c, negated = f"I go {word}" + c[m.end() :], True
         elif base is None:
             return None
         else:
-            c, negated = f"I {base}" + c[m.end():], True
+            c, negated = f"I {base}" + c[m.end() :], True
     if re.match(r"^I (?:do|does|did|am|have) not\b|^I (?:never|cannot)\b", c, re.IGNORECASE):
         return None
     c = _MODALS.sub("I ", c)
@@ -1138,7 +1777,7 @@ def people(claims: Iterable[Claim]) -> dict[str, str]:
         rel = _relation_of(c.subject)
         if not rel:
             continue
-        rest = c.subject[len(rel):].strip()
+        rest = c.subject[len(rel) :].strip()
         if rest[:1].isupper() and " " not in rest:
             out[rest] = rel
         if c.verb == "is named" and c.value[:1].isupper() and " " not in c.value:
@@ -1150,7 +1789,7 @@ _NAMED_SUBJECT = re.compile(r"^(?P<nm>(?-i:[A-Z])[\w'-]+) (?=(?:is|works|lives|g
 
 
 def with_person(sentence: str, names: dict[str, str]) -> str:
-    """"Max is an engineer." read as "My brother Max is an engineer." once the user has said who
+    """ "Max is an engineer." read as "My brother Max is an engineer." once the user has said who
     Max is; a name the user never placed stays unread (it may be anyone)."""
     m = _NAMED_SUBJECT.match(sentence)
     if m is None or m.group("nm") not in names:
@@ -1180,12 +1819,12 @@ def confidence_of(sentence: str) -> float:
 
 
 def is_retraction(text: str) -> bool:
-    """"Just kidding about the allergy": the message takes back the user's previous one."""
+    """ "Just kidding about the allergy": the message takes back the user's previous one."""
     return _RETRACT.match(text) is not None
 
 
 def corrected_words(text: str) -> list[str]:
-    """"I said married, we got engaged, not married" -> ["married"]: earlier claims with that word
+    """ "I said married, we got engaged, not married" -> ["married"]: earlier claims with that word
     in this episode are taken back."""
     return [m.group("w").casefold() for m in _CORRECTION.finditer(text)]
 
@@ -1196,8 +1835,9 @@ _PARTNER_EVENT = re.compile(
     re.IGNORECASE,
 )
 _HAVE_REL_PRONOUN = re.compile(rf"^(?:I|we) have an? (?P<rel>{_REL_RE}),\s+(?:he|she) is\b", re.IGNORECASE)
-_PRONOUN_AFTER_REL = re.compile(rf"^(?P<who>my {_REL_ADJ}(?:{_REL_RE}))\b(?P<mid>[^.!?]*?,\s+)(?:she|he|they)\b",
-                                 re.IGNORECASE)
+_PRONOUN_AFTER_REL = re.compile(
+    rf"^(?P<who>my {_REL_ADJ}(?:{_REL_RE}))\b(?P<mid>[^.!?]*?,\s+)(?:she|he|they)\b", re.IGNORECASE
+)
 
 
 def expand(sentence: str) -> str:
@@ -1206,7 +1846,8 @@ def expand(sentence: str) -> str:
     for pattern, repl in _CONTRACTIONS:
         s = pattern.sub(repl, s)
     s = _PARTNER_EVENT.sub(
-        lambda m: f"{m.group('pre')}I {m.group('ev')} {'with' if 'up' in m.group('ev') else 'to'} {m.group('p')}", s)
+        lambda m: f"{m.group('pre')}I {m.group('ev')} {'with' if 'up' in m.group('ev') else 'to'} {m.group('p')}", s
+    )
     s = _HAVE_REL_PRONOUN.sub(lambda m: f"I have a {m.group('rel')}, my {m.group('rel').lower()} is", s)
     s = _PRONOUN_AFTER_REL.sub(lambda m: f"{m.group('who')}{m.group('mid')}{m.group('who').lower()}", s)
     return s
@@ -1220,7 +1861,7 @@ def split_clauses(sentence: str) -> list[str]:
 
 
 def appositive_names(sentence: str) -> list[Claim]:
-    """"my partner Sam" states the partner's name, wherever it sits in the sentence."""
+    """ "my partner Sam" states the partner's name, wherever it sits in the sentence."""
     out = []
     for m in _APPOSITIVE.finditer(sentence):
         name = m.group("nm")
@@ -1245,7 +1886,7 @@ def parse_statement(statement: str) -> Claim | None:
     subj = (m.group("subj") or "").strip().replace("favorite ", "favourite ")
     rel = _relation_of(subj)
     # The relation is folded, a name after it keeps its case ("wife Priya").
-    subj = rel + subj[len(rel):] if rel else subj.lower()
+    subj = rel + subj[len(rel) :] if rel else subj.lower()
     verb = m.group("verb").lower()
     verb = _SINGULAR_VERBS.get(verb, verb) if rel in PLURAL_RELATIONS else verb
     value = (m.group("value") or "").strip()

@@ -74,8 +74,12 @@ class ItemAnswer(_Answer):
 
     def to_gap_item(self) -> GapItem:
         return GapItem(
-            statement=self.statement.strip(), kind=self.kind, supersedes=normalise_handle(self.supersedes),
-            confidence=self.confidence, valid_at=self.valid_at, invalid_at=self.invalid_at,
+            statement=self.statement.strip(),
+            kind=self.kind,
+            supersedes=normalise_handle(self.supersedes),
+            confidence=self.confidence,
+            valid_at=self.valid_at,
+            invalid_at=self.invalid_at,
             evidence=self.evidence.strip(),
         )
 
@@ -167,8 +171,11 @@ class OpenAIExtractor:
         if self.model is not None:
             return self.model
         page = await call_with_retries(
-            lambda: self._client.models.list(), what=f"listing models at {self.endpoint}",
-            max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
+            lambda: self._client.models.list(),
+            what=f"listing models at {self.endpoint}",
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
         )
         ids = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
         if not ids:
@@ -179,14 +186,19 @@ class OpenAIExtractor:
     async def _ask(self, messages: list[dict[str, str]], schema: type[_Answer], step: str) -> Any:
         model = await self._resolve_model()
         kwargs: dict[str, Any] = {
-            "model": model, "messages": messages, "response_format": {"type": "json_object"},
+            "model": model,
+            "messages": messages,
+            "response_format": {"type": "json_object"},
         }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         what = f"{step} request to {self.endpoint} (model {model})"
         response = await call_with_retries(
-            lambda: self._client.chat.completions.create(**kwargs), what=what,
-            max_retries=self.max_retries, backoff=self.backoff, max_backoff=self.max_backoff,
+            lambda: self._client.chat.completions.create(**kwargs),
+            what=what,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
         )
         choices = getattr(response, "choices", None) or []
         if not choices or getattr(choices[0], "message", None) is None:
@@ -204,8 +216,11 @@ class OpenAIExtractor:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(answer)'}: {err['msg']}" for err in exc.errors()[:5]
             )
-            kind = "is not valid JSON" if any(e["type"] == "json_invalid" for e in exc.errors()) else \
-                "does not fit the schema"
+            kind = (
+                "is not valid JSON"
+                if any(e["type"] == "json_invalid" for e in exc.errors())
+                else "does not fit the schema"
+            )
             raise MalformedModelOutputError(
                 f"{what}: the {step} answer {kind}: {problems}; answer began {content[:120]!r}"
             ) from None

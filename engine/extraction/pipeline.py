@@ -134,8 +134,12 @@ class _Writes:
 
 def _adopt(view: GateView, fresh: GateView) -> None:
     """Carry what a write transaction read and queued to the next episode's extraction."""
-    view.tombstones, view.live, view.pending, view.active_ids = fresh.tombstones, fresh.live, fresh.pending, (
-        fresh.active_ids)
+    view.tombstones, view.live, view.pending, view.active_ids = (
+        fresh.tombstones,
+        fresh.live,
+        fresh.pending,
+        (fresh.active_ids),
+    )
 
 
 class Pipeline:
@@ -160,9 +164,7 @@ class Pipeline:
         """Store the two messages and return; no model call (extraction is `process`)."""
         return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
-    async def add_exchanges(
-        self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]
-    ) -> list[list[int]]:
+    async def add_exchanges(self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
         """Many exchanges in ONE transaction: all stored or none (ingest relies on this)."""
         now = self._ctx.now()
         rows: list[tuple[str, str, str, int]] = []
@@ -186,8 +188,15 @@ class Pipeline:
                 batch = ids[pos : pos + count]
                 pos += count
                 out.append(batch)
-                await tx.audit(at=to_us(now), actor="capture", action="capture", user_id=user_id,
-                                  entity="message", entity_id=batch[0], after={"message_ids": batch})
+                await tx.audit(
+                    at=to_us(now),
+                    actor="capture",
+                    action="capture",
+                    user_id=user_id,
+                    entity="message",
+                    entity_id=batch[0],
+                    after={"message_ids": batch},
+                )
         if self._ctx.config.batch_threshold:
             for user_id in dict.fromkeys(e[0] for e in exchanges):
                 await self._maybe_background(user_id)
@@ -301,12 +310,25 @@ class Pipeline:
             created = await tx.create_episodes(user_id, new, now_us)
             if created is None:  # cannot happen under BEGIN IMMEDIATE; refuse rather than double-process
                 raise MemdeskError("messages were claimed by another process; retry")
-            await tx.audit_many([  # the assignment of messages to an episode is audited
-                {"at": now_us, "actor": "process", "action": "create", "user_id": user_id, "entity": "episode",
-                 "entity_id": eid, "after": {"message_ids": ids, "start_at": from_us(start),
-                                             "end_at": from_us(end), "title": title}}
-                for eid, (title, _, ids, start, end) in zip(created, new, strict=True)
-            ])
+            await tx.audit_many(
+                [  # the assignment of messages to an episode is audited
+                    {
+                        "at": now_us,
+                        "actor": "process",
+                        "action": "create",
+                        "user_id": user_id,
+                        "entity": "episode",
+                        "entity_id": eid,
+                        "after": {
+                            "message_ids": ids,
+                            "start_at": from_us(start),
+                            "end_at": from_us(end),
+                            "title": title,
+                        },
+                    }
+                    for eid, (title, _, ids, start, end) in zip(created, new, strict=True)
+                ]
+            )
             report.messages += sum(len(c) for c in chunks)
             claimed = await tx.claim_episodes(user_id, self._token, now_us, now_us + self._lease_us())
             report.leased_elsewhere, until = await tx.leases_elsewhere(user_id, self._token, now_us)
@@ -384,9 +406,15 @@ class Pipeline:
         if not self._ctx.config.predict or not view.active_ids:
             return []
         query = f"{episode.title}\n{episode.narrative}"
-        result = await retrieve(self._ctx.store, self._ctx.embedder, query, user_id=episode.user_id,
-                                top_k=self._ctx.config.existing_k, vector_weight=self._ctx.config.vector_weight,
-                                text_weight=self._ctx.config.text_weight)
+        result = await retrieve(
+            self._ctx.store,
+            self._ctx.embedder,
+            query,
+            user_id=episode.user_id,
+            top_k=self._ctx.config.existing_k,
+            vector_weight=self._ctx.config.vector_weight,
+            text_weight=self._ctx.config.text_weight,
+        )
         return [item.knowledge for item in result.items]
 
     def _pending_shown(self, episode: Episode, view: GateView) -> list[Knowledge]:
@@ -403,10 +431,12 @@ class Pipeline:
         mode = "extract_all" if not cfg.predict else ("predict" if existing else "cold_start")
         started = time.perf_counter()
         run: dict[str, Any] = {
-            "episode_id": episode.id, "user_id": episode.user_id,
+            "episode_id": episode.id,
+            "user_id": episode.user_id,
             "extractor": getattr(self.extractor, "name", type(self.extractor).__name__),
             "prompt_version": getattr(self.extractor, "prompt_version", None),
-            "mode": mode, "existing_ids": json.dumps([k.id for k in existing]),
+            "mode": mode,
+            "existing_ids": json.dumps([k.id for k in existing]),
             "started_at": to_us(self._ctx.now()),
         }
         extraction: Extraction | None = None
@@ -429,16 +459,27 @@ class Pipeline:
         run["id"] = run_id = writes.run_ids.take()
         writes.runs.append(run)
         counts = {k: v for k, v in run.items() if k not in ("prediction", "covered", "existing_ids", "user_id", "id")}
-        writes.audits.append({
-            "at": run.get("finished_at") or run["started_at"], "actor": f"extractor:{run['extractor']}",
-            "action": "create", "user_id": run["user_id"], "entity": "extraction_run", "entity_id": run_id,
-            "after": {**counts, "episode_status": "failed" if run.get("error") else "processed"},
-        })
+        writes.audits.append(
+            {
+                "at": run.get("finished_at") or run["started_at"],
+                "actor": f"extractor:{run['extractor']}",
+                "action": "create",
+                "user_id": run["user_id"],
+                "entity": "extraction_run",
+                "entity_id": run_id,
+                "after": {**counts, "episode_status": "failed" if run.get("error") else "processed"},
+            }
+        )
         return run_id
 
     def _record(
-        self, episode: Episode, existing: list[Knowledge], outcome: _Outcome, view: GateView,
-        report: ProcessReport, writes: _Writes,
+        self,
+        episode: Episode,
+        existing: list[Knowledge],
+        outcome: _Outcome,
+        view: GateView,
+        report: ProcessReport,
+        writes: _Writes,
     ) -> None:
         """One episode's outcome, gated against `view`, into `writes` (flushed by the caller inside
         the write transaction that holds the episode's lease): its status, the run and its audit
@@ -461,12 +502,20 @@ class Pipeline:
         counts.queued = len(gated.survivors)
         run.update(
             prediction=extraction.prediction or "",
-            covered=json.dumps([{"statement": c.statement, "predicted_by": c.predicted_by}
-                                for c in extraction.covered]),
-            claims=counts.claims, predicted=counts.predicted, below_confidence=counts.below_confidence,
-            invalid=counts.invalid, tombstoned=counts.tombstoned, duplicates=counts.duplicates,
-            supersedes_dropped=counts.supersedes_dropped, unsupported=counts.unsupported, queued=counts.queued,
-            dates_dropped=counts.dates_dropped, finished_at=now_us,
+            covered=json.dumps(
+                [{"statement": c.statement, "predicted_by": c.predicted_by} for c in extraction.covered]
+            ),
+            claims=counts.claims,
+            predicted=counts.predicted,
+            below_confidence=counts.below_confidence,
+            invalid=counts.invalid,
+            tombstoned=counts.tombstoned,
+            duplicates=counts.duplicates,
+            supersedes_dropped=counts.supersedes_dropped,
+            unsupported=counts.unsupported,
+            queued=counts.queued,
+            dates_dropped=counts.dates_dropped,
+            finished_at=now_us,
         )
         run_id = self._add_run(writes, run)
         cfg = self._ctx.config
@@ -476,34 +525,74 @@ class Pipeline:
             if s.unsupported:
                 confidence = max(0.0, confidence - cfg.unsupported_penalty)
             cand = Candidate(
-                id=s.candidate_id, user_id=user_id, statement=s.item.statement, kind=s.item.kind,  # type: ignore[arg-type]
-                status="pending", confidence=round(confidence, 4), created_at=created,
-                evidence=s.item.evidence or "", supersedes_id=s.supersedes_id, valid_at=from_us(s.start),
-                invalid_at=from_us(s.end), episode_id=episode.id, run_id=run_id, unsupported=s.unsupported,
-                extractor=run["extractor"], created_by=actor, supersedes_candidate_id=s.supersedes_candidate_id,
+                id=s.candidate_id,
+                user_id=user_id,
+                statement=s.item.statement,
+                kind=s.item.kind,  # type: ignore[arg-type]
+                status="pending",
+                confidence=round(confidence, 4),
+                created_at=created,
+                evidence=s.item.evidence or "",
+                supersedes_id=s.supersedes_id,
+                valid_at=from_us(s.start),
+                invalid_at=from_us(s.end),
+                episode_id=episode.id,
+                run_id=run_id,
+                unsupported=s.unsupported,
+                extractor=run["extractor"],
+                created_by=actor,
+                supersedes_candidate_id=s.supersedes_candidate_id,
             )
             view.pending.append(cand)
-            writes.candidates.append({
-                "id": cand.id, "user_id": user_id, "statement": cand.statement, "kind": cand.kind,
-                "confidence": cand.confidence, "created_at": now_us, "evidence": cand.evidence,
-                "supersedes_id": cand.supersedes_id, "supersedes_candidate_id": cand.supersedes_candidate_id,
-                "valid_at": s.start, "invalid_at": s.end, "episode_id": episode.id, "run_id": run_id,
-                "unsupported": cand.unsupported, "created_by": actor,
-            })
-            writes.audits.append({
-                "at": now_us, "actor": actor, "action": "queue", "user_id": user_id, "entity": "candidate",
-                "entity_id": cand.id, "after": {"statement": cand.statement, "kind": cand.kind, "run_id": run_id,
-                                                "supersedes_id": cand.supersedes_id,
-                                                "supersedes_candidate_id": cand.supersedes_candidate_id},
-            })
+            writes.candidates.append(
+                {
+                    "id": cand.id,
+                    "user_id": user_id,
+                    "statement": cand.statement,
+                    "kind": cand.kind,
+                    "confidence": cand.confidence,
+                    "created_at": now_us,
+                    "evidence": cand.evidence,
+                    "supersedes_id": cand.supersedes_id,
+                    "supersedes_candidate_id": cand.supersedes_candidate_id,
+                    "valid_at": s.start,
+                    "invalid_at": s.end,
+                    "episode_id": episode.id,
+                    "run_id": run_id,
+                    "unsupported": cand.unsupported,
+                    "created_by": actor,
+                }
+            )
+            writes.audits.append(
+                {
+                    "at": now_us,
+                    "actor": actor,
+                    "action": "queue",
+                    "user_id": user_id,
+                    "entity": "candidate",
+                    "entity_id": cand.id,
+                    "after": {
+                        "statement": cand.statement,
+                        "kind": cand.kind,
+                        "run_id": run_id,
+                        "supersedes_id": cand.supersedes_id,
+                        "supersedes_candidate_id": cand.supersedes_candidate_id,
+                    },
+                }
+            )
         for d in gated.discards:
             d.update(user_id=user_id, episode_id=episode.id, run_id=run_id, created_at=now_us)
         writes.discards.extend(gated.discards)
         report.add(counts)
 
     def _gate(
-        self, episode: Episode, existing: list[Knowledge], extraction: Extraction, view: GateView,
-        report: ProcessReport, ids: IdSource,
+        self,
+        episode: Episode,
+        existing: list[Knowledge],
+        extraction: Extraction,
+        view: GateView,
+        report: ProcessReport,
+        ids: IdSource,
     ) -> _Gated:
         """Every gate, in order, for one extraction, against `view` (read in the write transaction);
         each survivor gets its candidate id from `ids` and joins `view.live` at once, so a repeat
@@ -522,18 +611,27 @@ class Pipeline:
 
         for claim in extraction.covered:
             report.predicted += 1
-            out.discards.append({"gate": "predicted", "statement": _clip(claim.statement, cfg.max_statement_chars),
-                                 "kind": "new",
-                                 **matched(parse_handle(claim.predicted_by))})
+            out.discards.append(
+                {
+                    "gate": "predicted",
+                    "statement": _clip(claim.statement, cfg.max_statement_chars),
+                    "kind": "new",
+                    **matched(parse_handle(claim.predicted_by)),
+                }
+            )
         for raw in extraction.items:
             item, dropped = _drop_unrepresentable_dates(raw)
             report.dates_dropped += dropped
             statement = (item.statement or "").strip()
             item = replace(item, statement=statement)
-            base = {"statement": _clip(statement, cfg.max_statement_chars),
-                    "evidence": _clip(item.evidence or "", cfg.max_message_chars), "kind": item.kind,
-                    "confidence": item.confidence, "valid_at": _us_or_none(item.valid_at),
-                    "invalid_at": _us_or_none(item.invalid_at)}
+            base = {
+                "statement": _clip(statement, cfg.max_statement_chars),
+                "evidence": _clip(item.evidence or "", cfg.max_message_chars),
+                "kind": item.kind,
+                "confidence": item.confidence,
+                "valid_at": _us_or_none(item.valid_at),
+                "invalid_at": _us_or_none(item.invalid_at),
+            }
             if not statement or len(statement) > cfg.max_statement_chars:
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
@@ -552,15 +650,29 @@ class Pipeline:
             stone = view.tombstones.find(key)
             if stone is not None:
                 report.tombstoned += 1
-                out.discards.append({**base, "gate": "tombstoned", "matched_entity": "tombstone",
-                                     "matched_id": stone[1], "matched_statement": stone[2]})
+                out.discards.append(
+                    {
+                        **base,
+                        "gate": "tombstoned",
+                        "matched_entity": "tombstone",
+                        "matched_id": stone[1],
+                        "matched_statement": stone[2],
+                    }
+                )
                 continue
             dup = view.live.find(key)
             if dup is not None:
                 report.duplicates += 1
                 entity, ident, text = dup
-                out.discards.append({**base, "gate": "duplicate", "matched_entity": entity, "matched_id": ident,
-                                     "matched_statement": text})
+                out.discards.append(
+                    {
+                        **base,
+                        "gate": "duplicate",
+                        "matched_entity": entity,
+                        "matched_id": ident,
+                        "matched_statement": text,
+                    }
+                )
                 continue
             kind = item.kind
             sup_k: int | None = None
@@ -617,19 +729,44 @@ class Pipeline:
 
             check_statement(statement, self._ctx.config)
             start, end = check_interval(found.valid_at, found.invalid_at)
-            cid = await tx.insert_candidate(user_id=found.user_id, statement=statement, kind="new",
-                confidence=found.confidence if found.confidence is not None else 1.0, created_at=now_us,
-                evidence=found.evidence, valid_at=start, invalid_at=end, episode_id=found.episode_id,
-                run_id=found.run_id, created_by=actor, reason=why,
+            cid = await tx.insert_candidate(
+                user_id=found.user_id,
+                statement=statement,
+                kind="new",
+                confidence=found.confidence if found.confidence is not None else 1.0,
+                created_at=now_us,
+                evidence=found.evidence,
+                valid_at=start,
+                invalid_at=end,
+                episode_id=found.episode_id,
+                run_id=found.run_id,
+                created_by=actor,
+                reason=why,
             )
             if not await tx.mark_discarded_queued(discarded_id, cid, actor, now_us):
                 raise ConflictError(f"discarded statement {discarded_id} was queued by someone else just now")
             candidate = await tx.get_candidate(cid)
-            await tx.audit(at=now_us, actor=actor, action="queue", user_id=found.user_id, entity="candidate",
-                              entity_id=cid, after=candidate, reason=why)
-            await tx.audit(at=now_us, actor=actor, action="queue_anyway", user_id=found.user_id,
-                              entity="discarded", entity_id=discarded_id, before=found,
-                              after=await tx.get_discarded(discarded_id), reason=why)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="queue",
+                user_id=found.user_id,
+                entity="candidate",
+                entity_id=cid,
+                after=candidate,
+                reason=why,
+            )
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="queue_anyway",
+                user_id=found.user_id,
+                entity="discarded",
+                entity_id=discarded_id,
+                before=found,
+                after=await tx.get_discarded(discarded_id),
+                reason=why,
+            )
             return candidate
 
     async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:

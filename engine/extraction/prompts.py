@@ -109,9 +109,7 @@ def _span(messages: Sequence[Message]) -> str:
     return f"{messages[0].at.isoformat()} to {messages[-1].at.isoformat()}"
 
 
-def prediction_messages(
-    existing: Sequence[Knowledge], title: str, messages: Sequence[Message]
-) -> list[dict[str, str]]:
+def prediction_messages(existing: Sequence[Knowledge], title: str, messages: Sequence[Message]) -> list[dict[str, str]]:
     """The episode title is its topic (as memv predicts from it); the messages contribute only
     their time span, so the prediction cannot copy what the user said."""
     user = (

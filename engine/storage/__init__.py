@@ -159,6 +159,14 @@ async def open_store(
 
 
 __all__ = [
-    "NEW_CANDIDATES", "TABLES", "GateView", "SqlTx", "Store", "database_errors", "inspect", "is_postgres_url", "masked",
+    "NEW_CANDIDATES",
+    "TABLES",
+    "GateView",
+    "SqlTx",
+    "Store",
+    "database_errors",
+    "inspect",
+    "is_postgres_url",
+    "masked",
     "open_store",
 ]

@@ -18,8 +18,18 @@ from .sql.tx import SqlTx
 
 # Every logical table, parents before children (the order `memdesk migrate` copies them in).
 TABLES: tuple[str, ...] = (
-    "meta", "messages", "episodes", "extraction_runs", "candidates", "knowledge", "tombstones", "audit_log",
-    "discarded", "flags", "second_reviews", "assignments",
+    "meta",
+    "messages",
+    "episodes",
+    "extraction_runs",
+    "candidates",
+    "knowledge",
+    "tombstones",
+    "audit_log",
+    "discarded",
+    "flags",
+    "second_reviews",
+    "assignments",
 )
 
 Verify = Callable[[SqlTx], Awaitable[None]]
@@ -30,9 +40,14 @@ Verify = Callable[[SqlTx], Awaitable[None]]
 # well as past its rows: an erased or undone row's id still has an audit history, and ids are
 # never reused.
 AUDITED_TABLES: dict[str, str] = {
-    "message": "messages", "episode": "episodes", "extraction_run": "extraction_runs",
-    "candidate": "candidates", "knowledge": "knowledge", "tombstone": "tombstones",
-    "discarded": "discarded", "assignment": "assignments",
+    "message": "messages",
+    "episode": "episodes",
+    "extraction_run": "extraction_runs",
+    "candidate": "candidates",
+    "knowledge": "knowledge",
+    "tombstone": "tombstones",
+    "discarded": "discarded",
+    "assignment": "assignments",
 }
 
 NEW_CANDIDATES = "memdesk_candidates"

@@ -80,8 +80,7 @@ class DiscardedScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="discarded-bar"):
-            yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False,
-                              id="discarded-user")
+            yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="discarded-user")
             yield Static("", id="discarded-mode")
         yield DataTable(id="discarded-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="discarded-detail")
@@ -110,8 +109,9 @@ class DiscardedScreen(WorkstationScreen):
     def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
         """DB work in a worker; a failure reaches the app's error dialog (see WorkstationScreen).
         A read overtaken by a newer one drops its result (see KnowledgeScreen._work)."""
-        self.run_worker(work, name=description, description=description, group=f"discarded-{group}",
-                        exit_on_error=False)
+        self.run_worker(
+            work, name=description, description=description, group=f"discarded-{group}", exit_on_error=False
+        )
 
     async def _load_users_and_items(self, gen: int) -> None:
         users = await self.memory.users()
@@ -137,10 +137,21 @@ class DiscardedScreen(WorkstationScreen):
         previous = self._current_id()
         table.clear()
         for d in items:
-            queued = (Text(f"as #{d.queued_candidate_id} by ", style="green").append_text(literal(d.queued_by or "?"))
-                      if d.queued_candidate_id is not None else Text("no", style="dim"))
-            table.add_row(str(d.id), literal(d.user_id), Text(GATES.get(d.gate, d.gate)), literal(d.statement),
-                          matched_text(d), fmt_time(d.created_at), queued, key=str(d.id))
+            queued = (
+                Text(f"as #{d.queued_candidate_id} by ", style="green").append_text(literal(d.queued_by or "?"))
+                if d.queued_candidate_id is not None
+                else Text("no", style="dim")
+            )
+            table.add_row(
+                str(d.id),
+                literal(d.user_id),
+                Text(GATES.get(d.gate, d.gate)),
+                literal(d.statement),
+                matched_text(d),
+                fmt_time(d.created_at),
+                queued,
+                key=str(d.id),
+            )
         target = self._select_after_load if self._select_after_load in self.items else previous
         self._select_after_load = None
         if target in self.items:
@@ -170,9 +181,16 @@ class DiscardedScreen(WorkstationScreen):
         if item is None:
             detail.update(Text("Nothing was dropped." if not self.items else "", style="dim"))
             return
-        text = Text.assemble((f"#{item.id} ", "bold"), literal(item.statement, "bold"),
-                             ("\ngate: ", "dim"), GATES.get(item.gate, item.gate), ("  ·  user ", "dim"),
-                             literal(item.user_id), ("\nmatched: ", "dim"), matched_text(item))
+        text = Text.assemble(
+            (f"#{item.id} ", "bold"),
+            literal(item.statement, "bold"),
+            ("\ngate: ", "dim"),
+            GATES.get(item.gate, item.gate),
+            ("  ·  user ", "dim"),
+            literal(item.user_id),
+            ("\nmatched: ", "dim"),
+            matched_text(item),
+        )
         if item.evidence:
             text.append("\nevidence: ", style="dim")
             text.append_text(literal(item.evidence, "italic"))
@@ -201,11 +219,15 @@ class DiscardedScreen(WorkstationScreen):
             tell(self, "No dropped statement selected.", severity="warning")
             return
         if item.queued_candidate_id is not None:
-            tell(self, f"#{item.id} was already queued as candidate {item.queued_candidate_id} by {item.queued_by}.",
-                 severity="warning")
+            tell(
+                self,
+                f"#{item.id} was already queued as candidate {item.queued_candidate_id} by {item.queued_by}.",
+                severity="warning",
+            )
             return
         modal = ReasonModal(
-            f"Queue anyway: {item.statement}", presets=QUEUE_PRESETS,
+            f"Queue anyway: {item.statement}",
+            presets=QUEUE_PRESETS,
             note=f"It becomes a pending candidate of user {item.user_id}; a reviewer still decides. Audited.",
         )
         self.app.push_screen(modal, callback=partial(self._queued, item))

@@ -51,8 +51,21 @@ def scopes() -> list[type[Any]]:
     from ..widgets.queue_filter import FilterModal
 
     screens = [cls for cls in ReviewApp.MODES.values() if isinstance(cls, type)]
-    return [ReviewApp, *screens, ConfirmModal, ReplaceChoiceModal, ReasonModal, EditModal, PickFactModal,
-            FilterModal, CorrectModal, ErrorModal, HelpScreen, DataTable, Tabs]
+    return [
+        ReviewApp,
+        *screens,
+        ConfirmModal,
+        ReplaceChoiceModal,
+        ReasonModal,
+        EditModal,
+        PickFactModal,
+        FilterModal,
+        CorrectModal,
+        ErrorModal,
+        HelpScreen,
+        DataTable,
+        Tabs,
+    ]
 
 
 def class_rows(cls: type[Any], keymap: Mapping[str, str], key_display: Any) -> list[HelpRow]:
@@ -71,8 +84,13 @@ def class_rows(cls: type[Any], keymap: Mapping[str, str], key_display: Any) -> l
         keys_of.setdefault(ident, []).append(key_display(binding) or key)
         first.setdefault(ident, binding)
     return [
-        HelpRow(scope=_scope_name(cls), keys=", ".join(keys_of[ident]), binding_id=binding.id or "",
-                description=binding.description or binding.tooltip or binding.action, action=binding.action)
+        HelpRow(
+            scope=_scope_name(cls),
+            keys=", ".join(keys_of[ident]),
+            binding_id=binding.id or "",
+            description=binding.description or binding.tooltip or binding.action,
+            action=binding.action,
+        )
         for ident, binding in first.items()
     ]
 
@@ -85,8 +103,11 @@ def binding_rows(screen: Screen[Any]) -> list[HelpRow]:
     first = [type(screen)] if type(screen) in ordered else []
     from textual.app import App
 
-    order = [*first, *[c for c in ordered if issubclass(c, App)],
-             *[c for c in ordered if c not in first and not issubclass(c, App)]]
+    order = [
+        *first,
+        *[c for c in ordered if issubclass(c, App)],
+        *[c for c in ordered if c not in first and not issubclass(c, App)],
+    ]
     rows: list[HelpRow] = []
     for cls in order:
         rows += class_rows(cls, keymap, app.get_key_display)
@@ -111,7 +132,8 @@ class HelpScreen(ModalScreen[None]):
                 '[keymap] app.mode.queue = "f1". Every action is also in the command palette (ctrl+p). '
                 "Under 130 columns the queue's detail panes are tabs: Tab moves the focus to them, "
                 "then left/right switch.",
-                id="help-foot", markup=False,
+                id="help-foot",
+                markup=False,
             )
 
     def _beneath(self) -> Screen[Any] | None:
@@ -134,8 +156,9 @@ class HelpScreen(ModalScreen[None]):
         where = _scope_name(type(beneath))
         title.update(Text.assemble(("Key bindings", "bold"), f" · every screen and dialog, {where} first"))
         for i, row in enumerate(binding_rows(beneath)):
-            table.add_row(literal(row.scope), literal(row.keys), literal(row.binding_id), literal(row.description),
-                          key=str(i))
+            table.add_row(
+                literal(row.scope), literal(row.keys), literal(row.binding_id), literal(row.description), key=str(i)
+            )
         table.focus()
 
     def action_close(self) -> None:

@@ -48,8 +48,14 @@ as-of date narrows the list)."""
 
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "knowledge.correct", "knowledge.retract", "knowledge.supersede", "knowledge.toggle_expired",
-    "knowledge.search", "knowledge.as_of", "knowledge.user", *APP_KEYS,
+    "knowledge.correct",
+    "knowledge.retract",
+    "knowledge.supersede",
+    "knowledge.toggle_expired",
+    "knowledge.search",
+    "knowledge.as_of",
+    "knowledge.user",
+    *APP_KEYS,
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -135,8 +141,9 @@ class KnowledgeScreen(WorkstationScreen):
         `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
         instead each read carries a generation number and drops its result when a newer read
         was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(work, name=description, description=description, group=f"knowledge-{group}",
-                        exit_on_error=False)
+        self.run_worker(
+            work, name=description, description=description, group=f"knowledge-{group}", exit_on_error=False
+        )
 
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
@@ -161,8 +168,11 @@ class KnowledgeScreen(WorkstationScreen):
         if self.user_id is None:
             return
         facts = await self.memory.knowledge(
-            self.user_id, include_expired=self.include_expired, at_time=self.as_of,
-            search=self.search_text or None, limit=MAX_ROWS + 1,
+            self.user_id,
+            include_expired=self.include_expired,
+            at_time=self.as_of,
+            search=self.search_text or None,
+            limit=MAX_ROWS + 1,
         )
         if gen != self._load_gen:
             return
@@ -174,8 +184,14 @@ class KnowledgeScreen(WorkstationScreen):
         table.clear()
         for k in facts:
             table.add_row(
-                str(k.id), literal(k.statement), status_text(k.status), literal(k.end_reason or ""),
-                k.interval_text(), fmt_time(k.created_at), literal(k.created_by), key=str(k.id),
+                str(k.id),
+                literal(k.statement),
+                status_text(k.status),
+                literal(k.end_reason or ""),
+                k.interval_text(),
+                fmt_time(k.created_at),
+                literal(k.created_by),
+                key=str(k.id),
             )
         target = self._select_after_load if self._select_after_load in self.facts else previous
         self._select_after_load = None
@@ -302,8 +318,7 @@ class KnowledgeScreen(WorkstationScreen):
             tell(self, "No fact selected.", severity="warning")
             return
         if fact.status != "active":
-            tell(self, f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.",
-                        severity="warning")
+            tell(self, f"Fact #{fact.id} is {fact.status}: only an active fact can be corrected.", severity="warning")
             return
         self.app.push_screen(CorrectModal(fact), callback=lambda result: self._corrected(fact, result))
 
@@ -315,8 +330,13 @@ class KnowledgeScreen(WorkstationScreen):
 
     async def _do_correct(self, fact: Knowledge, result: CorrectResult) -> int:
         new = await self.memory.correct(
-            fact.user_id, fact.id, result.statement, actor=self.reviewer, reason=result.reason,
-            valid_at=result.valid_at, invalid_at=result.invalid_at,
+            fact.user_id,
+            fact.id,
+            result.statement,
+            actor=self.reviewer,
+            reason=result.reason,
+            valid_at=result.valid_at,
+            invalid_at=result.invalid_at,
         )
         self._status(f"Fact #{fact.id} corrected: new version #{new.id} supersedes it ({result.reason}).")
         return new.id
@@ -330,7 +350,9 @@ class KnowledgeScreen(WorkstationScreen):
             tell(self, f"Fact #{fact.id} is already {fact.status}.", severity="warning")
             return
         modal = ReasonModal(
-            f"Retract fact #{fact.id}: {fact.statement}", presets=RETRACT_PRESETS, tombstone=True,
+            f"Retract fact #{fact.id}: {fact.statement}",
+            presets=RETRACT_PRESETS,
+            tombstone=True,
             note=f"With a tombstone, extraction will not queue this value again for user {fact.user_id}.",
         )
         self.app.push_screen(modal, callback=lambda result: self._retracted(fact, result))
@@ -342,8 +364,9 @@ class KnowledgeScreen(WorkstationScreen):
         self._work(change, f"Retracting fact {fact.id}", "action")
 
     async def _do_retract(self, fact: Knowledge, result: ReasonResult) -> int:
-        await self.memory.retract(fact.user_id, fact.id, actor=self.reviewer, reason=result.reason,
-                                  tombstone=result.tombstone)
+        await self.memory.retract(
+            fact.user_id, fact.id, actor=self.reviewer, reason=result.reason, tombstone=result.tombstone
+        )
         stone = "; tombstone written" if result.tombstone else "; no tombstone"
         self._status(f"Fact #{fact.id} retracted ({result.reason}){stone}.")
         return fact.id
@@ -363,14 +386,16 @@ class KnowledgeScreen(WorkstationScreen):
     async def _ask_supersede(self, fact: Knowledge) -> None:
         others = [k for k in await self.memory.knowledge(fact.user_id) if k.id != fact.id]
         if not others:
-            tell(self, f"User {fact.user_id} has no other active fact to supersede #{fact.id} with.",
-                 severity="warning")
+            tell(
+                self, f"User {fact.user_id} has no other active fact to supersede #{fact.id} with.", severity="warning"
+            )
             return
         modal = PickFactModal(
-            f"Fact #{fact.id} ({fact.statement}) is superseded by which fact?", [(k.id, k.statement) for k in others],
+            f"Fact #{fact.id} ({fact.statement}) is superseded by which fact?",
+            [(k.id, k.statement) for k in others],
             ask_reason=True,
             note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
-                 "the new fact's starts.",
+            "the new fact's starts.",
         )
         self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
 

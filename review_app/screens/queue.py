@@ -88,9 +88,23 @@ KIND_LABELS = {"contradiction": "contra", "retraction": "retract", "proposed": "
 """Short kind names for the list (the gap pane spells them out), so the statement keeps its room."""
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "queue.leave_search", "queue.approve", "queue.reject", "queue.edit", "queue.undo", "queue.supersede",
-    "queue.keep_both", *APP_KEYS, "queue.mark", "queue.search", "queue.filters", "queue.sort", "queue.bulk",
-    "queue.chain", "queue.retarget", "queue.next", "queue.previous",
+    "queue.leave_search",
+    "queue.approve",
+    "queue.reject",
+    "queue.edit",
+    "queue.undo",
+    "queue.supersede",
+    "queue.keep_both",
+    *APP_KEYS,
+    "queue.mark",
+    "queue.search",
+    "queue.filters",
+    "queue.sort",
+    "queue.bulk",
+    "queue.chain",
+    "queue.retarget",
+    "queue.next",
+    "queue.previous",
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -154,7 +168,11 @@ class PendingTable(DataTable[Text]):
 
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("mark", "", 1), ("user", "user", 8), ("kind", "kind", 8), ("conf", "conf", 4), ("age", "age", 4),
+    ("mark", "", 1),
+    ("user", "user", 8),
+    ("kind", "kind", 8),
+    ("conf", "conf", 4),
+    ("age", "age", 4),
     ("statement", "statement", 60),
 )
 NARROW_COLUMNS = ("mark", "user", "statement")
@@ -243,7 +261,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         A store that cannot announce is polled instead."""
         try:
             self._unsubscribe = await self.review_app.memory.subscribe_new_candidates(
-                lambda: self.call_later(self._check_new))
+                lambda: self.call_later(self._check_new)
+            )
         except NotImplementedError:
             self.set_interval(POLL_SECONDS, self._check_new)
 
@@ -316,12 +335,16 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table.border_title = title
 
     def _row(self, cand: Candidate, now: datetime, previous: Candidate | None) -> list[Text]:
-        kind = KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + (
-            "⚑" if cand.flagged_by else "")
+        kind = (
+            KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
+        )
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
-            "user": literal(cand.user_id), "kind": Text(kind), "conf": Text(confidence_text(cand)),
-            "age": Text(age_text(cand.created_at, now)), "statement": self._statement_cell(cand),
+            "user": literal(cand.user_id),
+            "kind": Text(kind),
+            "conf": Text(confidence_text(cand)),
+            "age": Text(age_text(cand.created_at, now)),
+            "statement": self._statement_cell(cand),
         }
         column = GROUP_COLUMN[self.sort]
         if self.sort != "age" and column in self.columns:
@@ -349,16 +372,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if cand is not None:
             line.append(f"#{cand.id} ", style="bold")
             line.append_text(literal(cand.user_id))
-            line.append(f" · {cand.kind} · {confidence_text(cand)} · {age_text(cand.created_at, self.review_app.now())}"
-                        " old\n", style="dim")
+            line.append(
+                f" · {cand.kind} · {confidence_text(cand)} · {age_text(cand.created_at, self.review_app.now())} old\n",
+                style="dim",
+            )
             line.append_text(literal(cand.statement, "bold"))
             holder = self.holders.get(cand.id)
             if holder is not None:
                 line.append("\n⊘ being reviewed by ", style="yellow")
                 line.append_text(literal(holder, "bold yellow"))
         if self.marked:
-            line.append(f"\n{len(self.marked)} marked: r rejects them all with one reason, b approves them, "
-                        "space unmarks", style="dim")
+            line.append(
+                f"\n{len(self.marked)} marked: r rejects them all with one reason, b approves them, space unmarks",
+                style="dim",
+            )
         elif table.row_count == 0:
             line = Text("")
         self.query_one("#queue-line", Static).update(line)
@@ -388,8 +415,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         cand = self.candidates.get(int(key.value)) if key.value is not None else None
         if cand is None:
             return
-        for column, cell in zip(self.columns, self._row(cand, self.review_app.now(), self._previous_of(index)),
-                                strict=True):
+        for column, cell in zip(
+            self.columns, self._row(cand, self.review_app.now(), self._previous_of(index)), strict=True
+        ):
             table.update_cell(key, column, cell)
 
     # -- loading the list --------------------------------------------------------------------------
@@ -446,8 +474,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if not self.filter.active:
             return "The queue is empty. Well done."
         everything = await self.review_app.memory.review.count()
-        what = ("the search" if self.filter == QueueFilter(search=self.filter.search) else
-                f"the filter ({self.filter.describe()})")
+        what = (
+            "the search"
+            if self.filter == QueueFilter(search=self.filter.search)
+            else f"the filter ({self.filter.describe()})"
+        )
         how = "Esc clears the search" if self.filter.search else "f changes the filter"
         return f"No candidate matches {what}; {everything} pending in all. {how}."
 
@@ -461,7 +492,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     async def _load_more(self, loaded: int) -> None:
         try:
             page = await self.review_app.memory.review.pending(
-                limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs())
+                limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs()
+            )
             now = self.review_app.now()
             table = self.query_one(PendingTable)
             self._all_loaded = len(page) < PAGE_SIZE
@@ -485,8 +517,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def _request(self, candidate_id: int) -> None:
         self._wanted = candidate_id
-        self.run_worker(self._show(candidate_id), group="queue-select", name=f"Opening candidate {candidate_id}",
-                        exit_on_error=False)
+        self.run_worker(
+            self._show(candidate_id),
+            group="queue-select",
+            name=f"Opening candidate {candidate_id}",
+            exit_on_error=False,
+        )
 
     async def _show(self, candidate_id: int) -> None:
         """Release the previous lease, claim this candidate, then show it. Serialised by a lock so
@@ -500,14 +536,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             try:
                 await app.claim(candidate_id)
             except ClaimedError as exc:
-                tell(self, f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}; moving on.",
-                     severity="warning")
+                tell(
+                    self,
+                    f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}; moving on.",
+                    severity="warning",
+                )
                 self._mark_held(candidate_id, exc.claimed_by)
                 self._skip_row(candidate_id)
                 return
             except AlreadyDecidedError as exc:
-                tell(self, f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}.",
-                     severity="warning")
+                tell(
+                    self,
+                    f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}.",
+                    severity="warning",
+                )
                 self._remove_row(candidate_id)
                 return
             if self.holders.pop(candidate_id, None) is not None:
@@ -549,8 +591,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         chain = [ChainLink(c.statement, "pending", c.valid_at, candidate_id=c.id) for c in links]
         head = links[0].supersedes_id
         if head is not None and links[0].kind != "retraction":
-            fact = ctx.superseded if ctx.superseded is not None and ctx.superseded.id == head else \
-                await self.review_app.memory.get_knowledge(cand.user_id, head)
+            fact = (
+                ctx.superseded
+                if ctx.superseded is not None and ctx.superseded.id == head
+                else await self.review_app.memory.get_knowledge(cand.user_id, head)
+            )
             chain.insert(0, ChainLink(fact.statement, fact.status, fact.valid_at, fact_id=fact.id))
         return chain
 
@@ -621,16 +666,23 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def _decide(self, label: str, cid: int, op: Callable[[], Awaitable[Any]], decision: str) -> None:
         self._deciding = True
-        self.run_worker(self._run_decision(cid, op, decision), group="queue-decide",
-                        name=f"{label} candidate {cid}", exit_on_error=False)
+        self.run_worker(
+            self._run_decision(cid, op, decision),
+            group="queue-decide",
+            name=f"{label} candidate {cid}",
+            exit_on_error=False,
+        )
 
     async def _run_decision(self, cid: int, op: Callable[[], Awaitable[Any]], decision: str) -> None:
         try:
             try:
                 await op()
             except AlreadyDecidedError as exc:
-                tell(self, f"Candidate {cid} was already decided by {exc.decided_by or 'someone else'}.",
-                     severity="warning")
+                tell(
+                    self,
+                    f"Candidate {cid} was already decided by {exc.decided_by or 'someone else'}.",
+                    severity="warning",
+                )
                 self.review_app.claimed.discard(cid)
                 if self.current_id == cid:
                     self.current_id, self.current = None, None
@@ -652,16 +704,21 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         finally:
             self._deciding = False
 
-    def _ask_replace(self, ctx: CandidateContext, statement: str,
-                     decide: Callable[[str], None]) -> None:
+    def _ask_replace(self, ctx: CandidateContext, statement: str, decide: Callable[[str], None]) -> None:
         """The supersede-or-keep-both question (a candidate that would replace something cannot be
         plainly approved: the engine refuses it with DecisionRequiredError)."""
         cand = ctx.candidate
         if ctx.superseded is not None:
             target, old = f"fact #{ctx.superseded.id}", ctx.superseded.statement
         else:
-            earlier = next((link for link in reversed(self.chain)
-                            if link.candidate_id is not None and link.candidate_id != cand.id), None)
+            earlier = next(
+                (
+                    link
+                    for link in reversed(self.chain)
+                    if link.candidate_id is not None and link.candidate_id != cand.id
+                ),
+                None,
+            )
             target = f"candidate #{cand.supersedes_candidate_id}"
             old = earlier.statement if earlier is not None else "(an earlier value)"
 
@@ -669,8 +726,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             if choice is not None:
                 decide(choice)
 
-        self.app.push_screen(ReplaceChoiceModal(f"Candidate {cand.id} would replace {target}", old, statement),
-                             chosen)
+        self.app.push_screen(ReplaceChoiceModal(f"Candidate {cand.id} would replace {target}", old, statement), chosen)
 
     def action_approve(self) -> None:
         ctx = self._target()
@@ -693,8 +749,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if edit is not None:
             changes = {"statement": edit.statement, "valid_at": edit.valid_at, "invalid_at": edit.invalid_at}
         if choice == "supersede":
-            self._decide("Confirming the supersession of", cid,
-                         lambda: review.confirm_supersession(cid, who, **changes), "confirm_supersession")
+            self._decide(
+                "Confirming the supersession of",
+                cid,
+                lambda: review.confirm_supersession(cid, who, **changes),
+                "confirm_supersession",
+            )
         else:
             self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes), "keep_both")
 
@@ -703,8 +763,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if ctx is None:
             return
         if not replaces(ctx.candidate):
-            tell(self, "Keep both applies to a candidate that would replace something; press a to approve.",
-                 severity="warning")
+            tell(
+                self,
+                "Keep both applies to a candidate that would replace something; press a to approve.",
+                severity="warning",
+            )
             return
         self._replace(ctx.candidate.id, "keep_both")
 
@@ -713,8 +776,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if ctx is None:
             return
         if not replaces(ctx.candidate):
-            tell(self, f"Candidate {ctx.candidate.id} is a {ctx.candidate.kind} candidate: there is no fact to "
-                 "supersede. Press a to approve it.", severity="warning")
+            tell(
+                self,
+                f"Candidate {ctx.candidate.id} is a {ctx.candidate.kind} candidate: there is no fact to "
+                "supersede. Press a to approve it.",
+                severity="warning",
+            )
             return
         self._replace(ctx.candidate.id, "supersede")
 
@@ -734,9 +801,18 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 self._ask_replace(ctx, result.statement, lambda choice: self._replace(cand.id, choice, result))
                 return
             review, who = self.review_app.memory.review, self.review_app.reviewer
-            self._decide("Editing and approving", cand.id, lambda: review.approve(
-                cand.id, who, statement=result.statement, valid_at=result.valid_at, invalid_at=result.invalid_at,
-            ), "edit_approve")
+            self._decide(
+                "Editing and approving",
+                cand.id,
+                lambda: review.approve(
+                    cand.id,
+                    who,
+                    statement=result.statement,
+                    valid_at=result.valid_at,
+                    invalid_at=result.invalid_at,
+                ),
+                "edit_approve",
+            )
 
         self.app.push_screen(EditModal(cand.statement, cand.valid_at, cand.invalid_at), edited)
 
@@ -753,8 +829,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         try:
             index = table.get_row_index(str(target))
         except Exception:
-            tell(self, f"Candidate {target} of this chain is not in the list (filter or search); "
-                 "clear them to reach it.", severity="warning")
+            tell(
+                self,
+                f"Candidate {target} of this chain is not in the list (filter or search); clear them to reach it.",
+                severity="warning",
+            )
             return
         table.move_cursor(row=index, animate=False)
         table.focus()
@@ -775,15 +854,23 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             tell(self, "A retraction request names the fact it retracts; it cannot be retargeted.", severity="warning")
             return
         if replaces(cand):
-            target = (f"fact #{cand.supersedes_id}" if cand.supersedes_id is not None
-                      else f"candidate #{cand.supersedes_candidate_id}")
+            target = (
+                f"fact #{cand.supersedes_id}"
+                if cand.supersedes_id is not None
+                else f"candidate #{cand.supersedes_candidate_id}"
+            )
 
             def unlink(yes: bool | None) -> None:
                 if yes:
                     self._run_retarget(cand.id, lambda: review.retarget(cand.id, who, None), "replaces nothing now")
 
-            self.app.push_screen(ConfirmModal(f"Make candidate {cand.id} replace nothing? It stops being an "
-                                              f"update of {target} and becomes a new candidate."), unlink)
+            self.app.push_screen(
+                ConfirmModal(
+                    f"Make candidate {cand.id} replace nothing? It stops being an "
+                    f"update of {target} and becomes a new candidate."
+                ),
+                unlink,
+            )
             return
         facts = await self.review_app.memory.knowledge(cand.user_id)
         if not facts:
@@ -792,14 +879,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
         def picked(result: PickResult | None) -> None:
             if result is not None:
-                self._run_retarget(cand.id, lambda: review.retarget(cand.id, who, result.fact_id),
-                                   f"now an update of fact #{result.fact_id}")
+                self._run_retarget(
+                    cand.id,
+                    lambda: review.retarget(cand.id, who, result.fact_id),
+                    f"now an update of fact #{result.fact_id}",
+                )
 
-        self.app.push_screen(PickFactModal(
-            f"Make candidate {cand.id} ({cand.statement}) an update of which fact of {cand.user_id}?",
-            [(k.id, k.statement) for k in facts],
-            note="The candidate stays pending; approving it will then ask: supersede or keep both.",
-        ), picked)
+        self.app.push_screen(
+            PickFactModal(
+                f"Make candidate {cand.id} ({cand.statement}) an update of which fact of {cand.user_id}?",
+                [(k.id, k.statement) for k in facts],
+                note="The candidate stays pending; approving it will then ask: supersede or keep both.",
+            ),
+            picked,
+        )
 
     def _run_retarget(self, cid: int, op: Callable[[], Awaitable[Any]], what: str) -> None:
         async def run() -> None:
@@ -819,12 +912,16 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return
         cand = ctx.candidate
         if cand.kind == "retraction":
-            modal = ReasonModal(f"Reject the request to retract fact #{cand.supersedes_id}",
-                                presets=("The fact is still true", "Not the user's request"),
-                                note="The fact stays active; no tombstone is written.")
+            modal = ReasonModal(
+                f"Reject the request to retract fact #{cand.supersedes_id}",
+                presets=("The fact is still true", "Not the user's request"),
+                note="The fact stays active; no tombstone is written.",
+            )
         else:
             modal = ReasonModal(
-                f"Reject candidate {cand.id}: {cand.statement}", presets=REJECT_REASONS, tombstone=True,
+                f"Reject candidate {cand.id}: {cand.statement}",
+                presets=REJECT_REASONS,
+                tombstone=True,
                 note=f"A tombstone will be written: this value will not be queued again for user {cand.user_id}.",
             )
 
@@ -833,8 +930,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 return
             review, who = self.review_app.memory.review, self.review_app.reviewer
             tomb = result.tombstone if cand.kind != "retraction" else False
-            self._decide("Rejecting", cand.id,
-                         lambda: review.reject(cand.id, who, result.reason, tombstone=tomb), "reject")
+            self._decide(
+                "Rejecting", cand.id, lambda: review.reject(cand.id, who, result.reason, tombstone=tomb), "reject"
+            )
 
         self.app.push_screen(modal, rejected)
 
@@ -867,18 +965,24 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         ids = self._marked_in_order()
         users = sorted({self.candidates[c].user_id for c in ids if c in self.candidates})
         modal = ReasonModal(
-            f"Reject the {len(ids)} marked candidates", presets=REJECT_REASONS, tombstone=True,
+            f"Reject the {len(ids)} marked candidates",
+            presets=REJECT_REASONS,
+            tombstone=True,
             note=f"Each is rejected on its own (one decision and one audit row each), with this reason; with a "
-                 f"tombstone, none of these values is queued again for its user ({', '.join(users)}). "
-                 "One u undoes them all.",
+            f"tombstone, none of these values is queued again for its user ({', '.join(users)}). "
+            "One u undoes them all.",
         )
 
         def rejected(result: ReasonResult | None) -> None:
             if result is None or self._deciding:
                 return
             self._deciding = True
-            self.run_worker(self._run_bulk_reject(ids, result), group="queue-decide",
-                            name=f"Rejecting {len(ids)} marked candidates", exit_on_error=False)
+            self.run_worker(
+                self._run_bulk_reject(ids, result),
+                group="queue-decide",
+                name=f"Rejecting {len(ids)} marked candidates",
+                exit_on_error=False,
+            )
 
         self.app.push_screen(modal, rejected)
 
@@ -909,8 +1013,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self.current_id, self.current = None, None
         self.marked.clear()
         extra = f"; skipped {len(skipped)}: {'; '.join(skipped)}" if skipped else ""
-        tell(self, f"{verb} {len(done)} candidate{'s' if len(done) != 1 else ''}{extra}.",
-             severity="warning" if skipped else "information")
+        tell(
+            self,
+            f"{verb} {len(done)} candidate{'s' if len(done) != 1 else ''}{extra}.",
+            severity="warning" if skipped else "information",
+        )
         self._deciding = False
         self.reload()
 
@@ -924,8 +1031,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         group = self.undo_stack.pop()
         self._deciding = True
         what = f"candidate {group[0]}" if len(group) == 1 else f"{len(group)} candidates"
-        self.run_worker(self._run_undo(group), group="queue-decide", name=f"Undoing the decision on {what}",
-                        exit_on_error=False)
+        self.run_worker(
+            self._run_undo(group), group="queue-decide", name=f"Undoing the decision on {what}", exit_on_error=False
+        )
 
     async def _run_undo(self, group: list[int]) -> None:
         """Undo one step: a single decision, or every decision of one bulk action (latest first)."""
@@ -938,8 +1046,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             except UndoRefusedError as exc:
                 left = [c for c in group if c not in undone]
                 self.undo_stack.append(left)
-                tell(self, str(exc) + (f" ({len(undone)} of the group were undone)" if undone else ""),
-                     title="Undo refused", severity="error")
+                tell(
+                    self,
+                    str(exc) + (f" ({len(undone)} of the group were undone)" if undone else ""),
+                    title="Undo refused",
+                    severity="error",
+                )
                 return
             except BaseException:
                 left = [c for c in group if c not in undone]
@@ -1048,23 +1160,32 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         ids = [c.id for c in approve]
         left_out = [c for c in chosen if c.id not in set(ids)]
         if not ids:
-            tell(self, "Nothing to bulk approve: updates, contradictions and retraction requests need one-by-one "
-                 "review.", severity="warning")
+            tell(
+                self,
+                "Nothing to bulk approve: updates, contradictions and retraction requests need one-by-one review.",
+                severity="warning",
+            )
             return
         question = f"Approve {len(ids)} of {scope} as new facts? Exactly these, whatever arrives meanwhile:\n"
         question += "\n".join(f"  #{c.id} {c.user_id}: {c.statement}" for c in approve[:BULK_SHOWN])
         if len(approve) > BULK_SHOWN:
             question += f"\n  … and {len(approve) - BULK_SHOWN} more"
         if left_out:
-            question += f"\nLeft for one-by-one review ({len(left_out)}): " + "; ".join(
-                f"#{c.id} {one_by_one_reason(c)}" for c in left_out[:BULK_SHOWN]) + (
-                "; …" if len(left_out) > BULK_SHOWN else "")
+            question += (
+                f"\nLeft for one-by-one review ({len(left_out)}): "
+                + "; ".join(f"#{c.id} {one_by_one_reason(c)}" for c in left_out[:BULK_SHOWN])
+                + ("; …" if len(left_out) > BULK_SHOWN else "")
+            )
 
         def answered(yes: bool | None) -> None:
             if yes and not self._deciding:
                 self._deciding = True
-                self.run_worker(self._run_bulk(ids), group="queue-decide",
-                                name=f"Bulk approving {len(ids)} candidates", exit_on_error=False)
+                self.run_worker(
+                    self._run_bulk(ids),
+                    group="queue-decide",
+                    name=f"Bulk approving {len(ids)} candidates",
+                    exit_on_error=False,
+                )
 
         self.app.push_screen(ConfirmModal(question), answered)
 

@@ -73,8 +73,11 @@ class FlagModal(ModalScreen["FlagResult | None"]):
 
     def action_submit(self) -> None:
         lean = self.query_one("#flag-lean", Select).value
-        self.dismiss(FlagResult(self.query_one("#flag-note", Input).value.strip(),
-                                lean if isinstance(lean, str) and lean else None))
+        self.dismiss(
+            FlagResult(
+                self.query_one("#flag-note", Input).value.strip(), lean if isinstance(lean, str) and lean else None
+            )
+        )
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -162,10 +165,13 @@ class QueueTeamActions:
             if yes:
                 self._take(user)
 
-        screen.app.push_screen(ConfirmModal(
-            f"Take all {count} pending items of user {user}, and those that arrive later? Other reviewers will "
-            "be refused them until you give them back (M)."
-        ), answered)
+        screen.app.push_screen(
+            ConfirmModal(
+                f"Take all {count} pending items of user {user}, and those that arrive later? Other reviewers will "
+                "be refused them until you give them back (M)."
+            ),
+            answered,
+        )
 
     @work(exit_on_error=False, group="queue-team", name="Taking a user's items")
     async def _take(self, user_id: str) -> None:
@@ -215,5 +221,9 @@ class QueueTeamActions:
             return
         lean = f", leaning {flag.lean}" if flag.lean else ""
         note = f": “{flag.note}”" if flag.note else ""
-        tell(screen, visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
-                      title="⚑ Second opinion", timeout=8)
+        tell(
+            screen,
+            visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
+            title="⚑ Second opinion",
+            timeout=8,
+        )

@@ -27,13 +27,23 @@ from .base import WorkstationScreen
 PERIODS: tuple[str, ...] = ("all time", "last 7 days", "today")
 REVIEWER_COLUMNS: tuple[tuple[str, str, int], ...] = (
     # what a lead reads first comes first: at 80 columns the last ones scroll
-    ("reviewer", "reviewer", 12), ("decisions", "decisions", 9), ("approval", "approval", 8),
-    ("per item", "time", 8), ("agreement", "agreement", 12), ("approved", "approved", 8),
-    ("rejected", "rejected", 8), ("undone", "undone", 6), ("flags", "flags", 5), ("2nd reviews", "second", 11),
+    ("reviewer", "reviewer", 12),
+    ("decisions", "decisions", 9),
+    ("approval", "approval", 8),
+    ("per item", "time", 8),
+    ("agreement", "agreement", 12),
+    ("approved", "approved", 8),
+    ("rejected", "rejected", 8),
+    ("undone", "undone", 6),
+    ("flags", "flags", 5),
+    ("2nd reviews", "second", 11),
 )
 DAY_COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("day (UTC)", "day", 10), ("reviewer", "reviewer", 12), ("decisions", "decisions", 9),
-    ("approved", "approved", 8), ("rejected", "rejected", 8),
+    ("day (UTC)", "day", 10),
+    ("reviewer", "reviewer", 12),
+    ("decisions", "decisions", 9),
+    ("approved", "approved", 8),
+    ("rejected", "rejected", 8),
 )
 
 
@@ -45,14 +55,20 @@ def reviewer_rows(figures: TeamFigures) -> list[list[Text]]:
     rows = []
     for f in figures.reviewers:
         agreement = "—" if not f.compared else f"{percent(f.agreement)} of {f.compared}"
-        rows.append([
-            literal(f.reviewer), Text(str(f.decisions), justify="right"),
-            Text(percent(f.approval_rate), justify="right"),
-            Text("—" if f.seconds_per_decision is None else duration_text(f.seconds_per_decision), justify="right"),
-            Text(agreement, justify="right"), Text(str(f.approved), justify="right"),
-            Text(str(f.rejected), justify="right"), Text(str(f.undone), justify="right"),
-            Text(str(f.flags_raised), justify="right"), Text(str(f.second_reviews_done), justify="right"),
-        ])
+        rows.append(
+            [
+                literal(f.reviewer),
+                Text(str(f.decisions), justify="right"),
+                Text(percent(f.approval_rate), justify="right"),
+                Text("—" if f.seconds_per_decision is None else duration_text(f.seconds_per_decision), justify="right"),
+                Text(agreement, justify="right"),
+                Text(str(f.approved), justify="right"),
+                Text(str(f.rejected), justify="right"),
+                Text(str(f.undone), justify="right"),
+                Text(str(f.flags_raised), justify="right"),
+                Text(str(f.second_reviews_done), justify="right"),
+            ]
+        )
     return rows
 
 
@@ -67,8 +83,10 @@ def headline(figures: TeamFigures, period: str) -> Text:
     decisions = sum(f.decisions for f in figures.reviewers)
     out.append(f"  ·  {_count(decisions, 'decision')} by {_count(len(figures.reviewers), 'reviewer')}")
     if n:
-        out.append(f"  ·  agreement {percent(figures.agreement)} over {_count(n, 'item')} seen twice "
-                   f"({_count(reviews, 'second review')}, {_count(n - reviews, 'second opinion')})")
+        out.append(
+            f"  ·  agreement {percent(figures.agreement)} over {_count(n, 'item')} seen twice "
+            f"({_count(reviews, 'second review')}, {_count(n - reviews, 'second opinion')})"
+        )
     else:
         out.append("  ·  agreement: no item seen by two reviewers yet", style="dim")
     return out
@@ -133,8 +151,14 @@ class ReviewersScreen(WorkstationScreen):
         daily = self.query_one("#rv-daily", DataTable)
         daily.clear()
         for i, d in enumerate(figures.daily):
-            daily.add_row(Text(d.day.isoformat()), literal(d.reviewer), Text(str(d.decisions), justify="right"),
-                          Text(str(d.approved), justify="right"), Text(str(d.rejected), justify="right"), key=str(i))
+            daily.add_row(
+                Text(d.day.isoformat()),
+                literal(d.reviewer),
+                Text(str(d.decisions), justify="right"),
+                Text(str(d.approved), justify="right"),
+                Text(str(d.rejected), justify="right"),
+                key=str(i),
+            )
         if not figures.reviewers:
             tell(self, f"No decisions {PERIODS[period] if period else 'yet'}.")
 

@@ -62,8 +62,11 @@ def blind_text(item: BlindReview) -> Text:
 
 
 def reveal_text(record: SecondReview) -> str:
-    said = {"agree": "You agreed", "overturn": "You overturned it: the fact is retracted",
-            "disagree": "You disagreed; the fact had already ended, so nothing else changed"}[record.verdict]
+    said = {
+        "agree": "You agreed",
+        "overturn": "You overturned it: the fact is retracted",
+        "disagree": "You disagreed; the fact had already ended, so nothing else changed",
+    }[record.verdict]
     return f"{said}. It was approved by {record.first_reviewer} ({record.first_decision.replace('_', ' ')})."
 
 
@@ -115,11 +118,13 @@ class SecondReviewScreen(WorkstationScreen):
         for item in page:
             table.add_row(literal(item.user_id), literal(item.statement.replace("\n", " ")), key=str(item.candidate_id))
         rate = self.memory.config.second_review_rate
-        self.query_one("#sr-header", Static).update(Text.assemble(
-            (" Second review ", "bold reverse"),
-            f"  {total} sampled approval{'s' if total != 1 else ''} waiting for you  ·  sample rate {rate:.0%}  ·  "
-            "blind: a to keep, r to overturn",
-        ))
+        self.query_one("#sr-header", Static).update(
+            Text.assemble(
+                (" Second review ", "bold reverse"),
+                f"  {total} sampled approval{'s' if total != 1 else ''} waiting for you  ·  sample rate {rate:.0%}  ·  "
+                "blind: a to keep, r to overturn",
+            )
+        )
         if not page:
             self.current = None
             self.query_one("#sr-detail", Static).update(
@@ -164,10 +169,14 @@ class SecondReviewScreen(WorkstationScreen):
                 self._busy = True
                 self._verdict(item.candidate_id, False, result.reason)
 
-        self.app.push_screen(ReasonModal(
-            f"Overturn: retract fact #{item.knowledge_id} of user {item.user_id}", presets=OVERTURN_REASONS,
-            note="The fact is retracted and its value tombstoned, as a rejection would.",
-        ), given)
+        self.app.push_screen(
+            ReasonModal(
+                f"Overturn: retract fact #{item.knowledge_id} of user {item.user_id}",
+                presets=OVERTURN_REASONS,
+                note="The fact is retracted and its value tombstoned, as a rejection would.",
+            ),
+            given,
+        )
 
     @work(exit_on_error=False, group="second-review-decide", name="Recording a second review")
     async def _verdict(self, candidate_id: int, approve: bool, reason: str | None) -> None:

@@ -39,7 +39,9 @@ CHART_DAYS = 60
 
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "stats.refresh", "stats.user", *APP_KEYS,
+    "stats.refresh",
+    "stats.user",
+    *APP_KEYS,
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -85,8 +87,12 @@ class StatsScreen(WorkstationScreen):
         """Shown (first time or back from another mode): decisions taken on the queue screen
         change every number here."""
         self._gen += 1
-        self.run_worker(partial(self._load_users_and_stats, self._gen), name="Reading the statistics",
-                        group="stats-load", exit_on_error=False)
+        self.run_worker(
+            partial(self._load_users_and_stats, self._gen),
+            name="Reading the statistics",
+            group="stats-load",
+            exit_on_error=False,
+        )
 
     async def _load_users_and_stats(self, gen: int) -> None:
         users = await self.memory.users()
@@ -104,8 +110,12 @@ class StatsScreen(WorkstationScreen):
         result rather than cancelling it (see KnowledgeScreen._work)."""
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         self._gen += 1
-        self.run_worker(partial(self._load, self._gen), name=f"Reading the statistics of {scope}", group="stats-load",
-                        exit_on_error=False)
+        self.run_worker(
+            partial(self._load, self._gen),
+            name=f"Reading the statistics of {scope}",
+            group="stats-load",
+            exit_on_error=False,
+        )
 
     def action_reviewers(self) -> None:
         self.app.push_screen(ReviewersScreen())
@@ -128,12 +138,16 @@ class StatsScreen(WorkstationScreen):
         review = stats["review"]
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         headline = Text.assemble(
-            ("Scope: ", "dim"), literal(scope),
-            ("   pending ", "dim"), (str(stats["queue"]["pending"]), "bold"),
-            ("   decided ", "dim"), (str(review["decided"]), "bold"),
+            ("Scope: ", "dim"),
+            literal(scope),
+            ("   pending ", "dim"),
+            (str(stats["queue"]["pending"]), "bold"),
+            ("   decided ", "dim"),
+            (str(review["decided"]), "bold"),
             ("   approval rate ", "dim"),
             ("—" if review["approval_rate"] is None else f"{review['approval_rate'] * 100:.0f}%", "bold"),
-            ("   as of ", "dim"), now.strftime("%Y-%m-%d %H:%M UTC"),
+            ("   as of ", "dim"),
+            now.strftime("%Y-%m-%d %H:%M UTC"),
         )
         self.query_one("#stats-headline", Static).update(headline)
         self.query_one("#stats-queue", Static).update(queue_table(stats))
@@ -155,14 +169,18 @@ class StatsScreen(WorkstationScreen):
         if points:
             days = f"{len(points)} day{'s' if len(points) != 1 else ''}"
             span = f"{points[0].day:%d %b} … {points[-1].day:%d %b %Y} ({days}, UTC)"
-            self.query_one("#stats-queue-label", Static).update(Text.assemble(
-                ("Queue size at the end of each day", "bold"),
-                f"   now {points[-1].queue_size} · max {max(p.queue_size for p in points)}",
-            ))
-            self.query_one("#stats-decided-label", Static).update(Text.assemble(
-                ("Decisions per day", "bold"),
-                f"   total {sum(p.decided for p in points)} · max {max(p.decided for p in points)}/day",
-            ))
+            self.query_one("#stats-queue-label", Static).update(
+                Text.assemble(
+                    ("Queue size at the end of each day", "bold"),
+                    f"   now {points[-1].queue_size} · max {max(p.queue_size for p in points)}",
+                )
+            )
+            self.query_one("#stats-decided-label", Static).update(
+                Text.assemble(
+                    ("Decisions per day", "bold"),
+                    f"   total {sum(p.decided for p in points)} · max {max(p.decided for p in points)}/day",
+                )
+            )
             self.query_one("#stats-queue-axis", Static).update(span)
             self.query_one("#stats-decided-axis", Static).update(span)
         else:

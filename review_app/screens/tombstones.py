@@ -38,7 +38,10 @@ LIFT_PRESETS = (
 
 
 FOOTER_KEYS: tuple[str, ...] = (
-    "tombstones.lift", "tombstones.toggle_lifted", "tombstones.user", *APP_KEYS,
+    "tombstones.lift",
+    "tombstones.toggle_lifted",
+    "tombstones.user",
+    *APP_KEYS,
 )
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
@@ -64,8 +67,9 @@ class TombstonesScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="tombstones-bar"):
-            yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False,
-                              id="tombstones-user")
+            yield Select[str](
+                [(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="tombstones-user"
+            )
             yield Static("", id="tombstones-mode")
         yield DataTable(id="tombstones-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="tombstones-detail")
@@ -97,8 +101,9 @@ class TombstonesScreen(WorkstationScreen):
         """DB work in a worker; failures reach the app's central error dialog, named by
         `description`. Nothing is cancelled (see KnowledgeScreen._work): a read whose generation
         is no longer the newest drops its result instead."""
-        self.run_worker(work, name=description, description=description, group=f"tombstones-{group}",
-                        exit_on_error=False)
+        self.run_worker(
+            work, name=description, description=description, group=f"tombstones-{group}", exit_on_error=False
+        )
 
     async def _load_users_and_stones(self, gen: int) -> None:
         users = await self.memory.users()
@@ -126,8 +131,14 @@ class TombstonesScreen(WorkstationScreen):
         table.clear()
         for t in stones:
             table.add_row(
-                str(t.id), literal(t.user_id), literal(t.statement), literal(t.reason), literal(t.created_by),
-                fmt_time(t.created_at), self._lifted_cell(t), key=str(t.id),
+                str(t.id),
+                literal(t.user_id),
+                literal(t.statement),
+                literal(t.reason),
+                literal(t.created_by),
+                fmt_time(t.created_at),
+                self._lifted_cell(t),
+                key=str(t.id),
             )
         target = self._select_after_load if self._select_after_load in self.stones else previous
         self._select_after_load = None
@@ -172,9 +183,16 @@ class TombstonesScreen(WorkstationScreen):
         if stone is None:
             detail.update("")
             return
-        text = Text.assemble((f"#{stone.id} ", "bold"), literal(stone.statement), ("\nreason: ", "dim"),
-                             literal(stone.reason), ("\nby ", "dim"), literal(stone.created_by),
-                             (f" on {fmt_time(stone.created_at)} UTC, user ", "dim"), literal(stone.user_id))
+        text = Text.assemble(
+            (f"#{stone.id} ", "bold"),
+            literal(stone.statement),
+            ("\nreason: ", "dim"),
+            literal(stone.reason),
+            ("\nby ", "dim"),
+            literal(stone.created_by),
+            (f" on {fmt_time(stone.created_at)} UTC, user ", "dim"),
+            literal(stone.user_id),
+        )
         if stone.lifted_at is not None:
             text.append("\nlifted: ", style="dim")
             text.append_text(self._lifted_cell(stone))
@@ -207,7 +225,8 @@ class TombstonesScreen(WorkstationScreen):
             tell(self, f"Tombstone #{stone.id} was already lifted by {stone.lifted_by}.", severity="warning")
             return
         modal = ReasonModal(
-            f"Lift tombstone #{stone.id} of {stone.user_id}: {stone.statement}", presets=LIFT_PRESETS,
+            f"Lift tombstone #{stone.id} of {stone.user_id}: {stone.statement}",
+            presets=LIFT_PRESETS,
             note=f"Extraction may queue this value again for user {stone.user_id}. The lift is audited.",
         )
         self.app.push_screen(modal, callback=partial(self._lifted, stone))

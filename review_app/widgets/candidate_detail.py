@@ -62,7 +62,7 @@ def day_text(value: datetime | None) -> str:
 
 
 def chain_text(chain: Sequence[ChainLink], current: int | None) -> Text:
-    """"Lisbon, active fact #1, from 5 Jan 2026 → ▶ Porto, pending #31, from 2 May 2026": each value
+    """ "Lisbon, active fact #1, from 5 Jan 2026 → ▶ Porto, pending #31, from 2 May 2026": each value
     with its status and start, the shown candidate marked."""
     out = Text()
     for i, link in enumerate(chain):
@@ -83,7 +83,8 @@ def prediction_text(ctx: CandidateContext) -> Text:
         origin = cand.created_by or "someone"
         what = "a retraction request" if cand.kind == "retraction" else "a proposal"
         return Text.assemble(
-            (f"Not from extraction: {what} by ", "italic"), literal(origin, "italic"),
+            (f"Not from extraction: {what} by ", "italic"),
+            literal(origin, "italic"),
             ("; there was no prediction.", "italic"),
         )
     if not ctx.prediction.strip() or ctx.mode == "cold_start":
@@ -246,8 +247,9 @@ class CandidateDetail(Widget):
     def watch_narrow(self) -> None:
         self.call_after_refresh(self._render_context)
 
-    def show(self, ctx: CandidateContext | None, placeholder: str = "Select a candidate.",
-             chain: Sequence[ChainLink] = ()) -> None:
+    def show(
+        self, ctx: CandidateContext | None, placeholder: str = "Select a candidate.", chain: Sequence[ChainLink] = ()
+    ) -> None:
         self.context = ctx
         self.chain = list(chain)
         self.placeholder = placeholder
@@ -262,8 +264,11 @@ class CandidateDetail(Widget):
         if ctx is None:
             texts = {"prediction": Text(self.placeholder, style="dim"), "messages": Text(""), "gap": Text("")}
         else:
-            texts = {"prediction": prediction_text(ctx), "messages": messages_text(ctx),
-                     "gap": gap_text(ctx, self.chain)}
+            texts = {
+                "prediction": prediction_text(ctx),
+                "messages": messages_text(ctx),
+                "gap": gap_text(ctx, self.chain),
+            }
         for key, text in texts.items():
             pane = panes.get(f"pane-{key}")
             if pane is not None:

@@ -24,7 +24,11 @@ from textual.widget import Widget
 
 HELP_ID = "app.help"
 APP_KEYS: tuple[str, ...] = (
-    "app.mode.queue", "app.mode.knowledge", "app.mode.tombstones", "app.mode.stats", "app.mode.discarded",
+    "app.mode.queue",
+    "app.mode.knowledge",
+    "app.mode.tombstones",
+    "app.mode.stats",
+    "app.mode.discarded",
     "app.quit",
 )
 """The app-wide keys, after each screen's own in every footer."""

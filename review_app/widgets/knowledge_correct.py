@@ -61,18 +61,21 @@ class CorrectModal(StatementForm["CorrectResult | None"]):
             yield Input(format_day_or_time(self.fact.valid_at), id="correct-valid-at", placeholder="e.g. 2024-05-01")
             yield Static("", id="correct-valid-at-error", classes="inline-error")
             yield Label("Valid until (ISO date, empty = until further notice)")
-            yield Input(format_day_or_time(self.fact.invalid_at), id="correct-invalid-at",
-                        placeholder="e.g. 2025-01-01")
+            yield Input(
+                format_day_or_time(self.fact.invalid_at), id="correct-invalid-at", placeholder="e.g. 2025-01-01"
+            )
             yield Static("", id="correct-invalid-at-error", classes="inline-error")
             yield Label("Reason (required, kept in the audit log)")
             yield Input("", id="correct-reason", placeholder="e.g. the user told support it is wrong")
             yield Static("", id="correct-reason-error", classes="inline-error")
-            yield Static("The old version stays in the history, superseded (end reason: corrected).",
-                         classes="correct-note")
+            yield Static(
+                "The old version stays in the history, superseded (end reason: corrected).", classes="correct-note"
+            )
             with Horizontal(classes="correct-buttons"):
                 yield Button("Save correction", id="correct-ok", variant="primary")
                 yield Button("Cancel", id="correct-cancel")
 
-    def make_result(self, statement: str, valid_at: datetime | None, invalid_at: datetime | None,
-                    reason: str) -> CorrectResult:
+    def make_result(
+        self, statement: str, valid_at: datetime | None, invalid_at: datetime | None, reason: str
+    ) -> CorrectResult:
         return CorrectResult(statement, valid_at, invalid_at, reason)

@@ -56,7 +56,10 @@ def audit_renderable(events: list[AuditEvent]) -> RenderableType:
     audit.add_column("Reason", ratio=1)
     for event in events:
         audit.add_row(
-            fmt_time(event.at), literal(event.actor), literal(event.action), str(event.entity_id or ""),
+            fmt_time(event.at),
+            literal(event.actor),
+            literal(event.action),
+            str(event.entity_id or ""),
             literal(event.reason or ""),
         )
     if not events:

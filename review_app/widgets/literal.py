@@ -42,12 +42,25 @@ def literal(value: str | None, style: str | Style = "") -> Text:
 
 
 class _Notifier(Protocol):
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
 
 
-def tell(node: _Notifier, message: str, *, title: str = "", severity: SeverityLevel = "information",
-         timeout: float | None = None) -> None:
+def tell(
+    node: _Notifier,
+    message: str,
+    *,
+    title: str = "",
+    severity: SeverityLevel = "information",
+    timeout: float | None = None,
+) -> None:
     """The workstation's only way to raise a notification: never markup, control characters shown.
 
     Notifications quote reviewer names ("being reviewed by X"), engine errors (which quote

@@ -59,14 +59,22 @@ def progress_text(p: Progress, compact: bool = False) -> Text:
         out.append(" · pace: —" if compact else " · your pace: not measured yet", style="dim")
     plural = "s" if p.second_opinions != 1 else ""
     if p.second_opinions:
-        out.append(f" · ⚑{p.second_opinions} to give" if compact else
-                   f" · ⚑ {p.second_opinions} second opinion{plural} to give", style="yellow")
+        out.append(
+            f" · ⚑{p.second_opinions} to give"
+            if compact
+            else f" · ⚑ {p.second_opinions} second opinion{plural} to give",
+            style="yellow",
+        )
     if p.second_reviews:
-        out.append(f" · ◎{p.second_reviews} 2nd review (v)" if compact else
-                   f" · ◎ {p.second_reviews} to second-review (v)", style="cyan")
+        out.append(
+            f" · ◎{p.second_reviews} 2nd review (v)" if compact else f" · ◎ {p.second_reviews} to second-review (v)",
+            style="cyan",
+        )
     if p.flagged_by_me:
-        out.append(f" · ⚑{p.flagged_by_me} yours out" if compact else
-                   f" · ⚑ {p.flagged_by_me} of yours with others", style="dim")
+        out.append(
+            f" · ⚑{p.flagged_by_me} yours out" if compact else f" · ⚑ {p.flagged_by_me} of yours with others",
+            style="dim",
+        )
     return out
 
 
@@ -86,8 +94,13 @@ class ProgressHeader(Widget):
 
     def refresh_for(self, filters: dict[str, Any]) -> None:
         """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments)."""
-        self.run_worker(self._load(dict(filters)), exclusive=True, group="progress", name="Reading the progress",
-                        exit_on_error=False)
+        self.run_worker(
+            self._load(dict(filters)),
+            exclusive=True,
+            group="progress",
+            name="Reading the progress",
+            exit_on_error=False,
+        )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed read opens the app's error dialog (the worker does not exit the app)."""
@@ -107,4 +120,3 @@ class ProgressHeader(Widget):
             line = progress_text(self.progress, compact=True)
         line.truncate(width, overflow="ellipsis")
         return line
-

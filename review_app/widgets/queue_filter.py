@@ -35,9 +35,13 @@ class QueueFilter:
     def kwargs(self) -> dict[str, Any]:
         """The filter as keyword arguments of ReviewService.pending / count."""
         return {
-            "user_id": self.user_id, "kind": self.kind, "min_confidence": self.min_confidence,
-            "max_confidence": self.max_confidence, "unsupported": True if self.unsupported_only else None,
-            "search": self.search or None, "assigned_to": self.assigned_to,
+            "user_id": self.user_id,
+            "kind": self.kind,
+            "min_confidence": self.min_confidence,
+            "max_confidence": self.max_confidence,
+            "unsupported": True if self.unsupported_only else None,
+            "search": self.search or None,
+            "assigned_to": self.assigned_to,
         }
 
     @property
@@ -99,18 +103,27 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             yield Static("Filter the queue", classes="modal-title")
             yield Label("User")
             # Select.NULL is "no selection"; Select.BLANK is Widget.BLANK (False), an illegal value.
-            yield Select([(literal(u), u) for u in self.users],
-                         value=cur.user_id if cur.user_id is not None else Select.NULL,
-                         prompt="any user", id="filter-user")
+            yield Select(
+                [(literal(u), u) for u in self.users],
+                value=cur.user_id if cur.user_id is not None else Select.NULL,
+                prompt="any user",
+                id="filter-user",
+            )
             yield Label("Kind")
-            yield Select([(k, k) for k in KINDS], value=cur.kind if cur.kind is not None else Select.NULL,
-                         prompt="any kind", id="filter-kind")
+            yield Select(
+                [(k, k) for k in KINDS],
+                value=cur.kind if cur.kind is not None else Select.NULL,
+                prompt="any kind",
+                id="filter-kind",
+            )
             yield Label("Confidence from – to (0–1, empty = open)")
             with Horizontal(id="filter-confidence"):
-                yield Input("" if cur.min_confidence is None else f"{cur.min_confidence:g}", id="filter-min",
-                            placeholder="0")
-                yield Input("" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max",
-                            placeholder="1")
+                yield Input(
+                    "" if cur.min_confidence is None else f"{cur.min_confidence:g}", id="filter-min", placeholder="0"
+                )
+                yield Input(
+                    "" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max", placeholder="1"
+                )
             yield StateCheckbox("Unsupported evidence only", cur.unsupported_only, id="filter-unsupported")
             yield Static("", id="filter-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
@@ -134,9 +147,12 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             self.query_one("#filter-error", Static).update("'from' must not be above 'to'")
             return None
         return QueueFilter(
-            user_id=user if isinstance(user, str) else None, kind=kind if isinstance(kind, str) else None,
-            min_confidence=low, max_confidence=high,
-            unsupported_only=self.query_one("#filter-unsupported", Checkbox).value, search=self.current.search,
+            user_id=user if isinstance(user, str) else None,
+            kind=kind if isinstance(kind, str) else None,
+            min_confidence=low,
+            max_confidence=high,
+            unsupported_only=self.query_one("#filter-unsupported", Checkbox).value,
+            search=self.current.search,
             assigned_to=self.current.assigned_to,
         )
 

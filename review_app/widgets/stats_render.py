@@ -66,8 +66,13 @@ def _table(*columns: str) -> Table:
     for i, name in enumerate(columns):
         # Figures and their headers are never cut ("appr…"): they keep their width and the label
         # column wraps instead.
-        table.add_column(name, justify="left" if i == 0 else "right", ratio=1 if i == 0 else None,
-                         no_wrap=i > 0, min_width=len(name) if i > 0 else None)
+        table.add_column(
+            name,
+            justify="left" if i == 0 else "right",
+            ratio=1 if i == 0 else None,
+            no_wrap=i > 0,
+            min_width=len(name) if i > 0 else None,
+        )
     return table
 
 
@@ -89,19 +94,20 @@ def queue_table(stats: Mapping[str, Any]) -> Table:
 def extraction_table(stats: Mapping[str, Any]) -> Table:
     ex = stats["extraction"]
     table = _table("Extraction", "value")
-    table.add_row(Text("extraction rate (queued / claims)", style="bold"),
-                  Text(_rate(ex["extraction_rate"]), style="bold"))
+    table.add_row(
+        Text("extraction rate (queued / claims)", style="bold"), Text(_rate(ex["extraction_rate"]), style="bold")
+    )
     table.add_row("claims found", str(ex["claims"]))
     table.add_row("queued for review", str(ex["queued"]))
     table.add_row("runs (failed)", f"{ex['runs']} ({ex['failed_runs']})")
     episodes = ex["episodes"]
-    table.add_row("episodes open / processed / failed",
-                  f"{episodes['open']} / {episodes['processed']} / {episodes['failed']}")
+    table.add_row(
+        "episodes open / processed / failed", f"{episodes['open']} / {episodes['processed']} / {episodes['failed']}"
+    )
     table.add_row("unsupported evidence (flagged)", str(ex["unsupported"]))
     table.add_row("supersedes dropped", str(ex["supersedes_dropped"]))
     for name, row in sorted(ex.get("by_extractor", {}).items()):
-        table.add_row(Text.assemble("  extractor ", literal(name)),
-                      f"{row['queued']}/{row['claims']} queued")
+        table.add_row(Text.assemble("  extractor ", literal(name)), f"{row['queued']}/{row['claims']} queued")
     return table
 
 

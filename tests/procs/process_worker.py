@@ -102,8 +102,18 @@ async def process(target: str, name: str) -> None:
             except Exception as exc:  # reported, never swallowed
                 errors.append(f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
             await asyncio.sleep(0.01)
-    print(json.dumps({"name": name, "rounds": rounds, "episodes": recorder.episodes,
-                      "messages": recorder.messages, "errors": errors}), flush=True)
+    print(
+        json.dumps(
+            {
+                "name": name,
+                "rounds": rounds,
+                "episodes": recorder.episodes,
+                "messages": recorder.messages,
+                "errors": errors,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class PgCursor:
         self.rowcount = rowcount
 
     async def fetchall(self) -> list[asyncpg.Record]:
-        rows = self._rows[self._pos:]
+        rows = self._rows[self._pos :]
         self._pos = len(self._rows)
         return rows
 
@@ -129,7 +129,7 @@ class PgCursor:
         return row
 
     async def fetchmany(self, size: int = 1) -> list[asyncpg.Record]:
-        rows = self._rows[self._pos:self._pos + size]
+        rows = self._rows[self._pos : self._pos + size]
         self._pos += len(rows)
         return rows
 

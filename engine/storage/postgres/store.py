@@ -47,8 +47,18 @@ Verify = Callable[[Any], Awaitable[None]]
 
 # Tables an erasure deletes from or redacts: what compact() rewrites.
 ERASE_TABLES: tuple[str, ...] = (
-    "messages", "episodes", "extraction_runs", "candidates", "knowledge", "knowledge_stats", "tombstones",
-    "audit_log", "discarded", "flags", "second_reviews", "assignments",
+    "messages",
+    "episodes",
+    "extraction_runs",
+    "candidates",
+    "knowledge",
+    "knowledge_stats",
+    "tombstones",
+    "audit_log",
+    "discarded",
+    "flags",
+    "second_reviews",
+    "assignments",
 )
 
 # Columns a dump leaves out: `search` is derived from the statement (PostgresTx.search_text), and
@@ -83,8 +93,16 @@ class PostgresStore(Store):
 
     @classmethod
     async def open(
-        cls, url: str, *, dimensions: int, embedder: str | None = None, verify: Verify | None = None,
-        max_version: int | None = None, min_size: int = 1, max_size: int = 10, tx_factory: TxFactory | None = None,
+        cls,
+        url: str,
+        *,
+        dimensions: int,
+        embedder: str | None = None,
+        verify: Verify | None = None,
+        max_version: int | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        tx_factory: TxFactory | None = None,
     ) -> PostgresStore:
         """Migrate the database (creating the schema in an empty one), then open the pool. A
         database of a newer schema is refused before anything is written to it, and so is one
@@ -92,13 +110,15 @@ class PostgresStore(Store):
         refuses. `dimensions` and `embedder` describe a NEW store's vectors."""
         conn = await connect(url, vector=False)
         try:
+
             async def check(version: int) -> None:
                 if version >= 1 and verify is not None:
                     async with conn.transaction(isolation="repeatable_read", readonly=True):
                         await verify(_make_tx(tx_factory, PgConn(conn), {}, writing=False))
 
-            await schema.migrate(conn, dimensions, embedder=embedder, max_version=max_version,
-                                 target=masked(url), verify=check)
+            await schema.migrate(
+                conn, dimensions, embedder=embedder, max_version=max_version, target=masked(url), verify=check
+            )
         finally:
             await conn.close()
         pool = await create_pool(url, min_size=min_size, max_size=max_size)
@@ -200,8 +220,10 @@ class PostgresStore(Store):
                 sql += " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
             records = [tuple(row.get(n) for n in names) for row in data]
             if table == "knowledge":
-                records = [(*rec, search_text(row["statement"]), search_scope(row["user_id"]))
-                           for rec, row in zip(records, data, strict=True)]
+                records = [
+                    (*rec, search_text(row["statement"]), search_scope(row["user_id"]))
+                    for rec, row in zip(records, data, strict=True)
+                ]
             await conn.executemany(sql, records)
             await self._apply_pending_refs(conn)
             if table != "meta":
@@ -217,8 +239,10 @@ class PostgresStore(Store):
             wanted = {int(r[column]) for r in data if r.get(column) is not None}
             if not wanted:
                 continue
-            present = {int(r[0]) for r in await conn.fetch(f"SELECT id FROM {target} WHERE id = ANY($1::bigint[])",
-                                                             list(wanted))}
+            present = {
+                int(r[0])
+                for r in await conn.fetch(f"SELECT id FROM {target} WHERE id = ANY($1::bigint[])", list(wanted))
+            }
             if target == table:
                 present |= {int(r["id"]) for r in data}
             missing = wanted - present
@@ -238,7 +262,8 @@ class PostgresStore(Store):
             done = await conn.fetch(
                 f"UPDATE {table} t SET {column} = p.v FROM unnest($1::bigint[], $2::bigint[]) AS p(id, v)"
                 f" WHERE t.id = p.id AND EXISTS (SELECT 1 FROM {target} x WHERE x.id = p.v) RETURNING t.id",
-                list(held), list(held.values()),
+                list(held),
+                list(held.values()),
             )
             for r in done:
                 held.pop(int(r[0]), None)
@@ -288,7 +313,8 @@ class PostgresStore(Store):
         not all of them (VACUUM itself would skip those with only a warning)."""
         async with self.pool.acquire() as conn:
             owned = {
-                r[0] for r in await conn.fetch(
+                r[0]
+                for r in await conn.fetch(
                     "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace"
                     " AND c.relname = ANY($1::text[]) AND pg_has_role(current_user, c.relowner, 'USAGE')",
                     list(tables),
@@ -298,8 +324,9 @@ class PostgresStore(Store):
             if doable:
                 await conn.execute(f"VACUUM ({options}) {', '.join(doable)}")
         if len(doable) != len(tables):
-            log.warning("%s: this role does not own %s; not vacuumed", what,
-                        ", ".join(t for t in tables if t not in owned))
+            log.warning(
+                "%s: this role does not own %s; not vacuumed", what, ", ".join(t for t in tables if t not in owned)
+            )
             return False
         return True
 
@@ -345,8 +372,9 @@ class PostgresStore(Store):
                 try:
                     conn = await listen()
                 except Exception as exc:  # the server still down, a refused login: try again later
-                    log.warning("listening on %s again failed (%s); next try in %.1f s", channel, exc,
-                                min(delay * 2, 30.0))
+                    log.warning(
+                        "listening on %s again failed (%s); next try in %.1f s", channel, exc, min(delay * 2, 30.0)
+                    )
                     delay = min(delay * 2, 30.0)
                     continue
                 if stopped:  # stopped while connecting

@@ -87,7 +87,8 @@ class _IdentityIds(IdSource):
 
     async def _fetch(self, n: int) -> list[int]:
         rows = await fetchall(
-            self._tx.conn, "SELECT nextval(pg_get_serial_sequence(?, 'id')) FROM generate_series(1, ?)",
+            self._tx.conn,
+            "SELECT nextval(pg_get_serial_sequence(?, 'id')) FROM generate_series(1, ?)",
             (self._table, n),
         )
         return [int(r[0]) for r in rows]
@@ -124,9 +125,11 @@ class PostgresTx(SqlTx):
         row = None
         if 0 < candidate_id <= MAX_ID:
             await self._lock_owner("candidates", candidate_id)
-            row = await (await self.conn.execute(
-                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ? FOR UPDATE OF c", (candidate_id,)
-            )).fetchone()
+            row = await (
+                await self.conn.execute(
+                    f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ? FOR UPDATE OF c", (candidate_id,)
+                )
+            ).fetchone()
         if row is None or (user_id is not None and row[1] != user_id):
             owner = f" for user {user_id!r}" if user_id is not None else ""
             raise NotFoundError(f"no candidate {candidate_id}{owner}")
@@ -136,9 +139,12 @@ class PostgresTx(SqlTx):
         if not self.writing or not 0 < knowledge_id <= MAX_ID:
             return await super().get_knowledge(user_id, knowledge_id)
         await self.lock_user(user_id)
-        row = await (await self.conn.execute(
-            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ? FOR UPDATE", (knowledge_id, user_id)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ? FOR UPDATE",
+                (knowledge_id, user_id),
+            )
+        ).fetchone()
         if row is None:
             raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
         return knowledge_from_row(row)
@@ -160,24 +166,49 @@ class PostgresTx(SqlTx):
     # -- facts: one row, vector and words included ---------------------------------------------------
 
     async def insert_knowledge(
-        self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
-        candidate_id: int | None = None, episode_id: int | None = None,
+        self,
+        *,
+        user_id: str,
+        statement: str,
+        embedding: list[float],
+        created_at: int,
+        created_by: str,
+        confidence: float | None = 1.0,
+        valid_at: int | None = None,
+        invalid_at: int | None = None,
+        candidate_id: int | None = None,
+        episode_id: int | None = None,
     ) -> int:
         await self.lock_user(user_id)  # before the statistics row (trigger) is locked
         cur = await self.conn.execute(
             "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
             " invalid_at, created_at, status, created_by, embedding, search)"
             f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, {search_value('?', '?')}) RETURNING id",
-            (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
-             invalid_at, created_at, created_by, list(embedding), search_text(statement), search_scope(user_id)),
+            (
+                user_id,
+                statement,
+                value_key(statement),
+                candidate_id,
+                episode_id,
+                confidence,
+                valid_at,
+                invalid_at,
+                created_at,
+                created_by,
+                list(embedding),
+                search_text(statement),
+                search_scope(user_id),
+            ),
         )
         row = await cur.fetchone()
         return int(row[0])
 
     async def insert_knowledge_many(
-        self, rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]], *,
-        created_at: int, created_by: str,
+        self,
+        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        *,
+        created_at: int,
+        created_by: str,
     ) -> list[int]:
         """Ids drawn from the sequence first (one round trip), then one pipelined executemany."""
         if not rows:
@@ -191,9 +222,23 @@ class PostgresTx(SqlTx):
             "INSERT INTO knowledge(id, user_id, statement, key, confidence, valid_at, invalid_at, created_at,"
             " status, created_by, embedding, search)"
             f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, {search_value('?', '?')})",
-            [(kid, u, text, value_key(text), conf, start, end, created_at, created_by, list(emb), search_text(text),
-              search_scope(u))
-             for kid, (u, text, emb, start, end, conf) in zip(ids, rows, strict=True)],
+            [
+                (
+                    kid,
+                    u,
+                    text,
+                    value_key(text),
+                    conf,
+                    start,
+                    end,
+                    created_at,
+                    created_by,
+                    list(emb),
+                    search_text(text),
+                    search_scope(u),
+                )
+                for kid, (u, text, emb, start, end, conf) in zip(ids, rows, strict=True)
+            ],
         )
         return ids
 
@@ -212,8 +257,14 @@ class PostgresTx(SqlTx):
     # -- retrieval arms -------------------------------------------------------------------------------
 
     async def vector_arm(
-        self, user_id: str, embedding: list[float], k: int, *, at_time: int | None,
-        known_at: int | None, include_expired: bool,
+        self,
+        user_id: str,
+        embedding: list[float],
+        k: int,
+        *,
+        at_time: int | None,
+        known_at: int | None,
+        include_expired: bool,
     ) -> list[int]:
         """Exact cosine KNN over this user's facts that pass the belief rule (`_belief_filter`,
         the text arm's own SQL), cut at k only after every predicate: top_k is always full. The
@@ -248,9 +299,9 @@ class PostgresTx(SqlTx):
         row, kept exact by triggers: schema migration 2); document frequencies are counted as
         asked and kept while the count and largest id stay the same (statements never change,
         so the same set of facts has the same frequencies)."""
-        row = await (await self.conn.execute(
-            "SELECT docs, top_id, words FROM knowledge_stats WHERE user_id = ?", (user_id,)
-        )).fetchone()
+        row = await (
+            await self.conn.execute("SELECT docs, top_id, words FROM knowledge_stats WHERE user_id = ?", (user_id,))
+        ).fetchone()
         n, top, tokens = (int(row[0]), int(row[1]), int(row[2])) if row is not None else (0, 0, 0)
         stats = self.text_stats.get(user_id)
         if stats is None or (stats.docs, stats.top) != (n, top):
@@ -269,7 +320,11 @@ class PostgresTx(SqlTx):
         return [int(c) for c in row]
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        self,
+        user_id: str,
+        terms: Sequence[str],
+        condition: str,
+        args: Sequence[Any],
         excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
         """The user's facts holding ANY of the terms and none of `excluding` (a tsquery with the
@@ -316,5 +371,6 @@ class PostgresTx(SqlTx):
         )
         rows.sort(key=lambda r: (r[1] is not None, r[1] or 0, r[0]))
         return [int(r[0]) for r in rows]
+
 
 __all__ = ["PostgresTx", "search_scope", "search_text", "search_value"]

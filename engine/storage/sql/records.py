@@ -44,46 +44,109 @@ DISCARDED_COLS = (
 
 def knowledge_from_row(r: Sequence[Any]) -> Knowledge:
     return Knowledge(
-        id=r[0], user_id=r[1], statement=r[2], status=r[3], created_at=from_us(r[4]),
-        created_by=r[5], confidence=r[6], valid_at=from_us(r[7]), invalid_at=from_us(r[8]),
-        expired_at=from_us(r[9]), end_reason=r[10], superseded_by=r[11], candidate_id=r[12],
-        episode_id=r[13], valid_closed=bool(r[14]), prior_invalid_at=from_us(r[15]),
+        id=r[0],
+        user_id=r[1],
+        statement=r[2],
+        status=r[3],
+        created_at=from_us(r[4]),
+        created_by=r[5],
+        confidence=r[6],
+        valid_at=from_us(r[7]),
+        invalid_at=from_us(r[8]),
+        expired_at=from_us(r[9]),
+        end_reason=r[10],
+        superseded_by=r[11],
+        candidate_id=r[12],
+        episode_id=r[13],
+        valid_closed=bool(r[14]),
+        prior_invalid_at=from_us(r[15]),
     )
 
 
 def candidate_from_row(r: Sequence[Any]) -> Candidate:
     return Candidate(
-        id=r[0], user_id=r[1], statement=r[2], kind=r[3], status=r[4], confidence=r[5],
-        created_at=from_us(r[6]), evidence=r[7], supersedes_id=r[8], valid_at=from_us(r[9]),
-        invalid_at=from_us(r[10]), episode_id=r[11], run_id=r[12], unsupported=bool(r[13]),
-        claimed_by=r[14], claimed_until=from_us(r[15]), decided_by=r[16], decided_at=from_us(r[17]),
-        decision=r[18], reason=r[19], knowledge_id=r[20], extractor=r[21], created_by=r[22],
-        supersedes_candidate_id=r[23], flagged_by=r[24], assigned_to=r[25],
+        id=r[0],
+        user_id=r[1],
+        statement=r[2],
+        kind=r[3],
+        status=r[4],
+        confidence=r[5],
+        created_at=from_us(r[6]),
+        evidence=r[7],
+        supersedes_id=r[8],
+        valid_at=from_us(r[9]),
+        invalid_at=from_us(r[10]),
+        episode_id=r[11],
+        run_id=r[12],
+        unsupported=bool(r[13]),
+        claimed_by=r[14],
+        claimed_until=from_us(r[15]),
+        decided_by=r[16],
+        decided_at=from_us(r[17]),
+        decision=r[18],
+        reason=r[19],
+        knowledge_id=r[20],
+        extractor=r[21],
+        created_by=r[22],
+        supersedes_candidate_id=r[23],
+        flagged_by=r[24],
+        assigned_to=r[25],
     )
 
 
 def tombstone_from_row(r: Sequence[Any]) -> Tombstone:
     return Tombstone(
-        id=r[0], user_id=r[1], key=r[2], statement=r[3], reason=r[4], created_by=r[5],
-        created_at=from_us(r[6]), candidate_id=r[7], knowledge_id=r[8], lifted_at=from_us(r[9]),
-        lifted_by=r[10], lift_reason=r[11],
+        id=r[0],
+        user_id=r[1],
+        key=r[2],
+        statement=r[3],
+        reason=r[4],
+        created_by=r[5],
+        created_at=from_us(r[6]),
+        candidate_id=r[7],
+        knowledge_id=r[8],
+        lifted_at=from_us(r[9]),
+        lifted_by=r[10],
+        lift_reason=r[11],
     )
 
 
 def discarded_from_row(r: Sequence[Any]) -> Discarded:
     return Discarded(
-        id=r[0], user_id=r[1], statement=r[2], gate=r[3], created_at=from_us(r[4]), episode_id=r[5],
-        run_id=r[6], evidence=r[7], kind=r[8], confidence=r[9], valid_at=from_us(r[10]),
-        invalid_at=from_us(r[11]), matched_entity=r[12], matched_id=r[13], matched_statement=r[14],
-        queued_candidate_id=r[15], queued_by=r[16], queued_at=from_us(r[17]),
+        id=r[0],
+        user_id=r[1],
+        statement=r[2],
+        gate=r[3],
+        created_at=from_us(r[4]),
+        episode_id=r[5],
+        run_id=r[6],
+        evidence=r[7],
+        kind=r[8],
+        confidence=r[9],
+        valid_at=from_us(r[10]),
+        invalid_at=from_us(r[11]),
+        matched_entity=r[12],
+        matched_id=r[13],
+        matched_statement=r[14],
+        queued_candidate_id=r[15],
+        queued_by=r[16],
+        queued_at=from_us(r[17]),
     )
 
 
 def audit_from_row(r: Sequence[Any]) -> AuditEvent:
     return AuditEvent(
-        id=r[0], at=from_us(r[1]), actor=r[2], action=r[3], user_id=r[4], entity=r[5],
-        entity_id=r[6], before=json.loads(r[7]) if r[7] else None,
-        after=json.loads(r[8]) if r[8] else None, reason=r[9], note=r[10],
+        id=r[0],
+        at=from_us(r[1]),
+        actor=r[2],
+        action=r[3],
+        user_id=r[4],
+        entity=r[5],
+        entity_id=r[6],
+        before=json.loads(r[7]) if r[7] else None,
+        after=json.loads(r[8]) if r[8] else None,
+        reason=r[9],
+        note=r[10],
     )
 
 
@@ -96,7 +159,6 @@ def audit_from_row(r: Sequence[Any]) -> AuditEvent:
 # -- candidates -----------------------------------------------------------------------------------
 
 
-
 def candidate_from_row_json(text: str) -> Candidate:
     """A Candidate from the JSON an audit row holds (the state before a decision)."""
     from datetime import datetime
@@ -106,4 +168,3 @@ def candidate_from_row_json(text: str) -> Candidate:
         if data.get(name) is not None:
             data[name] = datetime.fromisoformat(data[name])
     return Candidate(**data)
-

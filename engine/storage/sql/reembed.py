@@ -37,8 +37,10 @@ class VectorSwap(ABC):
 
     @property
     def staging_ddl(self) -> str:
-        return (f"CREATE TABLE {STAGING} (knowledge_id {self.id_type} PRIMARY KEY"
-                f" REFERENCES knowledge(id) ON DELETE CASCADE, embedding {self.vector_type} NOT NULL)")
+        return (
+            f"CREATE TABLE {STAGING} (knowledge_id {self.id_type} PRIMARY KEY"
+            f" REFERENCES knowledge(id) ON DELETE CASCADE, embedding {self.vector_type} NOT NULL)"
+        )
 
     @abstractmethod
     async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
@@ -62,7 +64,13 @@ async def _count(conn: Any, sql: str) -> int:
 
 
 async def reembed_store(
-    store: Store, swap: VectorSwap, embedder: Embedder, *, actor: str, now: Callable[[], int], batch_size: int,
+    store: Store,
+    swap: VectorSwap,
+    embedder: Embedder,
+    *,
+    actor: str,
+    now: Callable[[], int],
+    batch_size: int,
     progress: Progress | None,
 ) -> ReembedReport:
     """Stage every fact's new vector (resumable), then swap them in with one transaction."""
@@ -90,8 +98,9 @@ async def reembed_store(
         progress(done, total)
     while True:
         async with store.reading() as tx:
-            rows = await fetchall(tx.conn, "SELECT id, statement FROM knowledge WHERE id > ? ORDER BY id LIMIT ?",
-                                  (last, batch_size))
+            rows = await fetchall(
+                tx.conn, "SELECT id, statement FROM knowledge WHERE id > ? ORDER BY id LIMIT ?", (last, batch_size)
+            )
         if not rows:
             break
         vectors = await embedder.embed([r[1] for r in rows])
@@ -122,7 +131,12 @@ async def reembed_store(
         await tx.set_meta("embedding_dimensions", width)
         await conn.execute("DELETE FROM meta WHERE key IN ('reembed_target', 'reembed_last_id')")
         audit_id = await tx.audit(
-            at=now(), actor=actor, action="reembed", user_id="", entity="store", entity_id=None,
+            at=now(),
+            actor=actor,
+            action="reembed",
+            user_id="",
+            entity="store",
+            entity_id=None,
             before={"embedder": source, "dimensions": source_width},
             after={"embedder": target, "dimensions": width, "facts": facts, "resumed_at": resumed_at},
         )

@@ -49,8 +49,9 @@ class StatsOps:
         async def rows(sql: str, params: list[Any] | None = None) -> list[Any]:
             return list(await (await self.conn.execute(sql, params if params is not None else args)).fetchall())
 
-        sums = ", ".join(f"coalesce(sum({c}), 0)" for c in (*RUN_GATES, "claims", "queued", "supersedes_dropped",
-                                                               "unsupported"))
+        sums = ", ".join(
+            f"coalesce(sum({c}), 0)" for c in (*RUN_GATES, "claims", "queued", "supersedes_dropped", "unsupported")
+        )
         ok_scope = "WHERE error IS NULL" + and_user
         decided_scope = "c.status IN ('approved', 'rejected')" + (" AND c.user_id = ?" if user_id is not None else "")
         return StatsRows(
@@ -86,9 +87,9 @@ class StatsOps:
                 f" JOIN extraction_runs r ON r.id = c.run_id WHERE {decided_scope} GROUP BY 1, 2, 3, 4"
             ),
             discarded_by_gate=await rows(f"SELECT gate, count(*) FROM discarded {scope} GROUP BY gate"),
-            queued_anyway=int((await rows(
-                f"SELECT count(*) FROM discarded WHERE queued_candidate_id IS NOT NULL{and_user}"
-            ))[0][0]),
+            queued_anyway=int(
+                (await rows(f"SELECT count(*) FROM discarded WHERE queued_candidate_id IS NOT NULL{and_user}"))[0][0]
+            ),
             daily=await rows(
                 "SELECT day, sum(q), sum(d) FROM ("
                 " SELECT created_at / 86400000000 AS day, 1 AS q, 0 AS d FROM candidates c WHERE 1 = 1 "

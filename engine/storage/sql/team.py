@@ -18,8 +18,10 @@ SAMPLE_SQL = f"((c.id * {HASH_MULTIPLIER}) % {HASH_SPACE}) < ?"
 """The second-review sample in SQL: the same test as engine.team.sample_point(id) < rate."""
 
 FLAG_COLS = "id, candidate_id, user_id, flagged_by, flagged_at, note, lean, withdrawn_at, withdrawn_by"
-SECOND_REVIEW_COLS = ("id, candidate_id, knowledge_id, user_id, first_reviewer, first_decision, reviewer, verdict,"
-                      " decided_at, reason, note")
+SECOND_REVIEW_COLS = (
+    "id, candidate_id, knowledge_id, user_id, first_reviewer, first_decision, reviewer, verdict,"
+    " decided_at, reason, note"
+)
 ASSIGNMENT_COLS = "id, user_id, reviewer, assigned_at, assigned_by"
 
 
@@ -32,8 +34,14 @@ def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'p
     from .tx import queue_filters
 
     return queue_filters(
-        filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"), filters.get("max_confidence"),
-        filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"), status_clause=status_clause,
+        filters.get("user_id"),
+        filters.get("kind"),
+        filters.get("min_confidence"),
+        filters.get("max_confidence"),
+        filters.get("unsupported"),
+        filters.get("search"),
+        filters.get("assigned_to"),
+        status_clause=status_clause,
     )
 
 
@@ -60,52 +68,78 @@ class TeamOps:
         op = "=" if by_reviewer else "!="
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
-            f" AND f.withdrawn_at IS NULL WHERE {where} AND f.flagged_by {op} ?", [*args, reviewer],
+            f" AND f.withdrawn_at IS NULL WHERE {where} AND f.flagged_by {op} ?",
+            [*args, reviewer],
         )
 
     async def decision_times(self, reviewer: str, since_us: int, decisions: Sequence[str]) -> list[int]:
         """When `reviewer` made each decision since then, in order."""
-        rows = await (await self.conn.execute(
-            f"SELECT at FROM audit_log WHERE entity = 'candidate' AND actor = ? AND at >= ?"
-            f" AND action IN ({_marks(decisions)}) ORDER BY at, id", (reviewer, since_us, *decisions),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT at FROM audit_log WHERE entity = 'candidate' AND actor = ? AND at >= ?"
+                f" AND action IN ({_marks(decisions)}) ORDER BY at, id",
+                (reviewer, since_us, *decisions),
+            )
+        ).fetchall()
         return [int(r[0]) for r in rows]
 
     async def decision_events(
-        self, lo: int, hi: int, user_id: str | None, decisions: Sequence[str],
+        self,
+        lo: int,
+        hi: int,
+        user_id: str | None,
+        decisions: Sequence[str],
     ) -> list[tuple[str, str, int]]:
         """(actor, action, at) of every decision, undo and flag on a candidate in [lo, hi)."""
         scope, scope_args = ("AND user_id = ?", [user_id]) if user_id is not None else ("", [])
-        rows = await (await self.conn.execute(
-            f"SELECT actor, action, at FROM audit_log WHERE entity = 'candidate' AND at >= ? AND at < ? {scope}"
-            f" AND action IN ({_marks(decisions)}, 'undo', 'flag') ORDER BY at, id",
-            (lo, hi, *scope_args, *decisions),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT actor, action, at FROM audit_log WHERE entity = 'candidate' AND at >= ? AND at < ? {scope}"
+                f" AND action IN ({_marks(decisions)}, 'undo', 'flag') ORDER BY at, id",
+                (lo, hi, *scope_args, *decisions),
+            )
+        ).fetchall()
         return [(r[0], r[1], int(r[2])) for r in rows]
 
     async def second_review_comparison_rows(self, lo: int, hi: int, user_id: str | None) -> list[Any]:
         """(candidate_id, user_id, first_reviewer, reviewer, verdict, decided_at) in [lo, hi)."""
         scope, scope_args = ("AND user_id = ?", [user_id]) if user_id is not None else ("", [])
-        return list(await (await self.conn.execute(
-            "SELECT candidate_id, user_id, first_reviewer, reviewer, verdict, decided_at FROM second_reviews"
-            f" WHERE decided_at >= ? AND decided_at < ? {scope} ORDER BY decided_at, id", (lo, hi, *scope_args),
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    "SELECT candidate_id, user_id, first_reviewer, reviewer, verdict, decided_at FROM second_reviews"
+                    f" WHERE decided_at >= ? AND decided_at < ? {scope} ORDER BY decided_at, id",
+                    (lo, hi, *scope_args),
+                )
+            ).fetchall()
+        )
 
     async def flag_comparison_rows(self, lo: int, hi: int, user_id: str | None) -> list[Any]:
         """(candidate id, user_id, flagger, lean, decided_by, status, decided_at) of candidates
         decided in [lo, hi) whose live flag said which way the flagger leans."""
         scope, scope_args = ("AND c.user_id = ?", [user_id]) if user_id is not None else ("", [])
-        return list(await (await self.conn.execute(
-            "SELECT c.id, c.user_id, f.flagged_by, f.lean, c.decided_by, c.status, c.decided_at FROM flags f"
-            " JOIN candidates c ON c.id = f.candidate_id WHERE f.withdrawn_at IS NULL AND f.lean IS NOT NULL"
-            f" AND c.status != 'pending' AND c.decided_at >= ? AND c.decided_at < ? {scope}"
-            " ORDER BY c.decided_at, c.id", (lo, hi, *scope_args),
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    "SELECT c.id, c.user_id, f.flagged_by, f.lean, c.decided_by, c.status, c.decided_at FROM flags f"
+                    " JOIN candidates c ON c.id = f.candidate_id WHERE f.withdrawn_at IS NULL AND f.lean IS NOT NULL"
+                    f" AND c.status != 'pending' AND c.decided_at >= ? AND c.decided_at < ? {scope}"
+                    " ORDER BY c.decided_at, c.id",
+                    (lo, hi, *scope_args),
+                )
+            ).fetchall()
+        )
 
     # -- second opinions ------------------------------------------------------------------------
 
     async def insert_flag(
-        self, candidate_id: int, user_id: str, flagged_by: str, note: str | None, lean: str | None, at: int,
+        self,
+        candidate_id: int,
+        user_id: str,
+        flagged_by: str,
+        note: str | None,
+        lean: str | None,
+        at: int,
     ) -> int:
         from .tx import returned_id
 
@@ -120,9 +154,11 @@ class TeamOps:
         return await (await self.conn.execute(f"SELECT {FLAG_COLS} FROM flags WHERE id = ?", (flag_id,))).fetchone()
 
     async def live_flag_row(self, candidate_id: int) -> Any | None:
-        return await (await self.conn.execute(
-            f"SELECT {FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (candidate_id,)
-        )).fetchone()
+        return await (
+            await self.conn.execute(
+                f"SELECT {FLAG_COLS} FROM flags WHERE candidate_id = ? AND withdrawn_at IS NULL", (candidate_id,)
+            )
+        ).fetchone()
 
     async def withdraw_flag_row(self, flag_id: int, at: int, by: str) -> None:
         await self.conn.execute("UPDATE flags SET withdrawn_at = ?, withdrawn_by = ? WHERE id = ?", (at, by, flag_id))
@@ -137,10 +173,15 @@ class TeamOps:
             where.append("f.user_id = ?")
             args.append(user_id)
         cols = ", ".join(f"f.{c.strip()}" for c in FLAG_COLS.split(","))
-        return list(await (await self.conn.execute(
-            f"SELECT {cols} FROM flags f JOIN candidates c ON c.id = f.candidate_id WHERE {' AND '.join(where)}"
-            " ORDER BY f.flagged_at, f.id", args,
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    f"SELECT {cols} FROM flags f JOIN candidates c ON c.id = f.candidate_id WHERE {' AND '.join(where)}"
+                    " ORDER BY f.flagged_at, f.id",
+                    args,
+                )
+            ).fetchall()
+        )
 
     # -- second review --------------------------------------------------------------------------
 
@@ -162,23 +203,35 @@ class TeamOps:
         )
 
     async def sampled_approval_rows(
-        self, decisions: Sequence[str], reviewer: str, threshold: int, limit: int, offset: int,
+        self,
+        decisions: Sequence[str],
+        reviewer: str,
+        threshold: int,
+        limit: int,
+        offset: int,
     ) -> list[Any]:
         """The approvals `sampled_approval_count` counts, oldest decision first: (candidate id,
         user_id, knowledge id, statement, kind, confidence, evidence, valid_at, invalid_at)."""
         where, args = self._sample_where(decisions, reviewer, threshold)
-        return list(await (await self.conn.execute(
-            "SELECT c.id, c.user_id, k.id, k.statement, c.kind, c.confidence, c.evidence, k.valid_at,"
-            " k.invalid_at FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
-            f" WHERE {where} ORDER BY c.decided_at, c.id LIMIT ? OFFSET ?", (*args, int(limit), int(offset)),
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    "SELECT c.id, c.user_id, k.id, k.statement, c.kind, c.confidence, c.evidence, k.valid_at,"
+                    " k.invalid_at FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
+                    f" WHERE {where} ORDER BY c.decided_at, c.id LIMIT ? OFFSET ?",
+                    (*args, int(limit), int(offset)),
+                )
+            ).fetchall()
+        )
 
     async def second_reviewer_of(self, candidate_id: int, knowledge_id: int) -> str | None:
         """Who already second-reviewed this approval (of this fact), if anyone."""
-        row = await (await self.conn.execute(
-            "SELECT reviewer FROM second_reviews WHERE candidate_id = ? AND knowledge_id = ?",
-            (candidate_id, knowledge_id),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT reviewer FROM second_reviews WHERE candidate_id = ? AND knowledge_id = ?",
+                (candidate_id, knowledge_id),
+            )
+        ).fetchone()
         return None if row is None else str(row[0])
 
     async def insert_second_review(self, values: Sequence[Any]) -> Any:
@@ -190,15 +243,21 @@ class TeamOps:
             " RETURNING id",
             tuple(values),
         )
-        return await (await self.conn.execute(
-            f"SELECT {SECOND_REVIEW_COLS} FROM second_reviews WHERE id = ?", (await returned_id(cur),)
-        )).fetchone()
+        return await (
+            await self.conn.execute(
+                f"SELECT {SECOND_REVIEW_COLS} FROM second_reviews WHERE id = ?", (await returned_id(cur),)
+            )
+        ).fetchone()
 
     async def second_review_rows(self, user_id: str | None) -> list[Any]:
         scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        return list(await (await self.conn.execute(
-            f"SELECT {SECOND_REVIEW_COLS} FROM second_reviews {scope} ORDER BY decided_at, id", args
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    f"SELECT {SECOND_REVIEW_COLS} FROM second_reviews {scope} ORDER BY decided_at, id", args
+                )
+            ).fetchall()
+        )
 
     # -- assignment -----------------------------------------------------------------------------
 
@@ -206,15 +265,20 @@ class TeamOps:
         return await self._count("SELECT count(*) FROM candidates WHERE user_id = ?", [user_id])
 
     async def assignment_row(self, user_id: str) -> Any | None:
-        return await (await self.conn.execute(
-            f"SELECT {ASSIGNMENT_COLS} FROM assignments WHERE user_id = ?", (user_id,)
-        )).fetchone()
+        return await (
+            await self.conn.execute(f"SELECT {ASSIGNMENT_COLS} FROM assignments WHERE user_id = ?", (user_id,))
+        ).fetchone()
 
     async def assignment_rows(self, reviewer: str | None) -> list[Any]:
         scope, args = ("WHERE reviewer = ?", [reviewer]) if reviewer is not None else ("", [])
-        return list(await (await self.conn.execute(
-            f"SELECT {ASSIGNMENT_COLS} FROM assignments {scope} ORDER BY user_id", args,
-        )).fetchall())
+        return list(
+            await (
+                await self.conn.execute(
+                    f"SELECT {ASSIGNMENT_COLS} FROM assignments {scope} ORDER BY user_id",
+                    args,
+                )
+            ).fetchall()
+        )
 
     async def delete_assignment(self, assignment_id: int) -> None:
         await self.conn.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))

@@ -53,14 +53,32 @@ definition, used in SQL by both backends' schemas, their vector arms and the tex
 
 
 _CANDIDATE_INSERT_FIELDS = (
-    "user_id", "episode_id", "run_id", "statement", "evidence", "kind", "supersedes_id", "confidence", "valid_at",
-    "invalid_at", "unsupported", "created_at", "created_by", "reason", "supersedes_candidate_id",
+    "user_id",
+    "episode_id",
+    "run_id",
+    "statement",
+    "evidence",
+    "kind",
+    "supersedes_id",
+    "confidence",
+    "valid_at",
+    "invalid_at",
+    "unsupported",
+    "created_at",
+    "created_by",
+    "reason",
+    "supersedes_candidate_id",
 )
 
 
 def queue_filters(
-    user_id: str | None, kind: str | None, min_confidence: float | None, max_confidence: float | None,
-    unsupported: bool | None, search: str | None, assigned_to: str | None = None,
+    user_id: str | None,
+    kind: str | None,
+    min_confidence: float | None,
+    max_confidence: float | None,
+    unsupported: bool | None,
+    search: str | None,
+    assigned_to: str | None = None,
     status_clause: str = "c.status = 'pending'",
 ) -> tuple[str, list[Any]]:
     """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
@@ -105,8 +123,13 @@ stable while reviewers work and a user's (or a kind's) candidates sit together."
 def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
     """`queue_filters` from the keyword filters of `pending_count` / `pending_mark`."""
     return queue_filters(
-        filters.get("user_id"), filters.get("kind"), filters.get("min_confidence"), filters.get("max_confidence"),
-        filters.get("unsupported"), filters.get("search"), filters.get("assigned_to"),
+        filters.get("user_id"),
+        filters.get("kind"),
+        filters.get("min_confidence"),
+        filters.get("max_confidence"),
+        filters.get("unsupported"),
+        filters.get("search"),
+        filters.get("assigned_to"),
     )
 
 
@@ -132,8 +155,20 @@ class GateView:
 # -- discarded statements ---------------------------------------------------------------------------
 
 _DISCARDED_INSERT_FIELDS = (
-    "user_id", "episode_id", "run_id", "statement", "evidence", "gate", "kind", "confidence", "valid_at",
-    "invalid_at", "matched_entity", "matched_id", "matched_statement", "created_at",
+    "user_id",
+    "episode_id",
+    "run_id",
+    "statement",
+    "evidence",
+    "gate",
+    "kind",
+    "confidence",
+    "valid_at",
+    "invalid_at",
+    "matched_entity",
+    "matched_id",
+    "matched_statement",
+    "created_at",
 )
 
 
@@ -166,7 +201,8 @@ def _belief_filter(at_time: int | None, known_at: int | None, include_expired: b
     if at_time is not None:
         end = (
             "CASE WHEN k.valid_closed = 1 THEN k.prior_invalid_at ELSE k.invalid_at END"
-            if known_at is not None else "k.invalid_at"
+            if known_at is not None
+            else "k.invalid_at"
         )
         where.append(f"(k.valid_at IS NULL OR k.valid_at <= ?) AND ({end} IS NULL OR {end} > ?)")
         args += [at_time, at_time]
@@ -245,11 +281,30 @@ def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
 
 
 _RUN_FIELDS: dict[str, Any] = {
-    "id": None, "episode_id": None, "user_id": None, "extractor": None, "model": None, "prompt_version": None,
-    "mode": None, "prediction": "", "existing_ids": "[]", "covered": "[]", "claims": 0, "predicted": 0,
-    "below_confidence": 0, "invalid": 0, "tombstoned": 0, "duplicates": 0, "supersedes_dropped": 0,
-    "unsupported": 0, "queued": 0, "dates_dropped": 0, "started_at": None, "finished_at": None,
-    "duration_ms": None, "error": None,
+    "id": None,
+    "episode_id": None,
+    "user_id": None,
+    "extractor": None,
+    "model": None,
+    "prompt_version": None,
+    "mode": None,
+    "prediction": "",
+    "existing_ids": "[]",
+    "covered": "[]",
+    "claims": 0,
+    "predicted": 0,
+    "below_confidence": 0,
+    "invalid": 0,
+    "tombstoned": 0,
+    "duplicates": 0,
+    "supersedes_dropped": 0,
+    "unsupported": 0,
+    "queued": 0,
+    "dates_dropped": 0,
+    "started_at": None,
+    "finished_at": None,
+    "duration_ms": None,
+    "error": None,
 }
 
 
@@ -257,9 +312,18 @@ _RUN_FIELDS: dict[str, Any] = {
 
 # Every table that holds rows of one user, children before parents (erasure deletes in this order
 # with foreign keys deferred, so the knowledge <-> candidate cycle needs no unlinking first).
-USER_TABLES = ("discarded", "flags", "second_reviews", "assignments", "tombstones", "candidates", "knowledge",
-               "extraction_runs", "messages", "episodes")
-
+USER_TABLES = (
+    "discarded",
+    "flags",
+    "second_reviews",
+    "assignments",
+    "tombstones",
+    "candidates",
+    "knowledge",
+    "extraction_runs",
+    "messages",
+    "episodes",
+)
 
 
 class IdSource:
@@ -323,25 +387,43 @@ class SqlTx(TeamOps, StatsOps):
     # -- what each backend writes itself ------------------------------------------------------------
 
     async def insert_knowledge(
-        self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
-        candidate_id: int | None = None, episode_id: int | None = None,
+        self,
+        *,
+        user_id: str,
+        statement: str,
+        embedding: list[float],
+        created_at: int,
+        created_by: str,
+        confidence: float | None = 1.0,
+        valid_at: int | None = None,
+        invalid_at: int | None = None,
+        candidate_id: int | None = None,
+        episode_id: int | None = None,
     ) -> int:
         """A new active fact with its search and vector data; returns its id (never one an undone
         or erased fact had: AUTOINCREMENT / an identity column)."""
         raise NotImplementedError
 
     async def insert_knowledge_many(
-        self, rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]], *,
-        created_at: int, created_by: str,
+        self,
+        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        *,
+        created_at: int,
+        created_by: str,
     ) -> list[int]:
         """Bulk `insert_knowledge` for (user_id, statement, embedding, valid_at, invalid_at,
         confidence) rows, ids in row order."""
         raise NotImplementedError
 
     async def vector_arm(
-        self, user_id: str, embedding: list[float], k: int, *, at_time: int | None,
-        known_at: int | None, include_expired: bool,
+        self,
+        user_id: str,
+        embedding: list[float],
+        k: int,
+        *,
+        at_time: int | None,
+        known_at: int | None,
+        include_expired: bool,
     ) -> list[int]:
         """The k nearest facts of this user that pass the belief rule (`_belief_filter`), nearest
         first, with every predicate applied BEFORE k is cut (top_k is always full)."""
@@ -363,8 +445,18 @@ class SqlTx(TeamOps, StatsOps):
         )
 
     # -- portable operations --------------------------------------------------------------------------
-    async def audit(self, *, at: int, actor: str, action: str, user_id: str, entity: str,
-        entity_id: int | None, before: Any = None, after: Any = None, reason: str | None = None,
+    async def audit(
+        self,
+        *,
+        at: int,
+        actor: str,
+        action: str,
+        user_id: str,
+        entity: str,
+        entity_id: int | None,
+        before: Any = None,
+        after: Any = None,
+        reason: str | None = None,
         note: str | None = None,
     ) -> int:
         """Append one audit row; `note` is the reviewer's optional free-text note on a decision."""
@@ -372,16 +464,26 @@ class SqlTx(TeamOps, StatsOps):
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
-                at, actor, action, user_id, entity, entity_id,
+                at,
+                actor,
+                action,
+                user_id,
+                entity,
+                entity_id,
                 json.dumps(to_jsonable(before)) if before is not None else None,
                 json.dumps(to_jsonable(after)) if after is not None else None,
-                reason, note,
+                reason,
+                note,
             ),
         )
         return await returned_id(cur)
 
-    async def audit_events(self, user_id: str | None, entity: str | None = None,
-        entity_ids: Sequence[int] | None = None, limit: int | None = 1000,
+    async def audit_events(
+        self,
+        user_id: str | None,
+        entity: str | None = None,
+        entity_ids: Sequence[int] | None = None,
+        limit: int | None = 1000,
     ) -> list[AuditEvent]:
         where: list[str] = []
         args: list[Any] = []
@@ -416,11 +518,13 @@ class SqlTx(TeamOps, StatsOps):
 
     async def decision_audit_row(self, candidate_id: int, decision: str) -> tuple[int, str | None] | None:
         """(audit id, the candidate's state before) of the candidate's latest `decision` row."""
-        row = await (await self.conn.execute(
-            "SELECT id, before FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action = ?"
-            " ORDER BY id DESC LIMIT 1",
-            (candidate_id, decision),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT id, before FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (candidate_id, decision),
+            )
+        ).fetchone()
         return None if row is None else (int(row[0]), row[1])
 
     async def chain_audit_rows(
@@ -430,10 +534,12 @@ class SqlTx(TeamOps, StatsOps):
         `actions` written by the decision's own transaction (after the candidate's previous audit
         row, before its decision row) on candidates that named it as `supersedes_candidate_id`.
         The JSON is read here, not in SQL, so both backends run the same statement."""
-        prev = await (await self.conn.execute(
-            "SELECT coalesce(max(id), 0) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND id < ?",
-            (candidate_id, decision_row),
-        )).fetchone()
+        prev = await (
+            await self.conn.execute(
+                "SELECT coalesce(max(id), 0) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND id < ?",
+                (candidate_id, decision_row),
+            )
+        ).fetchone()
         marks = ", ".join("?" * len(actions))
         rows = await fetchall(
             self.conn,
@@ -441,23 +547,30 @@ class SqlTx(TeamOps, StatsOps):
             " AND id > ? AND id < ? ORDER BY id",
             (*actions, int(prev[0]), decision_row),
         )
-        return [(int(r[0]), r[1]) for r in rows
-                if r[1] is not None and json.loads(r[1]).get("supersedes_candidate_id") == candidate_id]
+        return [
+            (int(r[0]), r[1])
+            for r in rows
+            if r[1] is not None and json.loads(r[1]).get("supersedes_candidate_id") == candidate_id
+        ]
 
     async def later_audit_rows(self, entity: str, entity_id: int, after_id: int) -> int:
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
-            (entity, entity_id, after_id),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
+                (entity, entity_id, after_id),
+            )
+        ).fetchone()
         return int(row[0])
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
         if not 0 < knowledge_id <= MAX_ID:
             raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
-        row = await (await self.conn.execute(
-            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ?", (knowledge_id, user_id)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id = ? AND user_id = ?", (knowledge_id, user_id)
+            )
+        ).fetchone()
         if row is None:
             raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
         return knowledge_from_row(row)
@@ -468,15 +581,29 @@ class SqlTx(TeamOps, StatsOps):
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (r["at"], r["actor"], r["action"], r["user_id"], r["entity"], r.get("entity_id"),
-                 json.dumps(to_jsonable(r["before"])) if r.get("before") is not None else None,
-                 json.dumps(to_jsonable(r["after"])) if r.get("after") is not None else None,
-                 r.get("reason"), r.get("note"))
+                (
+                    r["at"],
+                    r["actor"],
+                    r["action"],
+                    r["user_id"],
+                    r["entity"],
+                    r.get("entity_id"),
+                    json.dumps(to_jsonable(r["before"])) if r.get("before") is not None else None,
+                    json.dumps(to_jsonable(r["after"])) if r.get("after") is not None else None,
+                    r.get("reason"),
+                    r.get("note"),
+                )
                 for r in rows
             ],
         )
 
-    async def end_knowledge(self, knowledge_id: int, *, status: str, expired_at: int, end_reason: str,
+    async def end_knowledge(
+        self,
+        knowledge_id: int,
+        *,
+        status: str,
+        expired_at: int,
+        end_reason: str,
         superseded_by: int | None = None,
     ) -> None:
         """Belief in the fact ends (superseded or retracted); the row stays, as history. The vector
@@ -487,26 +614,37 @@ class SqlTx(TeamOps, StatsOps):
             (status, expired_at, end_reason, superseded_by, knowledge_id),
         )
 
-    async def supersede_fact(self, old: Knowledge, new_id: int, new_start: int | None, *, expired_at: int,
+    async def supersede_fact(
+        self,
+        old: Knowledge,
+        new_id: int,
+        new_start: int | None,
+        *,
+        expired_at: int,
         end_reason: str,
     ) -> None:
         """`old` is replaced by fact `new_id`, which starts at `new_start` (valid time, µs): belief in
         `old` ends, and its valid time is closed at the new start when that start falls strictly
         inside the old interval. A start at or before the old start would leave an empty interval,
         and one at or after the old end would lengthen it, so both leave the interval as it was."""
-        await self.end_knowledge(old.id, status="superseded", expired_at=expired_at, end_reason=end_reason,
-                            superseded_by=new_id)
+        await self.end_knowledge(
+            old.id, status="superseded", expired_at=expired_at, end_reason=end_reason, superseded_by=new_id
+        )
         old_start, old_end = to_us(old.valid_at), to_us(old.invalid_at)
-        if new_start is not None and (old_start is None or new_start > old_start) and (
-            old_end is None or new_start < old_end
+        if (
+            new_start is not None
+            and (old_start is None or new_start > old_start)
+            and (old_end is None or new_start < old_end)
         ):
             await self.close_valid_time(old.id, new_start)
 
     async def replaced_by(self, knowledge_id: int) -> list[Knowledge]:
         """Facts whose superseded_by names this one (what it replaced), oldest first."""
-        rows = await (await self.conn.execute(
-            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? ORDER BY id", (knowledge_id,)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? ORDER BY id", (knowledge_id,)
+            )
+        ).fetchall()
         return [knowledge_from_row(r) for r in rows]
 
     async def close_valid_time(self, knowledge_id: int, invalid_at: int) -> None:
@@ -532,8 +670,15 @@ class SqlTx(TeamOps, StatsOps):
         await self.conn.execute("UPDATE tombstones SET knowledge_id = NULL WHERE knowledge_id = ?", (knowledge_id,))
         await self.conn.execute("DELETE FROM knowledge WHERE id = ?", (knowledge_id,))
 
-    async def list_knowledge(self, user_id: str, *, include_expired: bool = False, at_time: int | None = None,
-        search: str | None = None, limit: int | None = None, offset: int = 0,
+    async def list_knowledge(
+        self,
+        user_id: str,
+        *,
+        include_expired: bool = False,
+        at_time: int | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[Knowledge]:
         """One user's facts, oldest first. Without `include_expired`: current belief (active facts), or
         with `at_time` the valid-time rule of `text_arm` (facts still believed true for their period)."""
@@ -559,10 +704,12 @@ class SqlTx(TeamOps, StatsOps):
         chain = [start]
         current = start
         while True:  # back: who was superseded by `current`?
-            row = await (await self.conn.execute(
-                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? AND user_id = ?",
-                (current.id, user_id),
-            )).fetchone()
+            row = await (
+                await self.conn.execute(
+                    f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE superseded_by = ? AND user_id = ?",
+                    (current.id, user_id),
+                )
+            ).fetchone()
             if row is None:
                 break
             current = knowledge_from_row(row)
@@ -574,37 +721,68 @@ class SqlTx(TeamOps, StatsOps):
         return chain
 
     async def users(self) -> list[str]:
-        rows = await (await self.conn.execute(
-            "SELECT user_id FROM knowledge UNION SELECT user_id FROM candidates UNION"
-            " SELECT user_id FROM messages UNION SELECT user_id FROM tombstones ORDER BY 1"
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT user_id FROM knowledge UNION SELECT user_id FROM candidates UNION"
+                " SELECT user_id FROM messages UNION SELECT user_id FROM tombstones ORDER BY 1"
+            )
+        ).fetchall()
         return [r[0] for r in rows]
 
     async def get_candidate(self, candidate_id: int, user_id: str | None = None) -> Candidate:
         row = None
         if 0 < candidate_id <= MAX_ID:
-            row = await (await self.conn.execute(
-                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ?", (candidate_id,)
-            )).fetchone()
+            row = await (
+                await self.conn.execute(
+                    f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id = ?", (candidate_id,)
+                )
+            ).fetchone()
         if row is None or (user_id is not None and row[1] != user_id):
             owner = f" for user {user_id!r}" if user_id is not None else ""
             raise NotFoundError(f"no candidate {candidate_id}{owner}")
         return candidate_from_row(row)
 
-    async def insert_candidate(self, *, user_id: str, statement: str, kind: str, confidence: float | None,
+    async def insert_candidate(
+        self,
+        *,
+        user_id: str,
+        statement: str,
+        kind: str,
+        confidence: float | None,
         created_at: int,
-        evidence: str = "", supersedes_id: int | None = None, valid_at: int | None = None,
-        invalid_at: int | None = None, episode_id: int | None = None, run_id: int | None = None,
-        unsupported: bool = False, created_by: str | None = None, reason: str | None = None,
+        evidence: str = "",
+        supersedes_id: int | None = None,
+        valid_at: int | None = None,
+        invalid_at: int | None = None,
+        episode_id: int | None = None,
+        run_id: int | None = None,
+        unsupported: bool = False,
+        created_by: str | None = None,
+        reason: str | None = None,
         supersedes_candidate_id: int | None = None,
     ) -> int:
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
             " supersedes_candidate_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id",
-            (user_id, episode_id, run_id, statement, value_key(statement), evidence, kind, supersedes_id,
-             confidence, valid_at, invalid_at, int(unsupported), created_at, created_by, reason,
-             supersedes_candidate_id),
+            (
+                user_id,
+                episode_id,
+                run_id,
+                statement,
+                value_key(statement),
+                evidence,
+                kind,
+                supersedes_id,
+                confidence,
+                valid_at,
+                invalid_at,
+                int(unsupported),
+                created_at,
+                created_by,
+                reason,
+                supersedes_candidate_id,
+            ),
         )
         return await returned_id(cur)
 
@@ -625,23 +803,46 @@ class SqlTx(TeamOps, StatsOps):
             f"INSERT INTO candidates(id, key, status, {names}) VALUES (?, ?, 'pending', "
             f"{', '.join('?' * len(_CANDIDATE_INSERT_FIELDS))})",
             [
-                (cid, value_key(row["statement"]),
-                 *(int(bool(row.get(f))) if f == "unsupported" else row.get(f, "" if f == "evidence" else None)
-                   for f in _CANDIDATE_INSERT_FIELDS))
+                (
+                    cid,
+                    value_key(row["statement"]),
+                    *(
+                        int(bool(row.get(f))) if f == "unsupported" else row.get(f, "" if f == "evidence" else None)
+                        for f in _CANDIDATE_INSERT_FIELDS
+                    ),
+                )
                 for cid, row in zip(ids, rows, strict=True)
             ],
         )
         return ids
 
-    async def mark_decided(self, candidate_id: int, *, status: str, decision: str, decided_by: str,
-        decided_at: int, reason: str | None = None, knowledge_id: int | None = None,
-        statement: str | None = None, valid_at: int | None = None, invalid_at: int | None = None,
+    async def mark_decided(
+        self,
+        candidate_id: int,
+        *,
+        status: str,
+        decision: str,
+        decided_by: str,
+        decided_at: int,
+        reason: str | None = None,
+        knowledge_id: int | None = None,
+        statement: str | None = None,
+        valid_at: int | None = None,
+        invalid_at: int | None = None,
         edited: bool = False,
     ) -> bool:
         """Flip a pending candidate to decided. Returns False when it was no longer pending: the
         `status = 'pending'` guard inside BEGIN IMMEDIATE is what makes two racing reviewers safe."""
-        sets = ["status = ?", "decision = ?", "decided_by = ?", "decided_at = ?", "reason = ?", "knowledge_id = ?",
-                "claimed_by = NULL", "claimed_until = NULL"]
+        sets = [
+            "status = ?",
+            "decision = ?",
+            "decided_by = ?",
+            "decided_at = ?",
+            "reason = ?",
+            "knowledge_id = ?",
+            "claimed_by = NULL",
+            "claimed_until = NULL",
+        ]
         args: list[Any] = [status, decision, decided_by, decided_at, reason, knowledge_id]
         if edited:
             sets += ["statement = ?", "key = ?", "valid_at = ?", "invalid_at = ?"]
@@ -658,29 +859,44 @@ class SqlTx(TeamOps, StatsOps):
             "UPDATE candidates SET status = 'pending', decision = NULL, decided_by = NULL, decided_at = NULL,"
             " reason = ?, knowledge_id = NULL, claimed_by = NULL, claimed_until = NULL, statement = ?, key = ?,"
             " valid_at = ?, invalid_at = ? WHERE id = ?",
-            (before.reason, before.statement, value_key(before.statement), to_us(before.valid_at),
-             to_us(before.invalid_at), before.id),
+            (
+                before.reason,
+                before.statement,
+                value_key(before.statement),
+                to_us(before.valid_at),
+                to_us(before.invalid_at),
+                before.id,
+            ),
         )
 
     async def candidates_naming(self, knowledge_id: int, *, excluding: int) -> list[int]:
         """Ids of candidates (any status) whose supersedes_id names the fact, other than `excluding`."""
-        rows = await (await self.conn.execute(
-            "SELECT id FROM candidates WHERE supersedes_id = ? AND id != ? ORDER BY id", (knowledge_id, excluding)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT id FROM candidates WHERE supersedes_id = ? AND id != ? ORDER BY id", (knowledge_id, excluding)
+            )
+        ).fetchall()
         return [int(r[0]) for r in rows]
 
     async def chained_to(self, candidate_id: int) -> list[Candidate]:
         """PENDING candidates that would replace `candidate_id` (their supersedes_candidate_id), oldest
         first: the links a decision on that candidate must re-point or cut."""
-        rows = await (await self.conn.execute(
-            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM}"
-            " WHERE c.supersedes_candidate_id = ? AND c.status = 'pending'"
-            " ORDER BY c.id",
-            (candidate_id,),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM}"
+                " WHERE c.supersedes_candidate_id = ? AND c.status = 'pending'"
+                " ORDER BY c.id",
+                (candidate_id,),
+            )
+        ).fetchall()
         return [candidate_from_row(r) for r in rows]
 
-    async def set_candidate_target(self, candidate_id: int, *, kind: str, supersedes_id: int | None,
+    async def set_candidate_target(
+        self,
+        candidate_id: int,
+        *,
+        kind: str,
+        supersedes_id: int | None,
         supersedes_candidate_id: int | None,
     ) -> None:
         """What a pending candidate would replace (chains, retarget, and their undo)."""
@@ -692,34 +908,38 @@ class SqlTx(TeamOps, StatsOps):
     async def pending_retraction(self, user_id: str, knowledge_id: int) -> int | None:
         """The id of a pending request to retract the fact, if one exists: one probe of the
         candidates_supersedes index (supersedes_id, kind, status), never a scan of the queue."""
-        row = await (await self.conn.execute(
-            "SELECT id FROM candidates WHERE supersedes_id = ? AND kind = 'retraction' AND status = 'pending'"
-            " AND user_id = ? ORDER BY id LIMIT 1",
-            (knowledge_id, user_id),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT id FROM candidates WHERE supersedes_id = ? AND kind = 'retraction' AND status = 'pending'"
+                " AND user_id = ? ORDER BY id LIMIT 1",
+                (knowledge_id, user_id),
+            )
+        ).fetchone()
         return int(row[0]) if row else None
 
     async def pending_agent_requests(self, user_id: str) -> int:
         """Pending proposals and retraction requests of one user (what an agent may file)."""
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM candidates WHERE user_id = ? AND status = 'pending'"
-            " AND kind IN ('proposed', 'retraction')",
-            (user_id,),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*) FROM candidates WHERE user_id = ? AND status = 'pending'"
+                " AND kind IN ('proposed', 'retraction')",
+                (user_id,),
+            )
+        ).fetchone()
         return int(row[0])
 
-    async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None
-    ) -> Knowledge | None:
+    async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None) -> Knowledge | None:
         """Another ACTIVE fact of the user holding exactly this value (same value key), if any."""
-        row = await (await self.conn.execute(
-            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE user_id = ? AND status = 'active' AND key = ?"
-            " AND id IS DISTINCT FROM ? ORDER BY id LIMIT 1",
-            (user_id, value_key(statement), excluding),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE user_id = ? AND status = 'active' AND key = ?"
+                " AND id IS DISTINCT FROM ? ORDER BY id LIMIT 1",
+                (user_id, value_key(statement), excluding),
+            )
+        ).fetchone()
         return knowledge_from_row(row) if row else None
 
-    async def claim_candidate(self, candidate_id: int, reviewer: str, now: int, until: int
-    ) -> bool:
+    async def claim_candidate(self, candidate_id: int, reviewer: str, now: int, until: int) -> bool:
         cur = await self.conn.execute(
             "UPDATE candidates SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'pending'"
             " AND (claimed_by IS NULL OR claimed_by = ? OR claimed_until <= ?)",
@@ -733,9 +953,18 @@ class SqlTx(TeamOps, StatsOps):
             (candidate_id, reviewer),
         )
 
-    async def pending(self, *, user_id: str | None = None, kind: str | None = None,
-        min_confidence: float | None = None, max_confidence: float | None = None, unsupported: bool | None = None,
-        search: str | None = None, limit: int = 50, offset: int = 0, newest_first: bool = False,
+    async def pending(
+        self,
+        *,
+        user_id: str | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
+        max_confidence: float | None = None,
+        unsupported: bool | None = None,
+        search: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        newest_first: bool = False,
         assigned_to: str | None = None,
         sort: str = "age",
     ) -> list[Candidate]:
@@ -743,11 +972,13 @@ class SqlTx(TeamOps, StatsOps):
         if sort not in QUEUE_SORTS:
             raise UserInputError(f"unknown queue order {sort!r}: use one of {', '.join(QUEUE_SORTS)}")
         order = "DESC" if newest_first else "ASC"
-        rows = await (await self.conn.execute(
-            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE {where}"
-            f" ORDER BY {QUEUE_SORTS[sort]}c.created_at {order}, c.id {order} LIMIT ? OFFSET ?",
-            (*args, int(limit), int(offset)),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE {where}"
+                f" ORDER BY {QUEUE_SORTS[sort]}c.created_at {order}, c.id {order} LIMIT ? OFFSET ?",
+                (*args, int(limit), int(offset)),
+            )
+        ).fetchall()
         return [candidate_from_row(r) for r in rows]
 
     async def pending_count(self, **filters: Any) -> int:
@@ -758,12 +989,21 @@ class SqlTx(TeamOps, StatsOps):
     async def pending_mark(self, **filters: Any) -> tuple[int, int]:
         """(how many candidates are pending under the filters, the largest of their ids or 0)."""
         where, args = _pending_where(filters)
-        [row] = await fetchall(self.conn, f"SELECT count(*), coalesce(max(c.id), 0) FROM candidates c WHERE {where}",
-                               args)
+        [row] = await fetchall(
+            self.conn, f"SELECT count(*), coalesce(max(c.id), 0) FROM candidates c WHERE {where}", args
+        )
         return int(row[0]), int(row[1])
 
-    async def insert_tombstone(self, *, user_id: str, statement: str, reason: str, created_by: str, created_at: int,
-        candidate_id: int | None = None, knowledge_id: int | None = None,
+    async def insert_tombstone(
+        self,
+        *,
+        user_id: str,
+        statement: str,
+        reason: str,
+        created_by: str,
+        created_at: int,
+        candidate_id: int | None = None,
+        knowledge_id: int | None = None,
     ) -> int:
         cur = await self.conn.execute(
             "INSERT INTO tombstones(user_id, key, statement, reason, created_by, created_at, candidate_id,"
@@ -773,23 +1013,27 @@ class SqlTx(TeamOps, StatsOps):
         return await returned_id(cur)
 
     async def get_tombstone(self, user_id: str, tombstone_id: int) -> Tombstone:
-        row = await (await self.conn.execute(
-            f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE id = ? AND user_id = ?", (tombstone_id, user_id)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE id = ? AND user_id = ?", (tombstone_id, user_id)
+            )
+        ).fetchone()
         if row is None:
             raise NotFoundError(f"no tombstone {tombstone_id} for user {user_id!r}")
         return tombstone_from_row(row)
 
-    async def tombstone_for(self, *, candidate_id: int | None = None,
-                            knowledge_id: int | None = None) -> Tombstone | None:
+    async def tombstone_for(
+        self, *, candidate_id: int | None = None, knowledge_id: int | None = None
+    ) -> Tombstone | None:
         column, value = ("candidate_id", candidate_id) if candidate_id is not None else ("knowledge_id", knowledge_id)
-        row = await (await self.conn.execute(
-            f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE {column} = ? ORDER BY id DESC LIMIT 1", (value,)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE {column} = ? ORDER BY id DESC LIMIT 1", (value,)
+            )
+        ).fetchone()
         return tombstone_from_row(row) if row else None
 
-    async def list_tombstones(self, user_id: str | None, include_lifted: bool = False
-    ) -> list[Tombstone]:
+    async def list_tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
         where: list[str] = []
         args: list[Any] = []
         if user_id is not None:
@@ -814,27 +1058,33 @@ class SqlTx(TeamOps, StatsOps):
 
     async def matching_tombstone(self, user_id: str, statement: str) -> Tombstone | None:
         """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
-        rows = await (await self.conn.execute(
-            f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id", (user_id,)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id",
+                (user_id,),
+            )
+        ).fetchall()
         return ValueIndex((r[2], tombstone_from_row(r)) for r in rows).find(value_key(statement))
 
     async def live_keys(self, user_id: str) -> list[tuple[str, str, int]]:
         """Keys of this user's ACTIVE facts and PENDING candidates: the only things a new claim can
         duplicate. Superseded and retracted facts are deliberately absent, so a fact that becomes true
         again can be learned again."""
-        rows = await (await self.conn.execute(
-            "SELECT key, 'knowledge', id FROM knowledge WHERE user_id = ? AND status = 'active'"
-            " UNION ALL SELECT key, 'candidate', id FROM candidates WHERE user_id = ? AND status = 'pending'",
-            (user_id, user_id),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT key, 'knowledge', id FROM knowledge WHERE user_id = ? AND status = 'active'"
+                " UNION ALL SELECT key, 'candidate', id FROM candidates WHERE user_id = ? AND status = 'pending'",
+                (user_id, user_id),
+            )
+        ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     async def gate_view(self, user_id: str, known: Sequence[Candidate] = ()) -> GateView:
         """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
         and pending candidates; whole candidate rows are read only for pending candidates not in
         `known` (what the caller already holds, e.g. from its previous episode)."""
-        rows = await fetchall(self.conn,
+        rows = await fetchall(
+            self.conn,
             "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
             " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
             # pending candidates that state a value (retraction requests are not values)
@@ -849,8 +1099,10 @@ class SqlTx(TeamOps, StatsOps):
         missing = [i for i in pending_ids if i not in have]
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
-            found = await fetchall(self.conn,
-                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id IN ({','.join('?' * len(chunk))})", chunk
+            found = await fetchall(
+                self.conn,
+                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.id IN ({','.join('?' * len(chunk))})",
+                chunk,
             )
             have.update((r[0], candidate_from_row(r)) for r in found)
         pending = [have[i] for i in pending_ids]
@@ -865,25 +1117,26 @@ class SqlTx(TeamOps, StatsOps):
                 [tuple(row.get(f, "" if f == "evidence" else None) for f in _DISCARDED_INSERT_FIELDS) for row in rows],
             )
 
-    async def list_discarded(self, user_id: str | None, *, limit: int, offset: int = 0
-    ) -> list[Discarded]:
+    async def list_discarded(self, user_id: str | None, *, limit: int, offset: int = 0) -> list[Discarded]:
         """Newest first: a curator looks at what was dropped lately."""
         where, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
-        rows = await (await self.conn.execute(
-            f"SELECT {DISCARDED_COLS} FROM discarded {where} ORDER BY id DESC LIMIT ? OFFSET ?",
-            (*args, int(limit), int(offset)),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {DISCARDED_COLS} FROM discarded {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+                (*args, int(limit), int(offset)),
+            )
+        ).fetchall()
         return [discarded_from_row(r) for r in rows]
 
     async def get_discarded(self, discarded_id: int) -> Discarded:
-        row = await (await self.conn.execute(f"SELECT {DISCARDED_COLS} FROM discarded WHERE id = ?",
-            (discarded_id,))).fetchone()
+        row = await (
+            await self.conn.execute(f"SELECT {DISCARDED_COLS} FROM discarded WHERE id = ?", (discarded_id,))
+        ).fetchone()
         if row is None:
             raise NotFoundError(f"no discarded statement {discarded_id}")
         return discarded_from_row(row)
 
-    async def mark_discarded_queued(self, discarded_id: int, candidate_id: int, by: str, at: int
-    ) -> bool:
+    async def mark_discarded_queued(self, discarded_id: int, candidate_id: int, by: str, at: int) -> bool:
         """False when it was queued already (the guard that makes "queue anyway" happen once)."""
         cur = await self.conn.execute(
             "UPDATE discarded SET queued_candidate_id = ?, queued_by = ?, queued_at = ?"
@@ -906,9 +1159,11 @@ class SqlTx(TeamOps, StatsOps):
         cache = self.text_stats
         stats = cache.get(user_id)
         if stats is None or generation is None or stats.generation != generation:
-            row = await (await self.conn.execute(
-                "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
-            )).fetchone()
+            row = await (
+                await self.conn.execute(
+                    "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
+                )
+            ).fetchone()
             n, top = int(row[0]), int(row[1])
             if stats is not None and (
                 (stats.docs, stats.top) == (n, top)
@@ -917,9 +1172,11 @@ class SqlTx(TeamOps, StatsOps):
                 tokens = stats.tokens * n // max(stats.docs, 1)
                 known = stats.terms if (stats.docs, stats.top) == (n, top) else {}  # no fact added or removed
             else:
-                row = await (await self.conn.execute(
-                    f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
-                )).fetchone()
+                row = await (
+                    await self.conn.execute(
+                        f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
+                    )
+                ).fetchone()
                 tokens = int(row[0])
                 known = {}
             if len(cache) > 10_000:
@@ -947,7 +1204,11 @@ class SqlTx(TeamOps, StatsOps):
         raise NotImplementedError
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        self,
+        user_id: str,
+        terms: Sequence[str],
+        condition: str,
+        args: Sequence[Any],
         excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
         """(id, statement, length in words) of the user's facts holding ANY of the search tokens
@@ -955,8 +1216,15 @@ class SqlTx(TeamOps, StatsOps):
         `condition` (the belief filter on `k`, with its `args`)."""
         raise NotImplementedError
 
-    async def text_arm(self, user_id: str, terms: list[str], limit: int, *, at_time: int | None,
-        known_at: int | None, include_expired: bool,
+    async def text_arm(
+        self,
+        user_id: str,
+        terms: list[str],
+        limit: int,
+        *,
+        at_time: int | None,
+        known_at: int | None,
+        include_expired: bool,
     ) -> list[int]:
         """BM25 over this user's facts only, with this user's statistics.
 
@@ -979,9 +1247,7 @@ class SqlTx(TeamOps, StatsOps):
         wanted = [t for t in wanted if stats.terms[t]]
         if not wanted:
             return []
-        weight = {
-            t: max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted
-        }
+        weight = {t: max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted}
         condition, args = _belief_filter(at_time, known_at, include_expired)
         # The terms as FTS5 found them: whole words of the casefolded, diacritic-free statement. (An
         # underscore joins words for `\b` but not for FTS5; a row matched only across one scores 0.)
@@ -999,9 +1265,7 @@ class SqlTx(TeamOps, StatsOps):
                 if value is None:
                     norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
                     counts = Counter(shape[1:])
-                    value = memo[shape] = sum(
-                        weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items()
-                    )
+                    value = memo[shape] = sum(weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items())
                 scored.append((-value, kid))
 
         rarest, *rest = sorted(wanted, key=lambda t: (stats.terms[t], t))
@@ -1041,9 +1305,11 @@ class SqlTx(TeamOps, StatsOps):
     async def knowledge_by_ids(self, ids: Sequence[int]) -> dict[int, Knowledge]:
         if not ids:
             return {}
-        rows = await (await self.conn.execute(
-            f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id IN ({','.join('?' * len(ids))})", list(ids)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+            )
+        ).fetchall()
         return {r[0]: knowledge_from_row(r) for r in rows}
 
     async def episode_with_messages(self, episode_id: int) -> Episode | None:
@@ -1056,21 +1322,34 @@ class SqlTx(TeamOps, StatsOps):
         if not episode_ids:
             return {}
         marks = ",".join("?" * len(episode_ids))
-        rows = await (await self.conn.execute(
-            "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes"
-            f" WHERE id IN ({marks})",
-            list(episode_ids),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT id, user_id, title, narrative, start_at, end_at, status, error FROM episodes"
+                f" WHERE id IN ({marks})",
+                list(episode_ids),
+            )
+        ).fetchall()
         out = {
-            row[0]: Episode(id=row[0], user_id=row[1], title=row[2], narrative=row[3], messages=[],
-                            start_at=from_us(row[4]), end_at=from_us(row[5]), status=row[6], error=row[7])
+            row[0]: Episode(
+                id=row[0],
+                user_id=row[1],
+                title=row[2],
+                narrative=row[3],
+                messages=[],
+                start_at=from_us(row[4]),
+                end_at=from_us(row[5]),
+                status=row[6],
+                error=row[7],
+            )
             for row in rows
         }
-        msgs = await (await self.conn.execute(
-            f"SELECT id, user_id, role, content, at, episode_id FROM messages WHERE episode_id IN ({marks})"
-            " ORDER BY episode_id, at, id",
-            list(episode_ids),
-        )).fetchall()
+        msgs = await (
+            await self.conn.execute(
+                f"SELECT id, user_id, role, content, at, episode_id FROM messages WHERE episode_id IN ({marks})"
+                " ORDER BY episode_id, at, id",
+                list(episode_ids),
+            )
+        ).fetchall()
         for m in msgs:
             out[m[5]].messages.append(Message(role=m[2], content=m[3], at=from_us(m[4]), id=m[0], user_id=m[1]))
         return out
@@ -1080,9 +1359,11 @@ class SqlTx(TeamOps, StatsOps):
 
         ctx = CandidateContext(candidate=cand)
         if cand.run_id is not None:
-            run = await (await self.conn.execute(
-                "SELECT prediction, mode, existing_ids FROM extraction_runs WHERE id = ?", (cand.run_id,)
-            )).fetchone()
+            run = await (
+                await self.conn.execute(
+                    "SELECT prediction, mode, existing_ids FROM extraction_runs WHERE id = ?", (cand.run_id,)
+                )
+            ).fetchone()
             if run is not None:
                 ctx.prediction, ctx.mode = run[0], run[1]
                 ids = [int(i) for i in json.loads(run[2] or "[]")]
@@ -1115,8 +1396,7 @@ class SqlTx(TeamOps, StatsOps):
                 ctx.superseded = None
         return ctx
 
-    async def insert_messages(self, rows: Sequence[tuple[str, str, str, int]]
-    ) -> list[int]:
+    async def insert_messages(self, rows: Sequence[tuple[str, str, str, int]]) -> list[int]:
         """(user_id, role, content, at) rows, in order; returns their ids."""
         ids = []
         for row in rows:
@@ -1127,28 +1407,37 @@ class SqlTx(TeamOps, StatsOps):
         return ids
 
     async def unprocessed_count(self, user_id: str) -> int:
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM messages WHERE user_id = ? AND episode_id IS NULL", (user_id,)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*) FROM messages WHERE user_id = ? AND episode_id IS NULL", (user_id,)
+            )
+        ).fetchone()
         return int(row[0])
 
     async def users_with_work(self) -> list[str]:
-        rows = await (await self.conn.execute(
-            "SELECT DISTINCT user_id FROM messages WHERE episode_id IS NULL"
-            " UNION SELECT DISTINCT user_id FROM episodes WHERE status IN ('open', 'failed') ORDER BY 1"
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT DISTINCT user_id FROM messages WHERE episode_id IS NULL"
+                " UNION SELECT DISTINCT user_id FROM episodes WHERE status IN ('open', 'failed') ORDER BY 1"
+            )
+        ).fetchall()
         return [r[0] for r in rows]
 
     async def unprocessed_messages(self, user_id: str) -> list[tuple[int, str, str, int]]:
         """Messages not yet in an episode, by time then arrival: tracked per message, so a message
         back-filled with an older time or sharing a second with a processed one is still picked up."""
-        rows = await (await self.conn.execute(
-            "SELECT id, role, content, at FROM messages WHERE user_id = ? AND episode_id IS NULL ORDER BY at, id",
-            (user_id,),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT id, role, content, at FROM messages WHERE user_id = ? AND episode_id IS NULL ORDER BY at, id",
+                (user_id,),
+            )
+        ).fetchall()
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
-    async def create_episodes(self, user_id: str, episodes: Sequence[tuple[str, str, Sequence[int], int, int]],
+    async def create_episodes(
+        self,
+        user_id: str,
+        episodes: Sequence[tuple[str, str, Sequence[int], int, int]],
         created_at: int,
     ) -> list[int] | None:
         """Create (title, narrative, message ids, start_at, end_at) episodes of one user and move their
@@ -1162,24 +1451,30 @@ class SqlTx(TeamOps, StatsOps):
         await self.conn.executemany(
             "INSERT INTO episodes(id, user_id, title, narrative, start_at, end_at, status, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, 'open', ?)",
-            [(eid, user_id, title, narrative, start, end, created_at)
-             for eid, (title, narrative, _, start, end) in zip(ids, episodes, strict=True)],
+            [
+                (eid, user_id, title, narrative, start, end, created_at)
+                for eid, (title, narrative, _, start, end) in zip(ids, episodes, strict=True)
+            ],
         )
         cur = await self.conn.executemany(
             "UPDATE messages SET episode_id = ? WHERE id = ? AND episode_id IS NULL AND user_id = ?",
-            [(eid, mid, user_id) for eid, (_, _, message_ids, _, _) in zip(ids, episodes, strict=True)
-             for mid in message_ids],
+            [
+                (eid, mid, user_id)
+                for eid, (_, _, message_ids, _, _) in zip(ids, episodes, strict=True)
+                for mid in message_ids
+            ],
         )
         return ids if cur.rowcount == sum(len(e[2]) for e in episodes) else None
 
-    async def claim_episodes(self, user_id: str, token: str, now: int, until: int
-    ) -> list[int]:
+    async def claim_episodes(self, user_id: str, token: str, now: int, until: int) -> list[int]:
         """Lease every open or failed episode of the user not leased by someone else."""
-        rows = await (await self.conn.execute(
-            "SELECT id FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
-            " AND (claimed_until IS NULL OR claimed_until <= ? OR claimed_by = ?) ORDER BY start_at, id",
-            (user_id, now, token),
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT id FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
+                " AND (claimed_until IS NULL OR claimed_until <= ? OR claimed_by = ?) ORDER BY start_at, id",
+                (user_id, now, token),
+            )
+        ).fetchall()
         ids = [r[0] for r in rows]
         if ids:
             await self.conn.execute(
@@ -1188,14 +1483,15 @@ class SqlTx(TeamOps, StatsOps):
             )
         return ids
 
-    async def leases_elsewhere(self, user_id: str, token: str, now: int
-    ) -> tuple[int, int | None]:
+    async def leases_elsewhere(self, user_id: str, token: str, now: int) -> tuple[int, int | None]:
         """(episodes with work that another worker's unexpired lease holds, when the last lease ends)."""
-        row = await (await self.conn.execute(
-            "SELECT count(*), max(claimed_until) FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
-            " AND claimed_until > ? AND claimed_by != ?",
-            (user_id, now, token),
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*), max(claimed_until) FROM episodes WHERE user_id = ? AND status IN ('open', 'failed')"
+                " AND claimed_until > ? AND claimed_by != ?",
+                (user_id, now, token),
+            )
+        ).fetchone()
         return int(row[0]), (int(row[1]) if row[1] is not None else None)
 
     async def renew_leases(self, token: str, until: int) -> int:
@@ -1221,7 +1517,8 @@ class SqlTx(TeamOps, StatsOps):
         nobody can take one away before it commits)."""
         if not episode_ids:
             return set()
-        rows = await fetchall(self.conn,
+        rows = await fetchall(
+            self.conn,
             f"SELECT id FROM episodes WHERE claimed_by = ? AND id IN ({','.join('?' * len(episode_ids))})",
             (token, *episode_ids),
         )
@@ -1240,27 +1537,34 @@ class SqlTx(TeamOps, StatsOps):
         """Rows of each table that belong to the user, and audit rows whose text is not yet redacted."""
         counts: dict[str, int] = {}
         for table in USER_TABLES:
-            row = await (await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?",
-                (user_id,))).fetchone()
+            row = await (
+                await self.conn.execute(f"SELECT count(*) FROM {table} WHERE user_id = ?", (user_id,))
+            ).fetchone()
             counts[table] = int(row[0])
-        row = await (await self.conn.execute(
-            "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'", (user_id,)
-        )).fetchone()
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*) FROM audit_log WHERE user_id = ? AND redacted_at IS NULL AND action != 'erase'",
+                (user_id,),
+            )
+        ).fetchone()
         counts["audit_log"] = int(row[0])
         return counts
 
     async def user_candidates(self, user_id: str) -> list[Candidate]:
         """Every candidate of the user, whatever its status, oldest first (export)."""
-        rows = await (await self.conn.execute(
-            f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.user_id = ? ORDER BY c.created_at, c.id", (user_id,)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                f"SELECT {CANDIDATE_COLS} FROM {CANDIDATE_FROM} WHERE c.user_id = ? ORDER BY c.created_at, c.id",
+                (user_id,),
+            )
+        ).fetchall()
         return [candidate_from_row(r) for r in rows]
 
     async def user_messages(self, user_id: str) -> list[tuple[int, str, str, int]]:
         """(id, role, content, at) of every message of the user, in conversation order (export)."""
-        rows = await (await self.conn.execute(
-            "SELECT id, role, content, at FROM messages WHERE user_id = ? ORDER BY at, id", (user_id,)
-        )).fetchall()
+        rows = await (
+            await self.conn.execute(
+                "SELECT id, role, content, at FROM messages WHERE user_id = ? ORDER BY at, id", (user_id,)
+            )
+        ).fetchall()
         return [(r[0], r[1], r[2], r[3]) for r in rows]
-
-

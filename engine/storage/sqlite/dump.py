@@ -64,7 +64,10 @@ def _floats(blob: bytes) -> list[float]:
 
 
 async def dump_rows(
-    conn: aiosqlite.Connection, table: str, *, batch: int = 1000,
+    conn: aiosqlite.Connection,
+    table: str,
+    *,
+    batch: int = 1000,
 ) -> AsyncIterator[list[dict[str, Any]]]:
     """Every row of `table`, ordered by its key, `batch` rows at a time (keyset pagination, so a
     batch costs the same at the end of a large table as at its start). Fact rows carry their
@@ -78,9 +81,9 @@ async def dump_rows(
     last: Any = None
     while True:
         where = "" if last is None else f" WHERE {key} > ?"
-        rows = await (await conn.execute(
-            f"{select}{where} ORDER BY {key} LIMIT ?", (() if last is None else (last,)) + (batch,)
-        )).fetchall()
+        rows = await (
+            await conn.execute(f"{select}{where} ORDER BY {key} LIMIT ?", (() if last is None else (last,)) + (batch,))
+        ).fetchall()
         if not rows:
             return
         out = [dict(zip(cols, r, strict=True)) for r in rows]
@@ -96,10 +99,12 @@ async def _attach_embeddings(conn: aiosqlite.Connection, rows: list[dict[str, An
     """Read the batch's vectors in one statement: a json_each join makes one primary-key lookup
     per id (an IN list or an id range makes vec0 scan every chunk instead)."""
     ids = [r["id"] for r in rows]
-    found = await (await conn.execute(
-        "SELECT v.knowledge_id, v.embedding FROM json_each(?) j JOIN knowledge_vec v ON v.knowledge_id = j.value",
-        (json.dumps(ids),),
-    )).fetchall()
+    found = await (
+        await conn.execute(
+            "SELECT v.knowledge_id, v.embedding FROM json_each(?) j JOIN knowledge_vec v ON v.knowledge_id = j.value",
+            (json.dumps(ids),),
+        )
+    ).fetchall()
     vectors = {int(r[0]): _floats(r[1]) for r in found}
     missing = [i for i in ids if i not in vectors]
     if missing:
@@ -119,7 +124,10 @@ def vec_row(fact: Mapping[str, Any], embedding: Sequence[float]) -> tuple[Any, .
     believed_end = fact["prior_invalid_at"] if fact["valid_closed"] else invalid_at
     still_true = int(status == "active" or (status == "superseded" and fact["end_reason"] in _STILL_TRUE_REASONS))
     return (
-        fact["id"], fact["user_id"], sqlite_vec.serialize_float32(list(embedding)), status,
+        fact["id"],
+        fact["user_id"],
+        sqlite_vec.serialize_float32(list(embedding)),
+        status,
         BEGINNING if fact["valid_at"] is None else fact["valid_at"],
         FOREVER if invalid_at is None else invalid_at,
         fact["created_at"],
@@ -169,9 +177,9 @@ async def load_rows(conn: aiosqlite.Connection, table: str, rows: Sequence[Mappi
     await _raise_sequence(conn, table, max(int(r["id"]) for r in rows))
     if table == "audit_log":
         for entity, target in AUDITED_TABLES.items():
-            found = await (await conn.execute(
-                "SELECT max(entity_id) FROM audit_log WHERE entity = ?", (entity,)
-            )).fetchone()
+            found = await (
+                await conn.execute("SELECT max(entity_id) FROM audit_log WHERE entity = ?", (entity,))
+            ).fetchone()
             if found is not None and found[0] is not None:
                 await _raise_sequence(conn, target, int(found[0]))
 
@@ -179,9 +187,7 @@ async def load_rows(conn: aiosqlite.Connection, table: str, rows: Sequence[Mappi
 async def _load_meta(conn: aiosqlite.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     for row in rows:
         if row["key"] == "embedding_dimensions":
-            have = await (await conn.execute(
-                "SELECT value FROM meta WHERE key = 'embedding_dimensions'"
-            )).fetchone()
+            have = await (await conn.execute("SELECT value FROM meta WHERE key = 'embedding_dimensions'")).fetchone()
             if have is not None and str(have[0]) != str(row["value"]):
                 raise UserInputError(
                     f"the destination's vectors have {have[0]} dimensions and the rows {row['value']}:"
@@ -195,8 +201,6 @@ async def _load_meta(conn: aiosqlite.Connection, rows: Sequence[Mapping[str, Any
 
 async def _raise_sequence(conn: aiosqlite.Connection, table: str, at_least: int) -> None:
     """Move the table's AUTOINCREMENT counter to `at_least` unless it is already past it."""
-    cur = await conn.execute(
-        "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (at_least, table)
-    )
+    cur = await conn.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (at_least, table))
     if cur.rowcount == 0:
         await conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (table, at_least))

@@ -223,8 +223,7 @@ def _v2(dimensions: int) -> list[str]:
     del dimensions
     return [
         "DROP TABLE knowledge_fts",
-        "CREATE VIRTUAL TABLE knowledge_fts USING fts5(statement, scope,"
-        " tokenize = 'unicode61 remove_diacritics 2')",
+        "CREATE VIRTUAL TABLE knowledge_fts USING fts5(statement, scope, tokenize = 'unicode61 remove_diacritics 2')",
         "INSERT INTO knowledge_fts(rowid, statement, scope) SELECT id, statement, 'u' || lower(hex(user_id))"
         " FROM knowledge",
     ]
@@ -436,18 +435,38 @@ BEGIN SELECT RAISE(ABORT, 'audit_log is append-only: UPDATE refused'); END;
 # (table, the columns v4 had, the audit entity whose ids must never come back)
 _V5_COPY: tuple[tuple[str, str, str | None], ...] = (
     ("messages", "id, user_id, role, content, at, episode_id", "message"),
-    ("episodes", "id, user_id, title, narrative, start_at, end_at, status, error, attempts, claimed_by,"
-     " claimed_until, created_at", "episode"),
-    ("extraction_runs", "id, episode_id, user_id, extractor, model, mode, prediction, existing_ids, covered, claims,"
-     " predicted, below_confidence, invalid, tombstoned, duplicates, supersedes_dropped, unsupported, queued,"
-     " started_at, finished_at, duration_ms, error", "extraction_run"),
-    ("candidates", "id, user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id, confidence,"
-     " valid_at, invalid_at, unsupported, status, created_at, created_by, claimed_by, claimed_until, decided_by,"
-     " decided_at, decision, reason, knowledge_id, supersedes_candidate_id", "candidate"),
-    ("knowledge", "id, user_id, statement, key, candidate_id, episode_id, confidence, valid_at, invalid_at,"
-     " created_at, expired_at, status, end_reason, superseded_by, created_by", "knowledge"),
-    ("tombstones", "id, user_id, key, statement, reason, created_by, created_at, candidate_id, knowledge_id,"
-     " lifted_at, lifted_by, lift_reason", "tombstone"),
+    (
+        "episodes",
+        "id, user_id, title, narrative, start_at, end_at, status, error, attempts, claimed_by,"
+        " claimed_until, created_at",
+        "episode",
+    ),
+    (
+        "extraction_runs",
+        "id, episode_id, user_id, extractor, model, mode, prediction, existing_ids, covered, claims,"
+        " predicted, below_confidence, invalid, tombstoned, duplicates, supersedes_dropped, unsupported, queued,"
+        " started_at, finished_at, duration_ms, error",
+        "extraction_run",
+    ),
+    (
+        "candidates",
+        "id, user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id, confidence,"
+        " valid_at, invalid_at, unsupported, status, created_at, created_by, claimed_by, claimed_until, decided_by,"
+        " decided_at, decision, reason, knowledge_id, supersedes_candidate_id",
+        "candidate",
+    ),
+    (
+        "knowledge",
+        "id, user_id, statement, key, candidate_id, episode_id, confidence, valid_at, invalid_at,"
+        " created_at, expired_at, status, end_reason, superseded_by, created_by",
+        "knowledge",
+    ),
+    (
+        "tombstones",
+        "id, user_id, key, statement, reason, created_by, created_at, candidate_id, knowledge_id,"
+        " lifted_at, lifted_by, lift_reason",
+        "tombstone",
+    ),
     ("audit_log", "id, at, actor, action, user_id, entity, entity_id, before, after, reason, redacted_at", None),
 )
 

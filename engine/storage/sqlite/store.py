@@ -42,9 +42,7 @@ class SqliteStore(Store):
         self._stats: dict[int, dict[str, _UserStats]] = {}
 
     @classmethod
-    async def open(
-        cls, path: str, *, dimensions: int, embedder: str, verify: Verify | None = None
-    ) -> SqliteStore:
+    async def open(cls, path: str, *, dimensions: int, embedder: str, verify: Verify | None = None) -> SqliteStore:
         """Open `path` (creating and migrating it as needed; `dimensions` and `embedder` name what
         a NEW store's vectors will be). A store of a newer schema is refused before anything is
         written to it, and so is one that `verify` (given a read transaction on an existing store,

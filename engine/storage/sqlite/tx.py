@@ -54,15 +54,34 @@ class SqliteTx(SqlTx):
     backend = "sqlite"
 
     async def insert_knowledge(
-        self, *, user_id: str, statement: str, embedding: list[float], created_at: int,
-        created_by: str, confidence: float | None = 1.0, valid_at: int | None = None, invalid_at: int | None = None,
-        candidate_id: int | None = None, episode_id: int | None = None,
+        self,
+        *,
+        user_id: str,
+        statement: str,
+        embedding: list[float],
+        created_at: int,
+        created_by: str,
+        confidence: float | None = 1.0,
+        valid_at: int | None = None,
+        invalid_at: int | None = None,
+        candidate_id: int | None = None,
+        episode_id: int | None = None,
     ) -> int:
         cur = await self.conn.execute(
             "INSERT INTO knowledge(user_id, statement, key, candidate_id, episode_id, confidence, valid_at,"
             " invalid_at, created_at, status, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-            (user_id, statement, value_key(statement), candidate_id, episode_id, confidence, valid_at,
-             invalid_at, created_at, created_by),
+            (
+                user_id,
+                statement,
+                value_key(statement),
+                candidate_id,
+                episode_id,
+                confidence,
+                valid_at,
+                invalid_at,
+                created_at,
+                created_by,
+            ),
         )
         kid = int(cur.lastrowid or 0)
         await self.conn.execute(
@@ -72,14 +91,25 @@ class SqliteTx(SqlTx):
         await self.conn.execute(
             "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
             " expired, still_true, believed_to) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, 1, ?)",
-            (kid, user_id, sqlite_vec.serialize_float32(embedding),
-             BEGINNING if valid_at is None else valid_at, valid_to, created_at, FOREVER, valid_to),
+            (
+                kid,
+                user_id,
+                sqlite_vec.serialize_float32(embedding),
+                BEGINNING if valid_at is None else valid_at,
+                valid_to,
+                created_at,
+                FOREVER,
+                valid_to,
+            ),
         )
         return kid
 
     async def insert_knowledge_many(
-        self, rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]], *,
-        created_at: int, created_by: str,
+        self,
+        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        *,
+        created_at: int,
+        created_by: str,
     ) -> list[int]:
         """One executemany per table instead of three statements per fact. AUTOINCREMENT numbers
         the rows; they are read back as every id above the sequence's value before the insert,
@@ -91,11 +121,14 @@ class SqliteTx(SqlTx):
         await self.conn.executemany(
             "INSERT INTO knowledge(user_id, statement, key, confidence, valid_at, invalid_at, created_at, status,"
             " created_by) VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?)",
-            [(u, text, value_key(text), conf, start, end, created_at, created_by)
-             for u, text, _, start, end, conf in rows],
+            [
+                (u, text, value_key(text), conf, start, end, created_at, created_by)
+                for u, text, _, start, end, conf in rows
+            ],
         )
-        ids = [int(r[0]) for r in await fetchall(self.conn, "SELECT id FROM knowledge WHERE id > ? ORDER BY id",
-                                                 (floor,))]
+        ids = [
+            int(r[0]) for r in await fetchall(self.conn, "SELECT id FROM knowledge WHERE id > ? ORDER BY id", (floor,))
+        ]
         if len(ids) != len(rows):
             raise RuntimeError(f"inserted {len(rows)} facts but read back {len(ids)} ids")
         await self.conn.executemany(
@@ -105,19 +138,36 @@ class SqliteTx(SqlTx):
         await self.conn.executemany(
             "INSERT INTO knowledge_vec(knowledge_id, user_id, embedding, status, valid_from, valid_to, created,"
             " expired, still_true, believed_to) VALUES (?, ?, ?, 'active', ?, ?, ?, ?, 1, ?)",
-            [(kid, u, sqlite_vec.serialize_float32(emb), BEGINNING if start is None else start,
-              FOREVER if end is None else end, created_at, FOREVER, FOREVER if end is None else end)
-             for kid, (u, _, emb, start, end, _) in zip(ids, rows, strict=True)],
+            [
+                (
+                    kid,
+                    u,
+                    sqlite_vec.serialize_float32(emb),
+                    BEGINNING if start is None else start,
+                    FOREVER if end is None else end,
+                    created_at,
+                    FOREVER,
+                    FOREVER if end is None else end,
+                )
+                for kid, (u, _, emb, start, end, _) in zip(ids, rows, strict=True)
+            ],
         )
         return ids
 
     async def end_knowledge(
-        self, knowledge_id: int, *, status: str, expired_at: int, end_reason: str, superseded_by: int | None = None,
+        self,
+        knowledge_id: int,
+        *,
+        status: str,
+        expired_at: int,
+        end_reason: str,
+        superseded_by: int | None = None,
     ) -> None:
         """The vector row's `still_true` follows `end_reason` (STILL_TRUE_SQL): a fact ended
         because the world changed stays readable for its valid period; one ended as wrong does not."""
-        await super().end_knowledge(knowledge_id, status=status, expired_at=expired_at, end_reason=end_reason,
-                                    superseded_by=superseded_by)
+        await super().end_knowledge(
+            knowledge_id, status=status, expired_at=expired_at, end_reason=end_reason, superseded_by=superseded_by
+        )
         await self.conn.execute(
             f"UPDATE knowledge_vec SET status = ?, expired = ?, still_true = (SELECT {STILL_TRUE_SQL.format(k='k')}"
             " FROM knowledge k WHERE k.id = ?) WHERE knowledge_id = ?",
@@ -126,8 +176,9 @@ class SqliteTx(SqlTx):
 
     async def close_valid_time(self, knowledge_id: int, invalid_at: int) -> None:
         await super().close_valid_time(knowledge_id, invalid_at)
-        await self.conn.execute("UPDATE knowledge_vec SET valid_to = ? WHERE knowledge_id = ?",
-                                (invalid_at, knowledge_id))
+        await self.conn.execute(
+            "UPDATE knowledge_vec SET valid_to = ? WHERE knowledge_id = ?", (invalid_at, knowledge_id)
+        )
 
     async def reactivate_knowledge(self, knowledge_id: int) -> None:
         await super().reactivate_knowledge(knowledge_id)
@@ -143,8 +194,14 @@ class SqliteTx(SqlTx):
         await super().delete_knowledge(knowledge_id)
 
     async def vector_arm(
-        self, user_id: str, embedding: list[float], k: int, *, at_time: int | None,
-        known_at: int | None, include_expired: bool,
+        self,
+        user_id: str,
+        embedding: list[float],
+        k: int,
+        *,
+        at_time: int | None,
+        known_at: int | None,
+        include_expired: bool,
     ) -> list[int]:
         """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status
         and times) applied by the index before k is cut. The belief rule is `_belief_filter`'s,
@@ -178,7 +235,11 @@ class SqliteTx(SqlTx):
         return [int(c) for c in row]
 
     async def text_rows(
-        self, user_id: str, terms: Sequence[str], condition: str, args: Sequence[Any],
+        self,
+        user_id: str,
+        terms: Sequence[str],
+        condition: str,
+        args: Sequence[Any],
         excluding: Sequence[str] = (),
     ) -> list[tuple[int, str, int]]:
         """One FTS5 query with the user's scope token INSIDE the MATCH, so no other user's row is
