@@ -171,8 +171,8 @@ async def test_every_episode_and_run_gets_one_audit_row(store_target: str) -> No
         async with sql(mem) as conn:
             rows = await (
                 await conn.execute(
-                    "SELECT entity, action, entity_id, after FROM audit_log WHERE entity IN ('episode', 'extraction_run')"
-                    " ORDER BY id"
+                    "SELECT entity, action, entity_id, after FROM audit_log"
+                    " WHERE entity IN ('episode', 'extraction_run') ORDER BY id"
                 )
             ).fetchall()
             episodes = [r[0] for r in await (await conn.execute("SELECT id FROM episodes ORDER BY id")).fetchall()]
