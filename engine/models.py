@@ -260,6 +260,17 @@ class BulkResult:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
+class AddedFacts(list[Knowledge]):
+    """What `Memory.add_knowledge_many` made active, in input order (a list of the facts), and
+    `skipped`: (index in the input, why) for each statement the gate refused (a live tombstone of
+    the user blocks its value, or an active fact, possibly one added earlier in the same call,
+    already holds it). The others are added all the same: an import is not undone by one repeat."""
+
+    def __init__(self, added: list[Knowledge] | None = None, skipped: list[tuple[int, str]] | None = None) -> None:
+        super().__init__(added or [])
+        self.skipped: list[tuple[int, str]] = skipped or []
+
+
 @dataclass(frozen=True, slots=True)
 class QueueMark:
     """`ReviewService.mark`: the pending count under a filter and the newest pending id (0 when

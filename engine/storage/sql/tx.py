@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import NotFoundError, UserInputError
@@ -150,6 +150,10 @@ class GateView:
     live: ValueIndex[LiveEntry]
     pending: list[Candidate]
     active_ids: set[int]
+    # the active facts as (id, statement), for replacement detection (engine.gate)
+    facts: list[tuple[int, str]] = field(default_factory=list)
+    # values corrected away: (the active fact that now holds the corrected value, the old statement)
+    corrected: ValueIndex[tuple[int, str]] = field(default_factory=ValueIndex)
 
 
 # -- discarded statements ---------------------------------------------------------------------------
@@ -384,6 +388,13 @@ class SqlTx(TeamOps, StatsOps):
         self.conn = conn
         self.text_stats: dict[str, _UserStats] = {} if text_stats is None else text_stats
 
+    # -- serialising a user's writes ----------------------------------------------------------------
+
+    async def lock_user(self, user_id: str) -> None:
+        """Hold `user_id`'s write lock until this transaction ends. SQLite's BEGIN IMMEDIATE already
+        holds the whole file's write lock, so there is nothing more to take; PostgreSQL takes the
+        user's advisory lock (postgres/tx.py)."""
+
     # -- what each backend writes itself ------------------------------------------------------------
 
     async def insert_knowledge(
@@ -553,14 +564,25 @@ class SqlTx(TeamOps, StatsOps):
             if r[1] is not None and json.loads(r[1]).get("supersedes_candidate_id") == candidate_id
         ]
 
-    async def later_audit_rows(self, entity: str, entity_id: int, after_id: int) -> int:
+    async def audit_state(self, entity: str, entity_id: int, up_to_id: int) -> str | None:
+        """The `after` JSON of the entity's last audit row at or before audit id `up_to_id`: the
+        state a decision left it in."""
         row = await (
             await self.conn.execute(
-                "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
-                (entity, entity_id, after_id),
+                "SELECT after FROM audit_log WHERE entity = ? AND entity_id = ? AND id <= ? ORDER BY id DESC LIMIT 1",
+                (entity, entity_id, up_to_id),
             )
         ).fetchone()
-        return int(row[0])
+        return None if row is None else row[0]
+
+    async def later_audit_actions(self, entity: str, entity_id: int, after_id: int) -> list[str]:
+        """The actions of the entity's audit rows after audit id `after_id`, in order."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT action FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ? ORDER BY id",
+            (entity, entity_id, after_id),
+        )
+        return [str(r[0]) for r in rows]
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
@@ -928,17 +950,6 @@ class SqlTx(TeamOps, StatsOps):
         ).fetchone()
         return int(row[0])
 
-    async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None) -> Knowledge | None:
-        """Another ACTIVE fact of the user holding exactly this value (same value key), if any."""
-        row = await (
-            await self.conn.execute(
-                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE user_id = ? AND status = 'active' AND key = ?"
-                " AND id IS DISTINCT FROM ? ORDER BY id LIMIT 1",
-                (user_id, value_key(statement), excluding),
-            )
-        ).fetchone()
-        return knowledge_from_row(row) if row else None
-
     async def claim_candidate(self, candidate_id: int, reviewer: str, now: int, until: int) -> bool:
         cur = await self.conn.execute(
             "UPDATE candidates SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'pending'"
@@ -1079,10 +1090,11 @@ class SqlTx(TeamOps, StatsOps):
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    async def gate_view(self, user_id: str, known: Sequence[Candidate] = ()) -> GateView:
+    async def gate_view(self, user_id: str, known: Sequence[Candidate] = (), *, whole: bool = True) -> GateView:
         """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
         and pending candidates; whole candidate rows are read only for pending candidates not in
-        `known` (what the caller already holds, e.g. from its previous episode)."""
+        `known` (what the caller already holds, e.g. from its previous episode), and not at all
+        with `whole=False` (`pending` is then empty: the intake of one statement needs only keys)."""
         rows = await fetchall(
             self.conn,
             "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
@@ -1096,6 +1108,8 @@ class SqlTx(TeamOps, StatsOps):
         stones: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] == "tombstone")
         have = {c.id: c for c in known}
         pending_ids = [int(r[1]) for r in rows if r[0] == "candidate"]
+        if not whole:
+            pending_ids = []
         missing = [i for i in pending_ids if i not in have]
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
@@ -1106,7 +1120,32 @@ class SqlTx(TeamOps, StatsOps):
             )
             have.update((r[0], candidate_from_row(r)) for r in found)
         pending = [have[i] for i in pending_ids]
-        return GateView(stones, live, pending, {int(r[1]) for r in rows if r[0] == "knowledge"})
+        facts = [(int(r[1]), r[3]) for r in rows if r[0] == "knowledge"]
+        active_ids = {i for i, _ in facts}
+        return GateView(stones, live, pending, active_ids, facts, await self._corrected_away(user_id, active_ids))
+
+    async def _corrected_away(self, user_id: str, active_ids: set[int]) -> ValueIndex[tuple[int, str]]:
+        """The values of the user's facts that were corrected (end_reason `corrected`), each with the
+        ACTIVE fact its chain of versions leads to now; a chain that ends in no active fact (the
+        correction was itself retracted) holds nothing to contradict and is left out."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT id, key, statement, superseded_by, end_reason FROM knowledge"
+            " WHERE user_id = ? AND status = 'superseded' ORDER BY id",
+            (user_id,),
+        )
+        successor = {int(r[0]): r[3] for r in rows}
+        out: ValueIndex[tuple[int, str]] = ValueIndex()
+        for r in rows:
+            if r[4] != "corrected":
+                continue
+            head, seen = r[3], set()
+            while head is not None and head not in active_ids and head in successor and head not in seen:
+                seen.add(head)
+                head = successor[head]
+            if head in active_ids:
+                out.add(r[1], (int(head), r[2]))
+        return out
 
     async def insert_discarded_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """What the gates of one run dropped (dicts keyed by the column names), in one executemany."""
