@@ -162,6 +162,10 @@ async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) ->
 
 async def test_the_discarded_list_queues_a_statement_anyway(chain_db: tuple[str, dict[str, int]]) -> None:
     path, ids = chain_db
+    # the dropped repeat says what the nurse fact says: while that fact is active the queue's intake
+    # refuses it (tests/test_whole_queue.py checks the refusal); the fact ended, it can be queued
+    async with Memory(path) as mem:
+        await mem.retract("u-ana", ids["nurse_fact"], actor="cur", reason="she changed jobs", tombstone=False)
     app = ReviewApp(path, "cur", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
