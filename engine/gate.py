@@ -52,19 +52,17 @@ class Admission:
     values of its active facts, read once (after the user's lock), then kept up to date as facts
     are admitted, so a batch checks each fact against the ones before it too."""
 
-    def __init__(self, tx: SqlTx, user_id: str, active: list[LiveEntry], stones: list[LiveEntry]) -> None:
+    def __init__(self, tx: SqlTx, user_id: str, rows: list[tuple[str, int, str, str]]) -> None:
         self._tx = tx
         self.user_id = user_id
-        self._active: list[tuple[str, int, str]] = [(value_key(text), ident, text) for _, ident, text in active]
-        self._stones = ValueIndex((value_key(text), (ident, text)) for _, ident, text in stones)
+        self._active: list[tuple[str, int, str]] = [(k, i, t) for e, i, k, t in rows if e == "knowledge"]
+        self._stones = ValueIndex((k, (i, t)) for e, i, k, t in rows if e == "tombstone")
         self._values: ValueIndex[tuple[int, str]] = ValueIndex((k, (i, t)) for k, i, t in self._active)
 
     @classmethod
     async def read(cls, tx: SqlTx, user_id: str) -> Admission:
         await tx.lock_user(user_id)
-        view = await tx.gate_view(user_id, whole=False)
-        stones = [(e, i, t) for e, i, t in view.tombstones.payloads()]
-        return cls(tx, user_id, [("knowledge", i, t) for i, t in view.facts], stones)
+        return cls(tx, user_id, await tx.admission_rows(user_id))
 
     def tombstone(self, statement: str) -> tuple[int, str] | None:
         """(id, statement) of the live tombstone that blocks this value, if any."""

@@ -1124,6 +1124,19 @@ class SqlTx(TeamOps, StatsOps):
         active_ids = {i for i, _ in facts}
         return GateView(stones, live, pending, active_ids, facts, await self._corrected_away(user_id, active_ids))
 
+    async def admission_rows(self, user_id: str) -> list[tuple[str, int, str, str]]:
+        """(entity, id, key, statement) of the user's ACTIVE facts and LIVE tombstones: what the
+        activation gate (engine.gate.Admission) checks a new active fact against. Pending
+        candidates are not read: a decision on a user with a long queue stays one short read."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
+            " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
+            " ORDER BY 1, 2",
+            (user_id, user_id),
+        )
+        return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
     async def _corrected_away(self, user_id: str, active_ids: set[int]) -> ValueIndex[tuple[int, str]]:
         """The values of the user's facts that were corrected (end_reason `corrected`), each with the
         ACTIVE fact its chain of versions leads to now; a chain that ends in no active fact (the
