@@ -26,8 +26,10 @@ from .models import (
     Candidate,
     Discarded,
     ProcessReport,
+    ProposalOutcome,
     RetrievalResult,
 )
+from .policies import PolicyService
 from .retrieval import retrieve as _retrieve
 from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, masked, open_store
@@ -54,6 +56,7 @@ class Memory(KnowledgeOps):
         self._extractor = extractor
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
+        self.policies = PolicyService(self.ctx, self.review)
         self._pipeline: Any = None
 
     @property
@@ -181,8 +184,25 @@ class Memory(KnowledgeOps):
         progress: Callable[[int, int], None] | None = None,
     ) -> ProcessReport:
         """Extract candidates from unprocessed messages (one user, or all with work), up to
-        `concurrency` users at once; `progress(done, total)` as each user finishes."""
-        return await self.pipeline.process(user_id, concurrency=concurrency, progress=progress)
+        `concurrency` users at once; `progress(done, total)` as each user finishes. Review policies
+        then judge what was queued (engine/policies.py: shadow ones record, enabled ones decide)."""
+        mark = await self._newest_candidate()
+        report = await self.pipeline.process(user_id, concurrency=concurrency, progress=progress)
+        if report.queued:
+            await self.policies.after_queue(mark)
+        return report
+
+    async def propose(self, user_id: str, statement: str, actor: str) -> ProposalOutcome:
+        """An agent's proposal (KnowledgeOps.propose), then the review policies' judgement of it."""
+        mark = await self._newest_candidate()
+        outcome = await super().propose(user_id, statement, actor)
+        if outcome.candidate_id is not None:
+            await self.policies.after_queue(mark)
+        return outcome
+
+    async def _newest_candidate(self) -> int:
+        async with self.ctx.store.reading() as tx:
+            return await tx.newest_candidate_id()
 
     async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:
         """What the gates dropped (newest first), with the gate and what it matched: for curators."""

@@ -25,6 +25,7 @@ from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
 from ...timeutil import from_us, to_us
+from .policies import PolicyOps
 from .records import (
     AUDIT_COLS,
     CANDIDATE_COLS,
@@ -373,7 +374,7 @@ async def recorded_embedder(tx: SqlTx) -> tuple[str, int | None]:
     return name or LEGACY_EMBEDDER, None if width is None else int(width)
 
 
-class SqlTx(TeamOps, StatsOps):
+class SqlTx(TeamOps, StatsOps, PolicyOps):
     """One transaction (or one consistent read) on a store: the engine's operations on it.
 
     `conn` has aiosqlite's cursor API (`execute(sql, args) -> cursor` with async `fetchall()` and
