@@ -1024,5 +1024,11 @@ def mcp(db: str | None, user: str) -> None:
         raise Failure(str(exc)) from None
 
 
+# `memdesk policy ...` lives in a module of its own (it imports the helpers above)
+from .policy_cli import policy  # noqa: E402
+
+main.add_command(policy)
+
+
 if __name__ == "__main__":
     main()

@@ -4,7 +4,10 @@ runs on both backends."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +173,35 @@ async def test_policy_settings_are_checked(new_target: Callable[[str], str]) -> 
         await mem.policies.add("b", "lead")
         with pytest.raises(ConflictError):
             await mem.policies.add("b", "lead")
+
+
+def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence(tmp_path: Path) -> None:
+    """`memdesk policy ...` as an operator runs it: exit 2 and nothing changed when the evidence is
+    missing or the input is wrong; exit 0 and the change made otherwise."""
+    from tests.test_cli import memdesk
+
+    db = tmp_path / "fleet.db"
+
+    async def seed() -> None:
+        async with Memory(db) as mem:
+            for i in range(3):
+                await mem.propose("ada", f"User owns a boat named Wave{i}", actor="agent-7")
+
+    asyncio.run(seed())
+    actor = ("--actor", "lead")
+    assert memdesk("policy", "add", db, "boats", "--kinds", "proposed", *actor).returncode == 0
+    bad = memdesk("policy", "add", db, "Boats!", *actor)
+    assert bad.returncode == 2 and "policy name" in bad.stderr
+    run = memdesk("policy", "run", db, "boats")
+    assert run.returncode == 0 and "judged 3 new candidates, approved 0" in run.stdout
+    report = memdesk("policy", "report", db, "boats", "--json")
+    assert report.returncode == 0 and json.loads(report.stdout)["would_approve"] == 3
+    refused = memdesk("policy", "enable", db, "boats", *actor)
+    assert refused.returncode == 2 and "at least 30 needed" in refused.stderr
+    listed = memdesk("policy", "list", db)
+    assert "boats [shadow]" in listed.stdout  # the refusal changed nothing
+    forced = memdesk("policy", "enable", db, "boats", "--force", "--reason", "pilot", *actor)
+    assert forced.returncode == 0 and "forced" in forced.stdout
+    assert "boats [enabled]" in memdesk("policy", "list", db).stdout
+    assert memdesk("policy", "disable", db, "boats", *actor).returncode == 0
+    assert "boats [disabled]" in memdesk("policy", "list", db).stdout
