@@ -778,7 +778,8 @@ def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) 
 
     fact = _run(go())
     echo(
-        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} (valid {fact.interval_text()}; by {actor.strip()})."
+        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} "
+        f"(valid {fact.interval_text()}; by {actor.strip()})."
     )
 
 

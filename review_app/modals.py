@@ -393,12 +393,14 @@ class EditModal(StatementForm["EditResult | None"]):
         invalid_at: datetime | None = None,
         *,
         title: str = "Edit, then approve",
+        save_label: str = "Save and approve",
     ) -> None:
         super().__init__()
         self.statement = statement
         self.valid_at = valid_at
         self.invalid_at = invalid_at
         self.title_text = title
+        self.save_label = save_label
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="edit-box"):
@@ -413,7 +415,7 @@ class EditModal(StatementForm["EditResult | None"]):
             yield Input(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
             yield Static("", id="edit-invalid-at-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
-                yield Button("Save and approve", id="edit-ok", variant="primary")
+                yield Button(self.save_label, id="edit-ok", variant="primary")
                 yield Button("Cancel", id="edit-cancel")
 
     def make_result(

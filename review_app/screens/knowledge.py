@@ -23,11 +23,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Select, Static
 
-from engine.errors import UserInputError
+from engine import Memory
+from engine.errors import DuplicateFactError, TombstonedError, UserInputError
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import PickFactModal, PickResult, ReasonModal, ReasonResult
+from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
@@ -48,6 +49,7 @@ as-of date narrows the list)."""
 
 
 FOOTER_KEYS: tuple[str, ...] = (
+    "knowledge.add",
     "knowledge.correct",
     "knowledge.retract",
     "knowledge.supersede",
@@ -60,11 +62,28 @@ FOOTER_KEYS: tuple[str, ...] = (
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
+async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) -> Knowledge | str:
+    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words.
+
+    Shared by every place a reviewer adds a fact (the Knowledge screen, the Messages view)."""
+    try:
+        return await memory.add_knowledge(
+            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at
+        )
+    except TombstonedError as exc:
+        return f"Not added: {exc}. Lift the tombstone (Tombstones screen, 3) first if the value is true now."
+    except DuplicateFactError as exc:
+        return f"Not added: {exc}; nothing to add."
+    except UserInputError as exc:
+        return f"Not added: {exc}."
+
+
 class KnowledgeScreen(WorkstationScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
 
     CSS_PATH = "knowledge.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "add", "Add a fact", id="knowledge.add"),
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
         Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
@@ -311,6 +330,33 @@ class KnowledgeScreen(WorkstationScreen):
         self.include_expired = not self.include_expired
         self._show_mode()
         self.reload()
+
+    def action_add(self) -> None:
+        """Add a fact the extractor missed for the shown user (`n`): the engine's `add_knowledge`,
+        audited under this reviewer. A refusal (tombstoned value, duplicate, bad statement) is shown
+        and changes nothing."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        user = self.user_id
+        modal = EditModal("", title=f"Add a fact for user {user}", save_label="Add the fact")
+        self.app.push_screen(modal, callback=lambda result: self._added(user, result))
+
+    def _added(self, user: str, result: EditResult | None) -> None:
+        if result is None:
+            return
+        self._work(partial(self._do_add, user, result), f"Adding a fact for {user}", "action")
+
+    async def _do_add(self, user: str, result: EditResult) -> None:
+        message = await add_fact(self.memory, user, result, self.reviewer)
+        if isinstance(message, str):
+            self._status(message)
+            tell(self, message, severity="error", title="Nothing was added")
+            return
+        self._status(f"Fact #{message.id} added for {user} by {self.reviewer}.")
+        self._select_after_load = message.id
+        self._load_gen += 1
+        await self._load_facts(self._load_gen)
 
     def action_correct(self) -> None:
         fact = self._current_fact()
