@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 from textual.app import App
-from textual.widgets import Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from engine import Memory, TombstonedError
 from engine.models import Knowledge
 from review_app.app import ReviewApp
+from review_app.keymap import KeymapError, load_keymap
 from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult
+from review_app.registry import binding_classes, bindings_of
 from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.knowledge import KnowledgeScreen
 from review_app.widgets.candidate_detail import prediction_text
@@ -301,3 +303,59 @@ async def test_the_prediction_pane_labels_pending_candidates_pending(tmp_path: P
     assert "superseded" not in line and "pending" in line
     ended = replace(old, status="superseded", superseded_by=old.id + 1)
     assert ended.described() == f"Ana lives in Lisbon (superseded by #{old.id + 1})"
+
+
+# -- help and keymap (item 6) -------------------------------------------------------------------------
+
+
+async def test_help_lists_the_second_review_the_reviewers_screen_and_the_flag_dialog(tui_db: SeededDb) -> None:
+    from review_app.screens.help import HelpScreen
+    from review_app.screens.queue_team import FlagModal
+    from review_app.screens.reviewers import ReviewersScreen
+    from review_app.screens.second_review import SecondReviewScreen
+
+    wanted: set[str] = set()
+    for cls in (SecondReviewScreen, ReviewersScreen, FlagModal):
+        ids = {b.id for b in bindings_of(cls) if b.id}
+        assert ids, cls  # each has keys of its own (control: the check below is not vacuous)
+        wanted |= ids
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = list(table_rows(app.screen.query_one("#help-table", DataTable)).values())
+        listed = {r[2] for r in rows}
+        assert wanted <= listed, wanted - listed
+        assert {"knowledge.add", "reason.tombstone"} <= listed
+        assert {r[0] for r in rows} >= {"secondreview", "reviewers", "flag"}
+
+
+def test_the_registry_finds_every_screen_and_dialog_class() -> None:
+    """Every Screen subclass in review_app that has keys is in the registry, without a list."""
+    from textual.screen import Screen
+
+    import review_app.app  # noqa: F401  (imports every screen)
+
+    def subclasses(root: type[Any]) -> set[type[Any]]:
+        out = set(root.__subclasses__())
+        for sub in list(out):
+            out |= subclasses(sub)
+        return out
+
+    screens = {c for c in subclasses(Screen) if c.__module__.startswith("review_app.") and "BINDINGS" in c.__dict__}
+    assert len(screens) >= 15
+    assert screens <= set(binding_classes())
+
+
+def test_an_unknown_keymap_id_is_an_error_at_start(tui_db: SeededDb, tmp_path: Path) -> None:
+    db, _ = tui_db
+    with pytest.raises(KeymapError, match=r"unknown binding id 'queue.aprove' \(did you mean 'queue.approve'\?\)"):
+        ReviewApp(db, "sam", keymap={"queue.aprove": "y"})
+    ReviewApp(db, "sam", keymap={"queue.approve": "y", "queue.flag": "f9"})  # control: known ids start
+    keymap_file = tmp_path / "keys.toml"
+    keymap_file.write_text('[keymap]\n"second.nope" = "y"\n', encoding="utf-8")
+    with pytest.raises(KeymapError, match=r"keys\.toml"):
+        load_keymap(keymap_file)
+    done = memdesk("review", db, "--reviewer", "sam", "--keymap", keymap_file)
+    assert done.returncode == 2 and "unknown binding id 'second.nope'" in done.stderr
