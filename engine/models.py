@@ -128,6 +128,8 @@ class Knowledge:
         facts a reviewer reads (the prediction pane) carry it, so an ended fact is never read as current."""
         if self.status == "active":
             return ""
+        if self.status == "pending":  # a candidate shown beside facts (the prediction pane): not ended
+            return "pending, not yet approved"
         by = f" by #{self.superseded_by}" if self.superseded_by is not None else ""
         if self.status == "retracted":
             return "retracted"

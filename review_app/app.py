@@ -131,6 +131,9 @@ class ReviewApp(App[None]):
         self.claimed: set[int] = set()
         """Candidates this app holds a lease on; released on quit so nobody waits for the expiry."""
         if keymap:
+            from .keymap import check_keymap
+
+            check_keymap(keymap)  # an unknown id is an error at start, not a key silently not remapped
             self.set_keymap(dict(keymap))
 
     # -- shared services ---------------------------------------------------------------------------

@@ -746,6 +746,44 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 
 
 @main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("statement")
+@click.option("--user", required=True, help="Whose fact it is.")
+@click.option("--valid-from", help="When it became true (ISO 8601; no zone = UTC); default: always.")
+@click.option(
+    "--actor",
+    envvar="MEMDESK_REVIEWER",
+    default=_os_user,
+    show_default="$MEMDESK_REVIEWER or OS user",
+    help="Who adds the fact (recorded in the audit log).",
+)
+def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) -> None:
+    """Add STATEMENT as an approved fact of USER: a fact the extractor missed (a support agent heard
+    it on the phone, a curator read it in a message).
+
+    It goes through the engine's one way in (`add_knowledge`): a tombstoned value, a duplicate of an
+    active fact or an invalid statement is refused with a message (exit 2) and nothing is written.
+    The fact is audited under --actor.
+    """
+    existing_db(db)
+    if not actor.strip():
+        raise BadInput("who adds this fact? pass --actor NAME or set MEMDESK_REVIEWER")
+    valid_at = _parse_date(valid_from, "--valid-from")
+
+    async def go() -> Any:
+        from engine import Memory
+
+        async with Memory(db) as mem:
+            return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at)
+
+    fact = _run(go())
+    echo(
+        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} "
+        f"(valid {fact.interval_text()}; by {actor.strip()})."
+    )
+
+
+@main.command()
 @click.argument("src")
 @click.argument("dst")
 @click.option(

@@ -111,41 +111,82 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
-class ReasonModal(ModalScreen["ReasonResult | None"]):
-    """Ask why (a rejection, a retraction): common reasons as a list, or free text.
+class TombstoneCheckbox(StateCheckbox):
+    """The reason dialog's tombstone box: toggled by ctrl+t or the mouse, never by focus and space.
 
-    An empty reason is refused inline rather than dismissed, because the engine requires one and a
-    reviewer who pressed Enter by accident should not lose the dialog.
+    A reviewer types the reason in the input beside it; were the box focusable, a Tab too many and
+    then a space in the reason would silently untick it (issue 19) and the rejected value would come
+    back in the next extraction.
+    """
+
+    can_focus = False
+
+
+TOMBSTONE_OFF_NOTE = "No tombstone: extraction may queue this value again."
+"""What the reason dialog says while its tombstone box is unticked, unless the caller says more."""
+
+
+class ReasonModal(ModalScreen["ReasonResult | None"]):
+    """Ask why (a rejection, a retraction): numbered common reasons, or free text.
+
+    A digit typed into the still-empty reason picks that preset (presets are numbered 1..9), so a
+    reviewer rejects with `r` `2` and never leaves the keyboard's home row for Shift+Tab. An empty
+    reason is refused inline rather than dismissed, because the engine requires one and a reviewer
+    who pressed Enter by accident should not lose the dialog. When the dialog offers a tombstone, its
+    note says what the box's current state will do (`note` ticked, `note_off` unticked).
     """
 
     CSS_PATH = "modals.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="reason.cancel"),
         Binding("ctrl+s", "submit", "Confirm", id="reason.submit"),
+        Binding("ctrl+t", "toggle_tombstone", "Tombstone on/off", id="reason.tombstone"),
     ]
 
     def __init__(
-        self, title: str, *, presets: Sequence[str] = (), note: str | None = None, tombstone: bool | None = None
+        self,
+        title: str,
+        *,
+        presets: Sequence[str] = (),
+        note: str | None = None,
+        tombstone: bool | None = None,
+        note_off: str | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
-        self.presets = list(presets)
+        self.presets = list(presets)[:9]
         self.note = note
+        self.note_off = note_off if note_off is not None else TOMBSTONE_OFF_NOTE
         self.tombstone = tombstone
+
+    def _note_text(self, ticked: bool) -> str | None:
+        if self.tombstone is None or ticked:
+            return self.note
+        return self.note_off
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="reason-box"):
             yield Static(literal(self.title_text), classes="modal-title")
             if self.presets:
                 yield OptionList(
-                    *[Option(literal(p), id=f"preset-{i}") for i, p in enumerate(self.presets)], id="reason-presets"
+                    *[
+                        Option(Text.assemble((f"{i + 1} ", "bold"), literal(p)), id=f"preset-{i}")
+                        for i, p in enumerate(self.presets)
+                    ],
+                    id="reason-presets",
                 )
-            yield Input(placeholder="or type a reason, then Enter", id="reason-input")
+            hint = (
+                f"1-{len(self.presets)} picks a reason; or type one, then Enter"
+                if self.presets
+                else "type a reason, then Enter"
+            )
+            yield Input(placeholder=hint, id="reason-input")
             yield Static("", id="reason-error", classes="inline-error")
-            if self.note:
-                yield Static(literal(self.note), id="reason-note", classes="modal-note")
+            note = self._note_text(bool(self.tombstone))
+            if note:
+                yield Static(literal(note), id="reason-note", classes="modal-note")
             if self.tombstone is not None:
-                yield StateCheckbox("Write a tombstone", self.tombstone, id="reason-tombstone")
+                yield TombstoneCheckbox("Write a tombstone (ctrl+t)", self.tombstone, id="reason-tombstone")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Confirm", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -158,6 +199,18 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             return False
         return self.query_one("#reason-tombstone", Checkbox).value
 
+    def action_toggle_tombstone(self) -> None:
+        if self.tombstone is not None:
+            box = self.query_one("#reason-tombstone", Checkbox)
+            box.value = not box.value
+
+    @on(Checkbox.Changed, "#reason-tombstone")
+    def _tombstone_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        note = self._note_text(event.value)
+        for shown in self.query("#reason-note").results(Static):
+            shown.update(literal(note or ""))
+
     def _submit(self, reason: str) -> None:
         cleaned = reason.strip()
         if not cleaned:
@@ -165,6 +218,14 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             self.query_one("#reason-input", Input).focus()
             return
         self.dismiss(ReasonResult(cleaned, self._tombstone_value()))
+
+    @on(Input.Changed, "#reason-input")
+    def _digit_picks(self, event: Input.Changed) -> None:
+        """A lone digit typed into the empty reason picks that numbered preset."""
+        value = event.value
+        if len(value) == 1 and value.isdigit() and 1 <= int(value) <= len(self.presets):
+            event.stop()
+            self._submit(self.presets[int(value) - 1])
 
     @on(OptionList.OptionSelected, "#reason-presets")
     def _preset(self, event: OptionList.OptionSelected) -> None:
@@ -272,8 +333,17 @@ class StatementForm(ModalScreen[_R]):
                 ok = False
         if not ok:
             return None
+        start, end = ends["valid-at"], ends["invalid-at"]
+        if start is not None and end is not None and end <= start:
+            # The engine's rule, said in the form's own words (its message names columns).
+            self._error(
+                "invalid-at",
+                f"'Valid until' ({format_day_or_time(end)}) must be later than 'Valid from' "
+                f"({format_day_or_time(start)}). Nothing was saved.",
+            )
+            return None
         try:
-            check_interval(ends["valid-at"], ends["invalid-at"])
+            check_interval(start, end)
         except UserInputError as exc:
             self._error("invalid-at", f"{exc}. Nothing was saved.")
             return None
@@ -323,12 +393,14 @@ class EditModal(StatementForm["EditResult | None"]):
         invalid_at: datetime | None = None,
         *,
         title: str = "Edit, then approve",
+        save_label: str = "Save and approve",
     ) -> None:
         super().__init__()
         self.statement = statement
         self.valid_at = valid_at
         self.invalid_at = invalid_at
         self.title_text = title
+        self.save_label = save_label
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="edit-box"):
@@ -343,7 +415,7 @@ class EditModal(StatementForm["EditResult | None"]):
             yield Input(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
             yield Static("", id="edit-invalid-at-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
-                yield Button("Save and approve", id="edit-ok", variant="primary")
+                yield Button(self.save_label, id="edit-ok", variant="primary")
                 yield Button("Cancel", id="edit-cancel")
 
     def make_result(
@@ -481,6 +553,7 @@ class PickFactModal(ModalScreen["PickResult | None"]):
 
 
 __all__ = [
+    "TOMBSTONE_OFF_NOTE",
     "ConfirmModal",
     "EditModal",
     "EditResult",
@@ -492,5 +565,6 @@ __all__ = [
     "ReplaceChoiceModal",
     "StateCheckbox",
     "StatementForm",
+    "TombstoneCheckbox",
     "format_day_or_time",
 ]

@@ -1,0 +1,361 @@
+"""Issue 19 (items 6, 7, 8): what the workstation's dialogs say, adding a fact, and hidden code
+points made visible. Keys are pressed through Pilot and the database is read afterwards through a
+fresh `Memory` (what the screen shows is not evidence that anything was stored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.app import App
+from textual.widgets import DataTable, Input, Static
+
+from engine import Memory, TombstonedError
+from engine.models import Knowledge
+from review_app.app import ReviewApp
+from review_app.keymap import KeymapError, load_keymap
+from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult
+from review_app.registry import binding_classes, bindings_of
+from review_app.screens import knowledge as knowledge_screen
+from review_app.screens.knowledge import KnowledgeScreen
+from review_app.widgets.candidate_detail import prediction_text
+from review_app.widgets.literal import visible
+from tests.pilot_helpers import keys
+from tests.test_cli import memdesk
+from tests.test_tui_screens import open_mode, shown, table_rows
+from tests.tui_seed import SeededDb, fixed_clock
+
+SIZE = (160, 48)
+TROJAN = "Ana is allergic to\u202e stun\u202c peanuts\u200b and \u2066admin\u2069"
+"""A Trojan-Source style statement: a right-to-left override reverses what follows it on screen,
+a zero-width space and bidi isolates are invisible; stored as is."""
+
+
+async def fresh(db: str) -> Memory:
+    return await Memory(db, clock=fixed_clock).open()
+
+
+async def facts_of(db: str, user: str) -> dict[str, Knowledge]:
+    mem = await fresh(db)
+    try:
+        return {k.statement: k for k in await mem.knowledge(user)}
+    finally:
+        await mem.close()
+
+
+# -- hidden characters (item 8) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown_as"),
+    [
+        ("a\u200bb", "a⟨U+200B⟩b"),  # zero-width space
+        ("x\u202ey", "x⟨U+202E⟩y"),  # right-to-left override
+        ("\u2066i\u2069", "⟨U+2066⟩i⟨U+2069⟩"),  # isolates
+        ("\ufeffbom", "⟨U+FEFF⟩bom"),
+        ("soft\u00adhyphen", "soft⟨U+00AD⟩hyphen"),
+        ("nb\u00a0sp", "nb⟨U+00A0⟩sp"),
+        ("line\u2028sep", "line⟨U+2028⟩sep"),
+        ("\u3164", "⟨U+3164⟩"),  # Hangul filler: a letter that draws nothing
+        ("tag\U000e0041", "tag⟨U+E0041⟩"),
+    ],
+)
+def test_invisible_code_points_are_named(stored: str, shown_as: str) -> None:
+    assert visible(stored) == shown_as
+
+
+def test_visible_text_is_left_alone() -> None:
+    """Positive control: ordinary text of many scripts, emoji and plain spaces are unchanged."""
+    for text in ("Ana lives in Lisbon", "Ана живёт в Лиссабоне", "אנה גרה בליסבון", "安娜 🍵 café", "a\tb\nc"):
+        assert visible(text) == text
+
+
+async def test_a_trojan_source_statement_is_shown_as_stored_in_the_knowledge_screen(tui_db: SeededDb) -> None:
+    db, _ = tui_db
+    mem = await fresh(db)
+    fact = await mem.add_knowledge("u-ana", TROJAN, actor="seed")
+    await mem.close()
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        cells = table_rows(screen.table)[str(fact.id)]
+        assert cells[1] == "Ana is allergic to⟨U+202E⟩ stun⟨U+202C⟩ peanuts⟨U+200B⟩ and ⟨U+2066⟩admin⟨U+2069⟩"
+        assert "\u202e" not in "".join(cells)
+        # the other rows are shown as they are (control)
+        assert "Ana works as a nurse" in [row[1] for row in table_rows(screen.table).values()]
+    assert TROJAN in await facts_of(db, "u-ana")  # the stored value is untouched
+
+
+def test_the_cli_shows_hidden_characters_too(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    done = memdesk("add", db, "--user", "ana", "Ana lives in Porto", "--actor", "sup")
+    assert done.returncode == 2  # no such database yet (control for the next call)
+    asyncio.run(_make_db(str(db)))
+    done = memdesk("add", db, "--user", "ana", TROJAN, "--actor", "sup")
+    assert done.returncode == 0, done.stderr
+    assert "⟨U+202E⟩" in done.stdout and "\u202e" not in done.stdout
+    assert TROJAN in asyncio.run(facts_of(str(db), "ana"))
+
+
+async def _make_db(path: str) -> None:
+    async with Memory(path) as mem:
+        await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="seed")
+
+
+# -- add a fact (item 7) ------------------------------------------------------------------------------
+
+
+def test_memdesk_add_stores_an_audited_fact_and_refuses_bad_input(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    asyncio.run(_make_db(str(db)))
+    done = memdesk("add", db, "--user", "ana", "Ana moved to Glasgow", "--valid-from", "2026-01-02", "--actor", "kim")
+    assert done.returncode == 0, done.stderr
+    assert "Ana moved to Glasgow" in done.stdout
+    fact = asyncio.run(facts_of(str(db), "ana"))["Ana moved to Glasgow"]
+    assert fact.created_by == "kim" and fact.valid_at == datetime(2026, 1, 2, tzinfo=UTC)
+
+    async def audit() -> list[Any]:
+        async with Memory(str(db)) as mem:
+            return await mem.history("ana", fact.id)
+
+    assert [e.actor for e in asyncio.run(audit())] == ["kim"]
+    before = asyncio.run(facts_of(str(db), "ana"))
+    for bad in (["   "], ["Ana x", "--valid-from", "yesterday-ish"]):
+        refused = memdesk("add", db, "--user", "ana", *bad, "--actor", "kim")
+        assert refused.returncode == 2, refused.stdout
+        assert refused.stderr.strip() and "Traceback" not in refused.stderr
+    assert asyncio.run(facts_of(str(db), "ana")).keys() == before.keys()
+
+
+async def test_n_on_the_knowledge_screen_adds_a_fact_audited_under_the_reviewer(tui_db: SeededDb) -> None:
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        assert isinstance(app.screen, KnowledgeScreen) and app.screen.user_id == "u-ana"
+        await keys(pilot, "n")
+        assert isinstance(app.screen, EditModal)
+        await pilot.press(*"Ana moved to Glasgow")
+        await pilot.press("tab")
+        await pilot.press(*"2026-01-02")
+        await keys(pilot, "enter")
+        assert isinstance(app.screen, KnowledgeScreen)
+        status = shown(app.screen.query_one("#knowledge-status", Static))
+        assert "added for u-ana by sam" in status
+    fact = (await facts_of(db, "u-ana"))["Ana moved to Glasgow"]
+    assert fact.created_by == "sam" and fact.valid_at == datetime(2026, 1, 2, tzinfo=UTC)
+    mem = await fresh(db)
+    events = await mem.history("u-ana", fact.id)
+    await mem.close()
+    assert [e.actor for e in events] == ["sam"]
+
+
+async def test_a_refused_add_says_why_and_changes_nothing(tui_db: SeededDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's typed refusals become a message; the screen stays usable and nothing is stored.
+    (The engine's tombstone check on add_knowledge is another change's; here the engine raises it.)"""
+    db, _ = tui_db
+    before = await facts_of(db, "u-ana")
+
+    async def tombstoned(self: Memory, user_id: str, statement: str, *args: Any, **kwargs: Any) -> Knowledge:
+        raise TombstonedError(4)
+
+    monkeypatch.setattr(Memory, "add_knowledge", tombstoned)
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        await keys(pilot, "n")
+        await pilot.press(*"Ana is the queen of Spain")
+        await keys(pilot, "enter")
+        assert isinstance(app.screen, KnowledgeScreen)
+        status = shown(app.screen.query_one("#knowledge-status", Static))
+        assert "Not added: a reviewer already rejected this value" in status and "Lift the tombstone" in status
+    assert (await facts_of(db, "u-ana")).keys() == before.keys()
+
+
+async def test_add_fact_maps_each_refusal_to_words() -> None:
+    class Refusing:
+        def __init__(self, exc: Exception) -> None:
+            self.exc = exc
+
+        async def add_knowledge(self, *args: Any, **kwargs: Any) -> Knowledge:
+            raise self.exc
+
+    from engine import DuplicateFactError, UserInputError
+    from review_app.modals import EditResult
+
+    result = EditResult("Ana x", None, None)
+    for exc, words in (
+        (TombstonedError(4), "already rejected this value for this user (tombstone 4)"),
+        (DuplicateFactError(9, "Ana x"), "fact 9 of this user already says 'Ana x'"),
+        (UserInputError("bad"), "Not added: bad"),
+    ):
+        said = await knowledge_screen.add_fact(Refusing(exc), "u", result, "sam")  # type: ignore[arg-type]
+        assert isinstance(said, str) and words in said
+
+
+# -- dialogs (item 6) -----------------------------------------------------------------------------
+
+
+class _Host(App[None]):
+    """A bare app that opens one dialog and keeps what it returned."""
+
+    def __init__(self, modal: Any) -> None:
+        super().__init__()
+        self.modal = modal
+        self.result: Any = "not dismissed"
+
+    def on_mount(self) -> None:
+        self.push_screen(self.modal, self._done)
+
+    def _done(self, result: Any) -> None:
+        self.result = result
+
+
+def _reason_modal() -> ReasonModal:
+    return ReasonModal(
+        "Reject candidate 7",
+        presets=("Not true", "Not about the user"),
+        tombstone=True,
+        note="A tombstone will be written.",
+    )
+
+
+async def test_a_number_key_picks_a_reject_reason() -> None:
+    app = _Host(_reason_modal())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+    assert app.result == ReasonResult("Not about the user", True)
+
+
+async def test_a_digit_inside_a_typed_reason_is_text() -> None:
+    """Control for the number keys: once a reason is being typed, digits are part of it."""
+    app = _Host(_reason_modal())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"said 2 times", "enter")
+        await pilot.pause()
+    assert app.result == ReasonResult("said 2 times", True)
+
+
+async def test_a_space_in_the_reason_keeps_the_tombstone_and_the_note_follows_the_box() -> None:
+    app = _Host(_reason_modal())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        modal = app.screen
+        note = modal.query_one("#reason-note", Static)
+        assert "will be written" in shown(note)
+        await pilot.press("tab", "shift+tab", *"not", "space", *"her", "space")  # away and back, then type
+        await pilot.pause()
+        assert modal.query_one("#reason-input", Input).value == "not her "
+        assert "will be written" in shown(note) and modal.query_one("#reason-tombstone").value is True
+        await pilot.press("ctrl+t")  # the box's own key
+        await pilot.pause()
+        assert TOMBSTONE_OFF_NOTE in shown(note) and "will be written" not in shown(note)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert isinstance(app.result, ReasonResult) and app.result.tombstone is False
+
+
+async def test_a_backwards_interval_is_refused_in_the_forms_words() -> None:
+    app = _Host(EditModal("Ana lives in Porto"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        modal = app.screen
+        modal.query_one("#edit-valid-at", Input).value = "2025-05-01"
+        modal.query_one("#edit-invalid-at", Input).value = "2024-01-01"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        error = shown(modal.query_one("#edit-invalid-at-error", Static))
+        assert "'Valid until' (2024-01-01) must be later than 'Valid from' (2025-05-01)" in error
+        assert "invalid_at" not in error and app.result == "not dismissed"
+        modal.query_one("#edit-invalid-at", Input).value = "2026-01-01"  # control: a forward one saves
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert app.result.invalid_at == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+async def test_the_prediction_pane_labels_pending_candidates_pending(tmp_path: Path) -> None:
+    """A pending candidate shown to the extractor beside the facts is labelled pending; an ended fact
+    still reads superseded (control)."""
+    from tests.tui_seed import ScriptedExtractor
+
+    async with Memory(str(tmp_path / "p.db"), extractor=ScriptedExtractor(), clock=fixed_clock) as mem:
+        old = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="seed")
+        await mem.correct("ana", old.id, "Ana lives in Porto", actor="seed", reason="moved")
+        await mem.add_exchange("ana", "FACT: Ana plays the cello", "Nice.")
+        await mem.process()
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "Sweet.")
+        await mem.process()
+        [second] = [c for c in await mem.review.pending(user_id="ana") if c.statement == "Ana keeps bees"]
+        ctx = await mem.review.context(second.id)
+    pending = [k for k in ctx.existing if k.status == "pending"]
+    assert [k.statement for k in pending] == ["Ana plays the cello"]
+    line = next(li for li in prediction_text(ctx).plain.splitlines() if f"candidate #{-pending[0].id} " in li)
+    assert "superseded" not in line and "pending" in line
+    ended = replace(old, status="superseded", superseded_by=old.id + 1)
+    assert ended.described() == f"Ana lives in Lisbon (superseded by #{old.id + 1})"
+
+
+# -- help and keymap (item 6) -------------------------------------------------------------------------
+
+
+async def test_help_lists_the_second_review_the_reviewers_screen_and_the_flag_dialog(tui_db: SeededDb) -> None:
+    from review_app.screens.help import HelpScreen
+    from review_app.screens.queue_team import FlagModal
+    from review_app.screens.reviewers import ReviewersScreen
+    from review_app.screens.second_review import SecondReviewScreen
+
+    wanted: set[str] = set()
+    for cls in (SecondReviewScreen, ReviewersScreen, FlagModal):
+        ids = {b.id for b in bindings_of(cls) if b.id}
+        assert ids, cls  # each has keys of its own (control: the check below is not vacuous)
+        wanted |= ids
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = list(table_rows(app.screen.query_one("#help-table", DataTable)).values())
+        listed = {r[2] for r in rows}
+        assert wanted <= listed, wanted - listed
+        assert {"knowledge.add", "reason.tombstone"} <= listed
+        assert {r[0] for r in rows} >= {"secondreview", "reviewers", "flag"}
+
+
+def test_the_registry_finds_every_screen_and_dialog_class() -> None:
+    """Every Screen subclass in review_app that has keys is in the registry, without a list."""
+    from textual.screen import Screen
+
+    import review_app.app  # noqa: F401  (imports every screen)
+
+    def subclasses(root: type[Any]) -> set[type[Any]]:
+        out = set(root.__subclasses__())
+        for sub in list(out):
+            out |= subclasses(sub)
+        return out
+
+    screens = {c for c in subclasses(Screen) if c.__module__.startswith("review_app.") and "BINDINGS" in c.__dict__}
+    assert len(screens) >= 15
+    assert screens <= set(binding_classes())
+
+
+def test_an_unknown_keymap_id_is_an_error_at_start(tui_db: SeededDb, tmp_path: Path) -> None:
+    db, _ = tui_db
+    with pytest.raises(KeymapError, match=r"unknown binding id 'queue.aprove' \(did you mean 'queue.approve'\?\)"):
+        ReviewApp(db, "sam", keymap={"queue.aprove": "y"})
+    ReviewApp(db, "sam", keymap={"queue.approve": "y", "queue.flag": "f9"})  # control: known ids start
+    keymap_file = tmp_path / "keys.toml"
+    keymap_file.write_text('[keymap]\n"second.nope" = "y"\n', encoding="utf-8")
+    with pytest.raises(KeymapError, match=r"keys\.toml"):
+        load_keymap(keymap_file)
+    done = memdesk("review", db, "--reviewer", "sam", "--keymap", keymap_file)
+    assert done.returncode == 2 and "unknown binding id 'second.nope'" in done.stderr
