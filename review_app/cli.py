@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import importlib
 import json
 import os
 import sys
@@ -62,9 +63,23 @@ class Failure(click.ClickException):
         return visible(self.message)
 
 
+# Command groups in modules of their own, which use this module's helpers: loaded when named
+# (click's lazy subcommands), so neither module imports the other while it is being defined.
+_LAZY_GROUPS = {"policy": "review_app.policy_cli"}
+
+
 class _EscapingGroup(click.Group):
     """Click's own errors quote what was typed ("Invalid value for '--top-k': ..."); their text is
     made visible before click prints it, like every other output of this command line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_GROUPS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _LAZY_GROUPS:
+            found = getattr(importlib.import_module(_LAZY_GROUPS[cmd_name]), cmd_name)
+            return found if isinstance(found, click.Command) else None
+        return super().get_command(ctx, cmd_name)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         return _escaping(lambda: super(_EscapingGroup, self).make_context(*args, **kwargs))
@@ -1060,12 +1075,6 @@ def mcp(db: str | None, user: str) -> None:
         raise BadInput(str(exc)) from None
     except MemdeskError as exc:
         raise Failure(str(exc)) from None
-
-
-# `memdesk policy ...` lives in a module of its own (it imports the helpers above)
-from .policy_cli import policy  # noqa: E402
-
-main.add_command(policy)
 
 
 if __name__ == "__main__":
