@@ -95,11 +95,8 @@ class TombstonedError(UserInputError):
 
     def __init__(self, tombstone_id: int, statement: str | None = None) -> None:
         self.tombstone_id = tombstone_id
-        said = f" ({statement!r})" if statement else ""
-        super().__init__(
-            f"a reviewer already rejected this value for this user: tombstone {tombstone_id}{said};"
-            " lift the tombstone to allow it again"
-        )
+        said = f": {statement!r}" if statement else ""
+        super().__init__(f"a reviewer already rejected this value for this user (tombstone {tombstone_id}){said}")
 
 
 class DuplicateCandidateError(UserInputError):
