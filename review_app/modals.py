@@ -425,8 +425,10 @@ class EditModal(StatementForm["EditResult | None"]):
 
 
 class ReplaceChoiceModal(ModalScreen["str | None"]):
-    """The supersede-or-keep-both question, asked by `a` and by `e` on a candidate that would
-    replace something: `s` ends belief in the old value, `k` keeps both, Escape decides nothing.
+    """The question a replacement asks, by `a` and by `e` on a candidate that would replace
+    something: `s` supersedes (the world changed: the old value ends, readable for its period),
+    `c` corrects (it was never true: as-of never reads the old value again), `k` keeps both,
+    Escape decides nothing.
 
     The engine refuses a plain approve of such a candidate (DecisionRequiredError); this dialog is
     where the reviewer makes the choice the engine requires, with both values in view."""
@@ -434,6 +436,7 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
     CSS_PATH = "modals.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "choose('supersede')", "Supersede", id="choice.supersede"),
+        Binding("c", "choose('correct')", "Correct", id="choice.correct"),
         Binding("k", "choose('keep_both')", "Keep both", id="choice.keep_both"),
         Binding("escape", "choose(None)", "Cancel", id="choice.cancel"),
     ]
@@ -450,12 +453,14 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
             values = Text.assemble(("now  ", "dim"), literal(self.old), ("\nnew  ", "dim"), literal(self.new, "bold"))
             yield Static(values, id="choice-values")
             yield Static(
-                "Press s to supersede the old value (it stops being believed, its valid time closes "
-                "where the new one starts), or k to keep both as true at once.",
+                "s supersede: the world changed (the old value ends where the new one starts, and stays "
+                "true for its own period). c correct: the old value was never true (no date reads it again). "
+                "k keep both: both are true at once.",
                 classes="modal-note",
             )
             with Horizontal(classes="modal-buttons"):
                 yield Button("Supersede (s)", id="choice-supersede", variant="primary")
+                yield Button("Correct (c)", id="choice-correct")
                 yield Button("Keep both (k)", id="choice-keep")
                 yield Button("Cancel", id="choice-cancel")
 
@@ -464,7 +469,8 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss({"choice-supersede": "supersede", "choice-keep": "keep_both"}.get(event.button.id or ""))
+        choices = {"choice-supersede": "supersede", "choice-correct": "correct", "choice-keep": "keep_both"}
+        self.dismiss(choices.get(event.button.id or ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +479,7 @@ class PickResult:
 
     fact_id: int
     reason: str
+    start: datetime | None = None  # when the picked fact starts, where asked (None: not given)
 
 
 class PickFactModal(ModalScreen["PickResult | None"]):
@@ -486,13 +493,20 @@ class PickFactModal(ModalScreen["PickResult | None"]):
     ]
 
     def __init__(
-        self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False, note: str | None = None
+        self,
+        title: str,
+        facts: Sequence[tuple[int, str]],
+        *,
+        ask_reason: bool = False,
+        note: str | None = None,
+        ask_start: str | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.facts = list(facts)
         self.ask_reason = ask_reason
         self.note = note
+        self.ask_start = ask_start  # the start field's placeholder, when the change takes a start date
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="pick-box"):
@@ -506,6 +520,8 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             )
             if self.ask_reason:
                 yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
+            if self.ask_start:
+                yield Input(placeholder=self.ask_start, id="pick-start")
             yield Static("", id="pick-error", classes="inline-error")
             if self.note:
                 yield Static(literal(self.note), classes="modal-note")
@@ -526,7 +542,18 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             self.query_one("#pick-error", Static).update("A reason is required.")
             self.query_one("#pick-reason", Input).focus()
             return
-        self.dismiss(PickResult(self.facts[options.highlighted][0], reason))
+        start: datetime | None = None
+        if self.ask_start:
+            raw = self.query_one("#pick-start", Input).value.strip()
+            try:
+                start = parse_datetime(raw, "the start") if raw else None
+            except UserInputError:
+                self.query_one("#pick-error", Static).update(
+                    f"The start {raw!r} is not a date: write it as 2026-02-03 (or leave it empty)."
+                )
+                self.query_one("#pick-start", Input).focus()
+                return
+        self.dismiss(PickResult(self.facts[options.highlighted][0], reason, start))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -494,7 +494,8 @@ class KnowledgeScreen(WorkstationScreen):
             [(k.id, k.statement) for k in others],
             ask_reason=True,
             note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
-            "the new fact's starts.",
+            "the new fact starts: the date given, else the new fact's own start, else when it was stated.",
+            ask_start="starts on (YYYY-MM-DD; empty: the new fact's start, or when it was stated)",
         )
         self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
 
@@ -505,7 +506,9 @@ class KnowledgeScreen(WorkstationScreen):
         self._work(change, f"Superseding fact {fact.id}", "action")
 
     async def _do_supersede(self, fact: Knowledge, result: PickResult) -> int:
-        await self.memory.supersede(fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason)
+        await self.memory.supersede(
+            fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason, start=result.start
+        )
         self._status(f"Fact #{fact.id} superseded by #{result.fact_id} ({result.reason}).")
         return result.fact_id
 
