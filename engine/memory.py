@@ -8,7 +8,7 @@ its own beyond the embedder check at open.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -168,7 +168,7 @@ class Memory(KnowledgeOps):
     ) -> list[int]:
         return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
-    async def add_exchanges(self, exchanges: list[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
+    async def add_exchanges(self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
         """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
 
         Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),

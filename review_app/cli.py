@@ -92,7 +92,7 @@ def _escaping(call: Any) -> Any:
     try:
         return call()
     except click.ClickException as exc:
-        exc.message = visible(exc.message)
+        exc.message = visible(exc.message)  # type: ignore[misc]  # click types it Final; it is a plain attribute
         raise
 
 
@@ -999,7 +999,7 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
         from engine.export import export_user
 
         async with Memory(db) as mem:
-            return await export_user(mem, user, include_messages=include_messages)
+            return await export_user(mem.ctx, user, include_messages=include_messages)
 
     text = _json(_run(go()))
     if output:
@@ -1031,7 +1031,7 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
         from engine.erase import erase_user
 
         async with Memory(db) as mem:
-            return await erase_user(mem, user, actor)
+            return await erase_user(mem.ctx, user, actor)
 
     report = _run(go())
     echo(
