@@ -27,7 +27,7 @@ from .errors import (
     UserInputError,
 )
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AuditEvent, Knowledge, ProposalOutcome, Tombstone
+from .models import KEEP, AuditEvent, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
 from .storage import SqlTx
 from .timeutil import check_interval, from_us, to_us
 
@@ -308,6 +308,30 @@ class KnowledgeOps:
                 limit=limit,
                 offset=offset,
             )
+
+    async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
+        """The user's newest `limit` episodes, oldest first, each with its messages, the candidates
+        extracted from it and the statements its gates dropped: what a curator reads to find a fact
+        the extractor missed (and then adds with `add_knowledge`)."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            ids = await tx.user_episode_ids(uid, limit)
+            episodes = await tx.episodes_with_messages(ids)
+            wanted = set(ids)
+            candidates = [c for c in await tx.user_candidates(uid) if c.episode_id in wanted]
+            dropped = [d for d in await tx.list_discarded(uid, limit=1_000_000) if d.episode_id in wanted]
+        out: list[EpisodeYield] = []
+        for eid in ids:
+            episode = episodes.get(eid)
+            if episode is not None:
+                out.append(
+                    EpisodeYield(
+                        episode,
+                        [c for c in candidates if c.episode_id == eid],
+                        sorted((d for d in dropped if d.episode_id == eid), key=lambda d: d.id),
+                    )
+                )
+        return out
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         async with self.ctx.store.reading() as tx:

@@ -23,6 +23,7 @@ from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, Reason
 from review_app.registry import binding_classes, bindings_of
 from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.knowledge import KnowledgeScreen
+from review_app.screens.messages import MessagesScreen, extracted_cell, message_rows
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.literal import visible
 from tests.pilot_helpers import keys
@@ -359,3 +360,54 @@ def test_an_unknown_keymap_id_is_an_error_at_start(tui_db: SeededDb, tmp_path: P
         load_keymap(keymap_file)
     done = memdesk("review", db, "--reviewer", "sam", "--keymap", keymap_file)
     assert done.returncode == 2 and "unknown binding id 'second.nope'" in done.stderr
+
+
+# -- the Messages view (item 7) -----------------------------------------------------------------------
+
+
+async def _conversation_db(path: str) -> None:
+    from tests.tui_seed import ScriptedExtractor
+
+    async with Memory(path, extractor=ScriptedExtractor(), clock=fixed_clock) as mem:
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "Sweet.")
+        await mem.add_exchange("ana", "I moved to Glasgow last week", "Welcome to Scotland!")
+        await mem.process()
+
+
+async def test_message_rows_mark_a_message_that_yielded_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    await _conversation_db(db)
+    async with Memory(db, clock=fixed_clock) as mem:
+        rows = message_rows(await mem.conversations("ana"))
+    by_text = {r.message.content: r for r in rows}
+    bees, glasgow = by_text["FACT: Ana keeps bees"], by_text["I moved to Glasgow last week"]
+    assert [i.statement for i in bees.items] == ["Ana keeps bees"] and not bees.yielded_nothing  # control
+    assert glasgow.items == [] and glasgow.yielded_nothing
+    assert not by_text["Sweet."].yielded_nothing  # the assistant's lines are never the user's facts
+    assert extracted_cell(glasgow).plain == "∅ nothing extracted"
+
+
+async def test_the_messages_view_finds_the_missed_fact_and_n_adds_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    await _conversation_db(db)
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        await keys(pilot, "m")
+        screen = app.screen
+        assert isinstance(screen, MessagesScreen)
+        assert "1 yielded nothing" in shown(screen.query_one("#messages-title", Static))
+        await keys(pilot, "right_square_bracket")
+        current = screen.rows[screen.table.cursor_row]
+        assert current.message.content == "I moved to Glasgow last week"
+        await keys(pilot, "n")
+        assert isinstance(app.screen, EditModal)
+        await pilot.press(*"Ana lives in Glasgow")
+        await keys(pilot, "enter")
+        assert app.screen is screen
+        assert "added for ana by sam" in shown(screen.query_one("#messages-status", Static))
+        await keys(pilot, "escape")
+        assert isinstance(app.screen, KnowledgeScreen)
+        assert "Ana lives in Glasgow" in [row[1] for row in table_rows(app.screen.table).values()]
+    fact = (await facts_of(db, "ana"))["Ana lives in Glasgow"]
+    assert fact.created_by == "sam"

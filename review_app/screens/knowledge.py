@@ -56,6 +56,7 @@ as-of date narrows the list)."""
 
 FOOTER_KEYS: tuple[str, ...] = (
     "knowledge.add",
+    "knowledge.messages",
     "knowledge.correct",
     "knowledge.retract",
     "knowledge.supersede",
@@ -126,6 +127,7 @@ class KnowledgeScreen(WorkstationScreen):
     CSS_PATH = "knowledge.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "add", "Add a fact", id="knowledge.add"),
+        Binding("m", "messages", "Messages", id="knowledge.messages"),
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
         Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
@@ -394,6 +396,16 @@ class KnowledgeScreen(WorkstationScreen):
         user = self.user_id
         modal = EditModal("", title=f"Add a fact for user {user}", save_label="Add the fact")
         self.app.push_screen(modal, callback=lambda result: self._added(user, result))
+
+    def action_messages(self) -> None:
+        """The shown user's messages and what extraction made of each (`m`): where a missed fact is
+        found, and added with `n` there."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        from .messages import MessagesScreen  # messages imports add_fact from here
+
+        self.app.push_screen(MessagesScreen(self.user_id), callback=lambda _: self.reload())
 
     def _added(self, user: str, result: EditResult | None) -> None:
         if result is None:
