@@ -22,12 +22,13 @@ from .context import EngineContext
 from .errors import (
     DuplicateFactError,
     InvalidStatementError,
+    NotFoundError,
     StaleSupersessionError,
     TombstonedError,
     UserInputError,
 )
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AuditEvent, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
+from .models import KEEP, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
 from .storage import SqlTx
 from .timeutil import check_interval, from_us, to_us
 
@@ -308,6 +309,16 @@ class KnowledgeOps:
                 limit=limit,
                 offset=offset,
             )
+
+    async def episode(self, user_id: str, episode_id: int) -> Episode:
+        """One episode of the user with its messages in order (the source of a candidate or of a
+        dropped statement); NotFoundError when the user has no such episode."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            found = await tx.episode_with_messages(episode_id)
+        if found is None or found.user_id != uid:
+            raise NotFoundError(f"user {uid} has no episode {episode_id}")
+        return found
 
     async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
         """The user's newest `limit` episodes, oldest first, each with its messages, the candidates

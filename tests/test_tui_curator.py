@@ -26,7 +26,7 @@ from review_app.screens.knowledge import KnowledgeScreen
 from review_app.screens.messages import MessagesScreen, extracted_cell, message_rows
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.literal import visible
-from tests.pilot_helpers import keys
+from tests.pilot_helpers import keys, settle
 from tests.test_cli import memdesk
 from tests.test_tui_screens import open_mode, shown, table_rows
 from tests.tui_seed import SeededDb, fixed_clock
@@ -411,3 +411,25 @@ async def test_the_messages_view_finds_the_missed_fact_and_n_adds_it(tmp_path: P
         assert "Ana lives in Glasgow" in [row[1] for row in table_rows(app.screen.table).values()]
     fact = (await facts_of(db, "ana"))["Ana lives in Glasgow"]
     assert fact.created_by == "sam"
+
+
+async def test_the_discarded_screen_shows_the_source_message(tmp_path: Path) -> None:
+    from tests.tui_seed import ScriptedExtractor
+
+    db = str(tmp_path / "d.db")
+    async with Memory(db, extractor=ScriptedExtractor(), clock=fixed_clock) as mem:
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "Sweet.")
+        await mem.process()
+        await mem.add_exchange("ana", "Hello again", "Hi.")
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "You said.")
+        await mem.process()
+        [dropped] = await mem.discarded("ana")
+    assert dropped.episode_id is not None
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "5")
+        await settle(pilot)
+        detail = shown(app.screen.query_one("#discarded-detail", Static))
+        assert "source messages:" in detail
+        assert "▶ " in detail and "FACT: Ana keeps bees" in detail
+        assert "Hello again" not in detail  # only the quoting message is marked and shown (control)

@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Select, Static
 
-from engine.models import Discarded
+from engine.models import Discarded, Message
 
 from ..modals import ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
@@ -58,6 +58,21 @@ def matched_text(item: Discarded) -> Text:
     if item.matched_statement:
         out.append(": ")
         out.append_text(literal(item.matched_statement))
+    return out
+
+
+def source_text(messages: list[Message], evidence: str) -> Text:
+    """The user's messages of an episode, newest last; the one quoting `evidence` marked ▶ (or every
+    one shown plainly when none quotes it: the model paraphrased)."""
+    quote = evidence.strip().casefold()
+    said = [m for m in messages if m.role == "user"]
+    quoting = [m for m in said if quote and quote in m.content.casefold()]
+    label = ":" if quoting or not quote else " (none quotes the evidence):"
+    out = Text(f"\nsource messages{label}", style="dim")
+    for m in quoting or said:
+        out.append("\n▶ " if quoting else "\n  ", style="bold")
+        out.append(f"{fmt_time(m.at)}  ", style="dim")
+        out.append_text(literal(m.content))
     return out
 
 
@@ -195,6 +210,17 @@ class DiscardedScreen(WorkstationScreen):
             text.append("\nevidence: ", style="dim")
             text.append_text(literal(item.evidence, "italic"))
         detail.update(text)
+        if item.episode_id is not None:
+            self._work(partial(self._load_source, item, text), f"Reading the source of #{item.id}", "source")
+
+    async def _load_source(self, item: Discarded, shown: Text) -> None:
+        """Add the user's messages of the episode the statement came from, the one its evidence
+        quotes marked (the reviewer judges a dropped statement by what the user actually said)."""
+        assert item.episode_id is not None
+        episode = await self.memory.episode(item.user_id, item.episode_id)
+        if self._current_id() != item.id:
+            return  # the cursor moved on meanwhile
+        self.query_one("#discarded-detail", Static).update(shown + source_text(episode.messages, item.evidence))
 
     def _status(self, message: str) -> None:
         self.query_one("#discarded-status", Static).update(literal(message))
