@@ -24,8 +24,10 @@ from review_app.registry import binding_classes, bindings_of
 from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.knowledge import KnowledgeScreen
 from review_app.screens.messages import MessagesScreen, extracted_cell, message_rows
+from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.literal import visible
+from review_app.widgets.user_picker import UserPickerModal, matching
 from tests.pilot_helpers import keys, settle
 from tests.test_cli import memdesk
 from tests.test_tui_screens import open_mode, shown, table_rows
@@ -433,3 +435,38 @@ async def test_the_discarded_screen_shows_the_source_message(tmp_path: Path) -> 
         assert "source messages:" in detail
         assert "▶ " in detail and "FACT: Ana keeps bees" in detail
         assert "Hello again" not in detail  # only the quoting message is marked and shown (control)
+
+
+# -- the user picker (item 6) ---------------------------------------------------------------------
+
+
+def test_matching_finds_part_of_an_id_prefix_first() -> None:
+    users = ["u-ana", "u-ben", "benedict", "u-chloe"]
+    assert matching(users, "ben") == ["benedict", "u-ben"]
+    assert matching(users, "") == users  # control: nothing typed, everyone
+    assert matching(users, "zz") == []
+
+
+@pytest.mark.parametrize(("mode", "screen_type"), [("2", KnowledgeScreen), ("3", TombstonesScreen)])
+async def test_typing_part_of_a_user_id_picks_that_user(tui_db: SeededDb, mode: str, screen_type: type[Any]) -> None:
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_mode(pilot, mode)
+        screen = app.screen
+        assert isinstance(screen, screen_type)
+        before = screen.user_id
+        await keys(pilot, "u")
+        assert isinstance(app.screen, UserPickerModal)
+        await pilot.press(*"ben")
+        await keys(pilot, "enter")
+        assert app.screen is screen
+        assert screen.user_id == "u-ben" != before
+        await settle(pilot)
+        statements = [row[2 if mode == "3" else 1] for row in table_rows(screen.table).values()]
+        users = {row[1] for row in table_rows(screen.table).values()} if mode == "3" else {"u-ben"}
+        assert users <= {"u-ben"}
+        if mode == "2":  # the facts shown are ben's, read from the database
+            assert set(statements) == {k.statement for k in (await facts_of(db, "u-ben")).values()}
+        await keys(pilot, "u", "escape")  # control: cancelling keeps the user
+        assert screen.user_id == "u-ben"
