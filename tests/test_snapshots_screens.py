@@ -78,3 +78,14 @@ def test_stats(tui_db: SeededDb, snap_compare: Any, size: tuple[int, int]) -> No
 @pytest.mark.parametrize("size", SIZES)
 def test_help(tui_db: SeededDb, snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(app(tui_db[0]), terminal_size=size, run_before=then("2", "question_mark"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_messages_view(tui_db: SeededDb, snap_compare: Any, size: tuple[int, int]) -> None:
+    """A user's messages with what extraction made of each; `]` lands on one that yielded nothing."""
+    assert snap_compare(app(tui_db[0]), terminal_size=size, run_before=then("2", "m", "right_square_bracket"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_user_picker(tui_db: SeededDb, snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(app(tui_db[0]), terminal_size=size, run_before=then("3", "u", "b"))
