@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
@@ -98,10 +98,16 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="confirm-box"):
-            yield Static(literal(self.message), id="confirm-message")
+            # Scrolls: a bulk question lists every id it will decide, however many (never "… and 3
+            # more": a reviewer says yes only to what they could read).
+            with VerticalScroll(id="confirm-scroll"):
+                yield Static(literal(self.message), id="confirm-message")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Yes (y)", id="yes", variant="primary")
                 yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-scroll", VerticalScroll).focus()  # arrows and PageDown scroll the list
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)

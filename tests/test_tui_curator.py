@@ -470,3 +470,24 @@ async def test_typing_part_of_a_user_id_picks_that_user(tui_db: SeededDb, mode: 
             assert set(statements) == {k.statement for k in (await facts_of(db, "u-ben")).values()}
         await keys(pilot, "u", "escape")  # control: cancelling keeps the user
         assert screen.user_id == "u-ben"
+
+
+async def test_the_confirm_dialog_scrolls_to_every_line() -> None:
+    """A bulk question with 40 ids: every id is in the dialog and the list scrolls to the last."""
+    from textual.containers import VerticalScroll
+
+    from review_app.modals import ConfirmModal
+
+    lines = "\n".join(f"  #{i} u-ana: fact {i}" for i in range(1, 41))
+    app = _Host(ConfirmModal(f"Approve 40 candidates? Exactly these:\n{lines}"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        scroll = app.screen.query_one("#confirm-scroll", VerticalScroll)
+        assert "#40 u-ana: fact 40" in shown(app.screen.query_one("#confirm-message", Static))
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == 0  # taller than the dialog: it scrolls
+        await pilot.press("end")
+        await pilot.pause()
+        assert scroll.scroll_y == scroll.max_scroll_y
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.result is True
