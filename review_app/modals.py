@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
-from .widgets.literal import literal
+from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
 
@@ -356,7 +356,21 @@ class StatementForm(ModalScreen[_R]):
         return self.make_result(statement, ends["valid-at"], ends["invalid-at"], reason)
 
     def on_mount(self) -> None:
-        self.query_one(f"#{self.PREFIX}-statement", Input).focus()
+        statement = self.query_one(f"#{self.PREFIX}-statement", Input)
+        statement.focus()
+        self._warn_hidden(statement.value)
+
+    def _warn_hidden(self, value: str) -> None:
+        """An input field draws hidden code points as nothing; say under it what it really holds."""
+        shown = visible(value)
+        if shown != value:
+            self._error("statement", f"Holds hidden characters: {shown}")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if event.input.id == f"{self.PREFIX}-statement":
+            self._error("statement", "")
+            self._warn_hidden(event.value)
 
     def action_submit(self) -> None:
         result = self.validate_fields()

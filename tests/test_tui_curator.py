@@ -491,3 +491,15 @@ async def test_the_confirm_dialog_scrolls_to_every_line() -> None:
         await pilot.press("y")
         await pilot.pause()
     assert app.result is True
+
+
+async def test_the_edit_form_says_what_hidden_characters_its_statement_holds() -> None:
+    app = _Host(EditModal(TROJAN))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        modal = app.screen
+        warning = shown(modal.query_one("#edit-statement-error", Static))
+        assert "Holds hidden characters" in warning and "⟨U+202E⟩" in warning
+        modal.query_one("#edit-statement", Input).value = "Ana is allergic to peanuts"  # control: plain text
+        await pilot.pause()
+        assert shown(modal.query_one("#edit-statement-error", Static)).strip() == ""
