@@ -503,3 +503,46 @@ async def test_the_edit_form_says_what_hidden_characters_its_statement_holds() -
         modal.query_one("#edit-statement", Input).value = "Ana is allergic to peanuts"  # control: plain text
         await pilot.pause()
         assert shown(modal.query_one("#edit-statement-error", Static)).strip() == ""
+
+
+@pytest.fixture
+def web_creds(tmp_path: Path) -> Path:
+    """The reviewers file of tests/test_serve.py (its REVIEWER and PASSWORD log in)."""
+    from review_app.auth import hash_password, write_credentials
+    from tests.test_serve import PASSWORD, REVIEWER
+
+    path = tmp_path / "reviewers.toml"
+    write_credentials(path, {REVIEWER: hash_password(PASSWORD)})
+    return path
+
+
+async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_creds: Path) -> None:
+    """`memdesk serve` runs the same widgets: what reaches the browser's terminal over the websocket
+    names the override (⟨U+202E⟩) and never carries the raw code point."""
+    from aiohttp import WSMsgType
+
+    from tests.test_serve import WAIT, origin, running, session_cookie, terminal_text
+
+    db = str(tmp_path / "web.db")
+    async with Memory(db, clock=fixed_clock) as mem:
+        await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="seed")
+        await mem.propose("ana", TROJAN, actor="agent")
+    async with running(db, web_creds) as (_, client):
+        cookie = await session_cookie(client)
+        ws = await client.ws_connect("/ws?width=120&height=36", headers={**cookie, "Origin": origin(client)})
+        stream = bytearray()
+
+        async def read_until(needle: str) -> None:
+            while needle not in terminal_text(bytes(stream)):
+                message = await ws.receive()
+                if message.type == WSMsgType.BINARY:
+                    stream.extend(message.data)
+                elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
+                    raise AssertionError(f"the workstation closed before showing {needle!r}")
+
+        await asyncio.wait_for(read_until("Confidence"), WAIT)  # the gap pane of the proposal
+        await asyncio.wait_for(read_until("⟨U+2069⟩"), WAIT)
+        text = terminal_text(bytes(stream))
+        assert "⟨U+202E⟩" in text and "⟨U+200B⟩" in text
+        assert "\u202e" not in text and "\u200b" not in text and "\u2066" not in text
+        await ws.close()
