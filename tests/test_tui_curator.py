@@ -230,23 +230,20 @@ def _reason_modal() -> ReasonModal:
     )
 
 
-async def test_a_number_key_picks_a_reject_reason() -> None:
+@pytest.mark.parametrize(
+    ("typed", "reason"),
+    [
+        (["2"], "Not about the user"),  # a digit in the empty reason picks that preset
+        ([*"said 2 times", "enter"], "said 2 times"),  # control: inside a typed reason a digit is text
+    ],
+)
+async def test_a_number_key_picks_a_reject_reason(typed: list[str], reason: str) -> None:
     app = _Host(_reason_modal())
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        await pilot.press("2")
+        await pilot.press(*typed)
         await pilot.pause()
-    assert app.result == ReasonResult("Not about the user", True)
-
-
-async def test_a_digit_inside_a_typed_reason_is_text() -> None:
-    """Control for the number keys: once a reason is being typed, digits are part of it."""
-    app = _Host(_reason_modal())
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        await pilot.press(*"said 2 times", "enter")
-        await pilot.pause()
-    assert app.result == ReasonResult("said 2 times", True)
+    assert app.result == ReasonResult(reason, True)
 
 
 async def test_a_space_in_the_reason_keeps_the_tombstone_and_the_note_follows_the_box() -> None:
@@ -519,9 +516,7 @@ def web_creds(tmp_path: Path) -> Path:
 async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_creds: Path) -> None:
     """`memdesk serve` runs the same widgets: what reaches the browser's terminal over the websocket
     names the override (⟨U+202E⟩) and never carries the raw code point."""
-    from aiohttp import WSMsgType
-
-    from tests.test_serve import WAIT, origin, running, session_cookie, terminal_text
+    from tests.test_serve import origin, read_ws_until, running, session_cookie, terminal_text
 
     db = str(tmp_path / "web.db")
     async with Memory(db, clock=fixed_clock) as mem:
@@ -531,17 +526,8 @@ async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_
         cookie = await session_cookie(client)
         ws = await client.ws_connect("/ws?width=120&height=36", headers={**cookie, "Origin": origin(client)})
         stream = bytearray()
-
-        async def read_until(needle: str) -> None:
-            while needle not in terminal_text(bytes(stream)):
-                message = await ws.receive()
-                if message.type == WSMsgType.BINARY:
-                    stream.extend(message.data)
-                elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
-                    raise AssertionError(f"the workstation closed before showing {needle!r}")
-
-        await asyncio.wait_for(read_until("Confidence"), WAIT)  # the gap pane of the proposal
-        await asyncio.wait_for(read_until("⟨U+2069⟩"), WAIT)
+        await read_ws_until(ws, stream, "Confidence")  # the gap pane of the proposal
+        await read_ws_until(ws, stream, "⟨U+2069⟩")
         text = terminal_text(bytes(stream))
         assert "⟨U+202E⟩" in text and "⟨U+200B⟩" in text
         assert "\u202e" not in text and "\u200b" not in text and "\u2066" not in text
