@@ -532,3 +532,59 @@ async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_
         assert "⟨U+202E⟩" in text and "⟨U+200B⟩" in text
         assert "\u202e" not in text and "\u200b" not in text and "\u2066" not in text
         await ws.close()
+
+
+# -- every size (item 5) -----------------------------------------------------------------------------
+
+
+def test_the_progress_line_is_never_cut() -> None:
+    from engine.team import Progress
+    from review_app.widgets.progress import fitted_lines, progress_text
+
+    busy = Progress(
+        "ana",
+        datetime(2026, 3, 10, tzinfo=UTC),
+        done=12345,
+        remaining=67890,
+        reviewer_decisions=2,
+        seconds_per_decision=60.0,
+        flagged_by_me=13,
+        second_opinions=11,
+        second_reviews=33,
+    )
+    assert progress_text(busy, compact=True).cell_len > 80  # the case that used to end in "…"
+    for width in (80, 100):
+        lines = fitted_lines(busy, width)
+        assert all(line.cell_len <= width and "…" not in line.plain for line in lines)
+        joined = " · ".join(line.plain.strip() for line in lines)
+        assert joined == progress_text(busy, compact=True).plain.strip()  # every figure, in order
+    assert len(fitted_lines(busy, 160)) == 1  # control: a wide screen keeps one line
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_small_terminals_keep_the_tabs_and_the_knowledge_columns(tui_db: SeededDb, size: tuple[int, int]) -> None:
+    from textual.widgets import Tab, Tabs
+
+    db, ids = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#detail-tabs Tabs", Tabs)
+        for tab in tabs.query(Tab):
+            assert tabs.region.contains_region(tab.region), tab.label.plain  # drawn whole, not "iction"
+        await open_mode(pilot, "2")
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        labels = [str(c.label) for c in screen.table.columns.values()]
+        assert labels[:4] == ["#", "Statement", "Status", "Valid (from → until)"]
+        statement = next(c for c in screen.table.columns.values() if str(c.label) == "Statement")
+        assert statement.width >= 24
+        screen.table.move_cursor(row=screen.table.get_row_index(str(ids["porto"])))
+        await settle(pilot)
+        audit = shown(screen.query_one("#knowledge-audit", Static))
+        mem = await fresh(db)
+        events = await mem.history("u-ana", ids["porto"])
+        await mem.close()
+        assert len(events) >= 2
+        for event in events:  # each action and actor whole (it read "c…")
+            assert event.action in audit and event.actor in audit
