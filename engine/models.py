@@ -399,3 +399,14 @@ class _Keep:
 
 KEEP: Final[Any] = _Keep()
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeYield:
+    """One conversation episode of a user and what extraction made of it: every candidate it
+    produced (any status: pending, approved, rejected) and every statement a gate dropped. An
+    episode whose user messages produced neither is where a curator looks for a missed fact."""
+
+    episode: Episode
+    candidates: list[Candidate]
+    discarded: list[Discarded]

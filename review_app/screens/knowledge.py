@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets import DataTable, Input, Static
 
 from engine import Memory
 from engine.errors import DuplicateFactError, TombstonedError, UserInputError
@@ -39,7 +39,7 @@ from ..widgets.knowledge_format import (
     versions_renderable,
 )
 from ..widgets.literal import literal, tell
-from .base import WorkstationScreen
+from .user_list import UserListScreen
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -56,6 +56,7 @@ as-of date narrows the list)."""
 
 FOOTER_KEYS: tuple[str, ...] = (
     "knowledge.add",
+    "knowledge.messages",
     "knowledge.correct",
     "knowledge.retract",
     "knowledge.supersede",
@@ -120,12 +121,16 @@ async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) ->
         return f"Not added: {exc}."
 
 
-class KnowledgeScreen(WorkstationScreen):
+class KnowledgeScreen(UserListScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
+
+    NAME = "knowledge"
+    ALLOW_ALL = False
 
     CSS_PATH = "knowledge.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "add", "Add a fact", id="knowledge.add"),
+        Binding("m", "messages", "Messages", id="knowledge.messages"),
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
         Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
@@ -138,7 +143,6 @@ class KnowledgeScreen(WorkstationScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.user_id: str | None = None
         self.include_expired = False
         self.as_of: datetime | None = None
         self.search_text = ""
@@ -152,7 +156,7 @@ class KnowledgeScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="knowledge-bar"):
-            yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
+            yield self.user_select()
             yield Input(placeholder="search statements  (/)", id="knowledge-search")
             yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
         yield Static("", id="knowledge-mode")
@@ -166,10 +170,6 @@ class KnowledgeScreen(WorkstationScreen):
                     yield Static("", id="knowledge-audit")
         yield Static("", id="knowledge-status")
         yield KeyBar(FOOTER_KEYS)
-
-    @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#knowledge-table", DataTable)
 
     def on_mount(self) -> None:
         self._set_columns(self.size.width)
@@ -207,29 +207,14 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- workers ------------------------------------------------------------------------------------
 
-    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
-        `StateChanged` message (see WorkstationScreen), which names `description`.
-
-        Reads are not cancelled when a newer one starts (a cancelled worker makes
-        `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
-        instead each read carries a generation number and drops its result when a newer read
-        was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(
-            work, name=description, description=description, group=f"knowledge-{group}", exit_on_error=False
-        )
-
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
         if gen != self._load_gen:
             return
-        select = self.query_one("#knowledge-user", Select)
-        select.set_options([(literal(u), u) for u in users])
+        self._set_users(users)
         if not users:
             self._status("No users in this database yet.")
             return
-        self.user_id = self.user_id if self.user_id in users else users[0]
-        select.value = self.user_id  # Select.Changed then sees no change: no second read
         await self._load_facts(gen)
 
     def reload(self, select_id: int | None = None) -> None:
@@ -300,22 +285,9 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    def _current_id(self) -> int | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return int(key.value) if key.value is not None else None
-
     def _current_fact(self) -> Knowledge | None:
         kid = self._current_id()
         return self.facts.get(kid) if kid is not None else None
-
-    def _status(self, message: str) -> None:
-        self.query_one("#knowledge-status", Static).update(literal(message))
 
     def _show_mode(self, count: int | None = None, more: bool = False) -> None:
         parts = ["all versions" if self.include_expired else "active only"]
@@ -328,13 +300,6 @@ class KnowledgeScreen(WorkstationScreen):
         self.query_one("#knowledge-mode", Static).update(Text(" · ".join(parts)))
 
     # -- events -------------------------------------------------------------------------------------
-
-    @on(Select.Changed, "#knowledge-user")
-    def _user_changed(self, event: Select.Changed) -> None:
-        value = event.value
-        if isinstance(value, str) and value != self.user_id:
-            self.user_id = value
-            self.reload()
 
     @on(Input.Changed, "#knowledge-search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -367,17 +332,11 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- actions ------------------------------------------------------------------------------------
 
-    def action_focus_table(self) -> None:
-        self.table.focus()
-
     def action_search(self) -> None:
         self.query_one("#knowledge-search", Input).focus()
 
     def action_as_of(self) -> None:
         self.query_one("#knowledge-asof", Input).focus()
-
-    def action_pick_user(self) -> None:
-        self.query_one("#knowledge-user", Select).focus()
 
     def action_toggle_expired(self) -> None:
         self.include_expired = not self.include_expired
@@ -394,6 +353,16 @@ class KnowledgeScreen(WorkstationScreen):
         user = self.user_id
         modal = EditModal("", title=f"Add a fact for user {user}", save_label="Add the fact")
         self.app.push_screen(modal, callback=lambda result: self._added(user, result))
+
+    def action_messages(self) -> None:
+        """The shown user's messages and what extraction made of each (`m`): where a missed fact is
+        found, and added with `n` there."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        from .messages import MessagesScreen  # messages imports add_fact from here
+
+        self.app.push_screen(MessagesScreen(self.user_id), callback=lambda _: self.reload())
 
     def _added(self, user: str, result: EditResult | None) -> None:
         if result is None:

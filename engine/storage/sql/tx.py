@@ -1365,6 +1365,16 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         ).fetchall()
         return {r[0]: knowledge_from_row(r) for r in rows}
 
+    async def user_episode_ids(self, user_id: str, limit: int) -> list[int]:
+        """The ids of the user's newest `limit` episodes, oldest first (the Messages view)."""
+        rows = await (
+            await self.conn.execute(
+                "SELECT id FROM episodes WHERE user_id = ? ORDER BY start_at DESC, id DESC LIMIT ?",
+                (user_id, int(limit)),
+            )
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
+
     async def episode_with_messages(self, episode_id: int) -> Episode | None:
         return (await self.episodes_with_messages([episode_id])).get(episode_id)
 
