@@ -28,7 +28,14 @@ from typing import Any, TypeVar
 
 import click
 
-from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+from engine.errors import (
+    ConfigurationError,
+    ConflictError,
+    MemdeskError,
+    ModelError,
+    SettleRequiredError,
+    UserInputError,
+)
 from engine.storage import database_errors, inspect, is_postgres_url, masked
 from review_app.widgets.literal import visible
 
@@ -766,19 +773,26 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 @click.option("--user", required=True, help="Whose fact it is.")
 @click.option("--valid-from", help="When it became true (ISO 8601; no zone = UTC); default: always.")
 @click.option(
+    "--settle",
+    type=click.Choice(["supersede", "correct", "keep-both"]),
+    help="When the fact would replace an active one: the world changed (supersede), the old one was never"
+    " true (correct), or both hold (keep-both).",
+)
+@click.option(
     "--actor",
     envvar="MEMDESK_REVIEWER",
     default=_os_user,
     show_default="$MEMDESK_REVIEWER or OS user",
     help="Who adds the fact (recorded in the audit log).",
 )
-def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) -> None:
+def add(db: str, statement: str, user: str, valid_from: str | None, settle: str | None, actor: str) -> None:
     """Add STATEMENT as an approved fact of USER: a fact the extractor missed (a support agent heard
     it on the phone, a curator read it in a message).
 
     It goes through the engine's one way in (`add_knowledge`): a tombstoned value, a duplicate of an
     active fact or an invalid statement is refused with a message (exit 2) and nothing is written.
-    The fact is audited under --actor.
+    A fact about something USER already has a fact for ("lives in Porto" while "lives in Lisbon" is
+    active) is refused until --settle says how it relates. The fact is audited under --actor.
     """
     existing_db(db)
     if not actor.strip():
@@ -789,7 +803,11 @@ def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) 
         from engine import Memory
 
         async with Memory(db) as mem:
-            return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at)
+            how: Any = settle.replace("-", "_") if settle else None
+            try:
+                return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at, settle=how)
+            except SettleRequiredError as exc:
+                raise BadInput(f"{exc}; pass --settle supersede, correct or keep-both") from None
 
     fact = _run(go())
     echo(
