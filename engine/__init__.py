@@ -7,11 +7,13 @@ from .config import MemoryConfig
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
     AlreadyDecidedError,
+    AssignedError,
     ChainOrderError,
     ClaimedError,
     ConfigurationError,
     ConflictError,
     DecisionRequiredError,
+    DuplicateCandidateError,
     DuplicateFactError,
     EmbedderMismatchError,
     EmbeddingDimensionError,
@@ -22,6 +24,8 @@ from .errors import (
     MemdeskError,
     ModelError,
     NotFoundError,
+    SecondOpinionError,
+    SettleRequiredError,
     StaleSupersessionError,
     TombstonedError,
     UndoRefusedError,
@@ -30,6 +34,7 @@ from .errors import (
 from .knowledge import NewFact
 from .memory import Memory
 from .models import (
+    AddedFacts,
     AuditEvent,
     BulkResult,
     Candidate,
@@ -37,6 +42,7 @@ from .models import (
     CoveredClaim,
     Discarded,
     Episode,
+    EpisodeYield,
     Extraction,
     GapItem,
     Knowledge,
@@ -52,7 +58,9 @@ from .review import KEEP, ReviewService
 
 __all__ = [
     "KEEP",
+    "AddedFacts",
     "AlreadyDecidedError",
+    "AssignedError",
     "AuditEvent",
     "BulkResult",
     "Candidate",
@@ -64,11 +72,13 @@ __all__ = [
     "CoveredClaim",
     "DecisionRequiredError",
     "Discarded",
+    "DuplicateCandidateError",
     "DuplicateFactError",
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingDimensionError",
     "Episode",
+    "EpisodeYield",
     "Extraction",
     "Extractor",
     "GapItem",
@@ -94,6 +104,8 @@ __all__ = [
     "RetrievalResult",
     "RetrievedItem",
     "ReviewService",
+    "SecondOpinionError",
+    "SettleRequiredError",
     "StaleSupersessionError",
     "Tombstone",
     "TombstonedError",

@@ -32,6 +32,9 @@ class MemoryConfig:
     # and the gap between two decisions of one reviewer beyond which they count as a break.
     second_review_rate: float = 0.1
     decision_break_seconds: float = 600.0
+    # Review policies (engine/policies.py): how many human decisions on what a policy would approve
+    # its precision bound must rest on before it may be enabled.
+    policy_min_decisions: int = 30
     # Limits on hostile or accidental input, checked at every door (library, ingest, MCP, TUI edit).
     # A text over its limit is refused with a UserInputError naming the limit; nothing is changed.
     max_statement_chars: int = 1_000  # a fact, an edit, a correction, an agent proposal

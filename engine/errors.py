@@ -11,8 +11,11 @@
     │   ├── InvalidIngestError        a malformed input file (line number and reason in the message)
     │   ├── DecisionRequiredError     approve of a candidate that would replace something: choose
     │   │                             confirm_supersession or keep_both (carries the candidate id)
-    │   ├── DuplicateFactError        another active fact of the user already holds this value
-    │   └── TombstonedError           a reviewer already rejected this value for this user
+    │   ├── DuplicateFactError        another active fact of the user already holds this value (I2)
+    │   ├── DuplicateCandidateError   a statement queued directly repeats an active fact or pending candidate
+    │   ├── TombstonedError           a live tombstone of the user blocks this value (I1)
+    │   └── SettleRequiredError       a fact added directly would replace an active one: supersede,
+    │                                 correct or keep both
     ├── ConflictError             the state moved under the caller; nothing was changed
     │   ├── AlreadyDecidedError       the candidate is no longer pending (carries who decided it)
     │   ├── ClaimedError              another reviewer holds an unexpired lease on the candidate
@@ -86,9 +89,38 @@ class DuplicateFactError(UserInputError):
 
 
 class TombstonedError(UserInputError):
-    def __init__(self, tombstone_id: int) -> None:
+    """The value is blocked by a live tombstone of the user: it was rejected or retracted before.
+    Lift the tombstone (`lift_tombstone`, or the `lift_tombstone=True` argument of the call that
+    makes the fact active) to allow it again."""
+
+    def __init__(self, tombstone_id: int, statement: str | None = None) -> None:
         self.tombstone_id = tombstone_id
-        super().__init__(f"a reviewer already rejected this value for this user (tombstone {tombstone_id})")
+        said = f": {statement!r}" if statement else ""
+        super().__init__(f"a reviewer already rejected this value for this user (tombstone {tombstone_id}){said}")
+
+
+class DuplicateCandidateError(UserInputError):
+    """A statement queued directly holds the value of an active fact or a pending candidate of the
+    user (the queue's duplicate gate)."""
+
+    def __init__(self, entity: str, entity_id: int) -> None:
+        self.entity = entity
+        self.entity_id = entity_id
+        what = "fact" if entity == "knowledge" else "pending candidate"
+        super().__init__(f"{what} {entity_id} of this user already holds this value; nothing was queued")
+
+
+class SettleRequiredError(UserInputError):
+    """A fact added directly is about something an active fact of the user already says (the
+    extractor's replacement rule): say how it relates, with `settle="supersede"` (the world
+    changed), `"correct"` (the old fact was never true) or `"keep_both"`."""
+
+    def __init__(self, knowledge_id: int, statement: str) -> None:
+        self.knowledge_id = knowledge_id
+        super().__init__(
+            f"fact {knowledge_id} of this user says {statement!r}, which this would replace: choose supersede"
+            " (the world changed), correct (it was never true) or keep both"
+        )
 
 
 class ConflictError(MemdeskError):

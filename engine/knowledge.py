@@ -16,20 +16,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from .context import EngineContext
 from .errors import (
-    DuplicateFactError,
+    DuplicateCandidateError,
     InvalidStatementError,
+    NotFoundError,
+    SettleRequiredError,
     StaleSupersessionError,
-    TombstonedError,
     UserInputError,
 )
+from .gate import Admission, EndReason, activate, replacement, screen
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AuditEvent, Knowledge, ProposalOutcome, Tombstone
+from .models import KEEP, AddedFacts, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
+from .stated import candidate_stated_at
 from .storage import SqlTx
+from .text import ValueIndex, value_key
 from .timeutil import check_interval, from_us, to_us
+
+Settle = Literal["supersede", "correct", "keep_both"]
+"""How a fact added directly relates to the active fact it would replace: the world changed
+(supersede), the old one was never true (correct), or both hold (keep_both)."""
 
 _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
@@ -60,26 +68,39 @@ async def retract_in(
         note=note,
     )
     if tombstone:
-        tid = await tx.insert_tombstone(
-            user_id=fact.user_id,
-            statement=fact.statement,
-            reason=reason,
-            created_by=actor,
-            created_at=now_us,
-            knowledge_id=fact.id,
-            candidate_id=candidate_id,
-        )
-        await tx.audit(
-            at=now_us,
-            actor=actor,
-            action="create",
-            user_id=fact.user_id,
-            entity="tombstone",
-            entity_id=tid,
-            after=await tx.get_tombstone(fact.user_id, tid),
-            reason=reason,
-            note=note,
-        )
+        await tombstone_in(tx, fact, actor, reason, now_us, candidate_id=candidate_id, note=note)
+
+
+async def tombstone_in(
+    tx: SqlTx,
+    fact: Knowledge,
+    actor: str,
+    reason: str,
+    now_us: int,
+    candidate_id: int | None = None,
+    note: str | None = None,
+) -> None:
+    """Tombstone an ended fact's value for its user (audited), so nothing brings it back unasked."""
+    tid = await tx.insert_tombstone(
+        user_id=fact.user_id,
+        statement=fact.statement,
+        reason=reason,
+        created_by=actor,
+        created_at=now_us,
+        knowledge_id=fact.id,
+        candidate_id=candidate_id,
+    )
+    await tx.audit(
+        at=now_us,
+        actor=actor,
+        action="create",
+        user_id=fact.user_id,
+        entity="tombstone",
+        entity_id=tid,
+        after=await tx.get_tombstone(fact.user_id, tid),
+        reason=reason,
+        note=note,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,37 +128,53 @@ class KnowledgeOps:
         *,
         confidence: float = 1.0,
         reason: str | None = None,
+        settle: Settle | None = None,
+        lift_tombstone: bool = False,
     ) -> Knowledge:
-        """Trusted injection: straight to an active fact, no queue; audited as `inject`."""
+        """Trusted injection: straight to an active fact, no queue; audited as `inject`. It passes
+        the one gate (engine.gate): a tombstoned value is refused (TombstonedError; or lifted with
+        `lift_tombstone=True`), a value an active fact holds is refused (DuplicateFactError), and a
+        statement about something the user already has a fact for (replacement detection, the
+        extractor's rule) is refused with SettleRequiredError until the caller says how it relates:
+        `settle="supersede"` (the world changed), `"correct"` (the old fact was never true) or
+        `"keep_both"`."""
         text = check_statement(_statement(statement), self.ctx.config)
+        uid = _user(user_id)
         if reason is not None:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.ctx.embedder.embed([text])
         now_us: int = to_us(self.ctx.now())
         async with self.ctx.store.transaction() as tx:
-            kid = await tx.insert_knowledge(
-                user_id=_user(user_id),
+            admission = await Admission.read(tx, uid)
+            old: Knowledge | None = None
+            end_reason: EndReason | None = None
+            view = await tx.gate_view(uid, whole=False)
+            kind, target = replacement(view, text)
+            if kind in ("update", "contradiction") and target is not None:
+                if settle is None:
+                    fact = await tx.get_knowledge(uid, target)
+                    raise SettleRequiredError(fact.id, fact.statement)
+                if settle != "keep_both":
+                    old = await tx.get_knowledge(uid, target)
+                    end_reason = "corrected" if settle == "correct" else "superseded"
+            return await activate(
+                tx,
+                user_id=uid,
                 statement=text,
                 embedding=embedding,
-                created_at=now_us,
-                created_by=actor,
-                confidence=confidence,
+                actor=actor,
+                at_us=now_us,
                 valid_at=start,
                 invalid_at=end,
-            )
-            fact = await tx.get_knowledge(user_id, kid)
-            await tx.audit(
-                at=now_us,
-                actor=actor,
+                confidence=confidence,
                 action="inject",
-                user_id=user_id,
-                entity="knowledge",
-                entity_id=kid,
-                after=fact,
                 reason=reason,
+                replaces=old,
+                end_reason=end_reason,
+                lift_tombstone=lift_tombstone,
+                admission=admission,
             )
-            return fact
 
     async def add_knowledge_many(
         self,
@@ -147,12 +184,15 @@ class KnowledgeOps:
         *,
         reason: str | None = None,
         batch_size: int = 1000,
-    ) -> list[Knowledge]:
+    ) -> AddedFacts:
         """Trusted injection of many facts of one user (imports, benchmarks): each fact passes the
         same statement and interval checks as `add_knowledge` and gets its own `inject` audit row,
         but each batch of `batch_size` is embedded in one call and written in one transaction (about
         ten times the rate of one `add_knowledge` per fact). Every fact is checked before anything is
-        written, so one bad statement or interval leaves nothing behind."""
+        written, so one bad statement or interval leaves nothing behind. The gate's I1 and I2 hold
+        for the batch as a whole: a statement whose value a live tombstone blocks, or that an active
+        fact (one added earlier in this call included) already holds, is skipped and reported in
+        `skipped`; the rest are added. No replacement detection: an import states what is true."""
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
@@ -163,18 +203,25 @@ class KnowledgeOps:
             )
             for f in items
         ]
-        out: list[Knowledge] = []
+        out = AddedFacts()
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
             embeddings = await self.ctx.embedder.embed([text for text, _, _, _ in batch])
             now_us: int = to_us(self.ctx.now())
             created: datetime = from_us(now_us)
             async with self.ctx.store.transaction() as tx:
-                ids = await tx.insert_knowledge_many(
-                    [(uid, text, emb, s, e, c) for (text, s, e, c), emb in zip(batch, embeddings, strict=True)],
-                    created_at=now_us,
-                    created_by=actor,
-                )
+                admission = await Admission.read(tx, uid)
+                rows: list[tuple[str, str, list[float], int | None, int | None, float]] = []
+                kept: list[tuple[str, int | None, int | None, float]] = []
+                for index, ((text, s, e, c), emb) in enumerate(zip(batch, embeddings, strict=True), start):
+                    refused = admission.refusal(text)
+                    if refused is not None:
+                        out.skipped.append((index, str(refused)))
+                        continue
+                    admission.admitted(-index - 1, text)  # later statements of the batch see it
+                    rows.append((uid, text, emb, s, e, c))
+                    kept.append((text, s, e, c))
+                ids = await tx.insert_knowledge_many(rows, created_at=now_us, created_by=actor) if rows else []
                 facts_out = [
                     Knowledge(
                         id=kid,
@@ -187,7 +234,7 @@ class KnowledgeOps:
                         valid_at=from_us(s),
                         invalid_at=from_us(e),
                     )
-                    for kid, (text, s, e, c) in zip(ids, batch, strict=True)
+                    for kid, (text, s, e, c) in zip(ids, kept, strict=True)
                 ]
                 # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
                 await tx.audit_many(
@@ -217,10 +264,16 @@ class KnowledgeOps:
         reason: str,
         valid_at: Any = KEEP,
         invalid_at: Any = KEEP,
+        *,
+        tombstone: bool = False,
+        lift_tombstone: bool = False,
     ) -> Knowledge:
-        """A new version that supersedes the old one (end_reason `corrected`); the old row stays.
-        Refused with DuplicateFactError when another ACTIVE fact of the user already holds the new
-        statement's value (same value key): the correction would leave two identical facts."""
+        """A new version that replaces the old one as a correction (the old one was never true:
+        end_reason `corrected`, and no as-of question reads it); the old row stays, as history. It
+        passes the one gate (engine.gate): DuplicateFactError when another active fact of the user
+        already holds the new value, TombstonedError when a live tombstone blocks it (or lift it with
+        `lift_tombstone=True`). `tombstone=True` also tombstones the old value, for a support agent
+        who is sure it must not come back; refused when the new value is that same value."""
         text = check_statement(_statement(statement), self.ctx.config)
         why = check_reason(_reason(reason, "a correction"), self.ctx.config)
         [embedding] = await self.ctx.embedder.embed([text])
@@ -231,48 +284,31 @@ class KnowledgeOps:
                 raise StaleSupersessionError(
                     f"fact {knowledge_id} is {old.status}; only an active fact can be corrected"
                 )
-            same = await tx.active_with_key(user_id, text, excluding=old.id)
-            if same is not None:
-                raise DuplicateFactError(same.id, same.statement)
+            if tombstone and ValueIndex([(value_key(old.statement), 0)]).find(value_key(text)) is not None:
+                raise UserInputError(
+                    "the corrected statement holds the same value as the old one: tombstoning the old value would"
+                    " block the correction itself"
+                )
             start, end = check_interval(
                 old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
-            kid = await tx.insert_knowledge(
+            new = await activate(
+                tx,
                 user_id=user_id,
                 statement=text,
                 embedding=embedding,
-                created_at=now_us,
-                created_by=actor,
-                confidence=1.0,
+                actor=actor,
+                at_us=now_us,
                 valid_at=start,
                 invalid_at=end,
                 episode_id=old.episode_id,
-            )
-            await tx.end_knowledge(
-                old.id, status="superseded", expired_at=now_us, end_reason="corrected", superseded_by=kid
-            )
-            new = await tx.get_knowledge(user_id, kid)
-            await tx.audit(
-                at=now_us,
-                actor=actor,
-                action="create",
-                user_id=user_id,
-                entity="knowledge",
-                entity_id=kid,
-                after=new,
                 reason=why,
+                replaces=old,
+                end_reason="corrected",
+                lift_tombstone=lift_tombstone,
             )
-            await tx.audit(
-                at=now_us,
-                actor=actor,
-                action="correct",
-                user_id=user_id,
-                entity="knowledge",
-                entity_id=old.id,
-                before=old,
-                after=await tx.get_knowledge(user_id, old.id),
-                reason=why,
-            )
+            if tombstone:
+                await tombstone_in(tx, await tx.get_knowledge(user_id, old.id), actor, why, now_us)
             return new
 
     async def retract(
@@ -308,6 +344,40 @@ class KnowledgeOps:
                 limit=limit,
                 offset=offset,
             )
+
+    async def episode(self, user_id: str, episode_id: int) -> Episode:
+        """One episode of the user with its messages in order (the source of a candidate or of a
+        dropped statement); NotFoundError when the user has no such episode."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            found = await tx.episode_with_messages(episode_id)
+        if found is None or found.user_id != uid:
+            raise NotFoundError(f"user {uid} has no episode {episode_id}")
+        return found
+
+    async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
+        """The user's newest `limit` episodes, oldest first, each with its messages, the candidates
+        extracted from it and the statements its gates dropped: what a curator reads to find a fact
+        the extractor missed (and then adds with `add_knowledge`)."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            ids = await tx.user_episode_ids(uid, limit)
+            episodes = await tx.episodes_with_messages(ids)
+            wanted = set(ids)
+            candidates = [c for c in await tx.user_candidates(uid) if c.episode_id in wanted]
+            dropped = [d for d in await tx.list_discarded(uid, limit=1_000_000) if d.episode_id in wanted]
+        out: list[EpisodeYield] = []
+        for eid in ids:
+            episode = episodes.get(eid)
+            if episode is not None:
+                out.append(
+                    EpisodeYield(
+                        episode,
+                        [c for c in candidates if c.episode_id == eid],
+                        sorted((d for d in dropped if d.episode_id == eid), key=lambda d: d.id),
+                    )
+                )
+        return out
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         async with self.ctx.store.reading() as tx:
@@ -384,14 +454,24 @@ class KnowledgeOps:
         created_at: datetime | None = None,
         supersedes_candidate_id: int | None = None,
     ) -> int:
-        """Put a candidate in the pending queue directly (tests, agent proposals, retraction
-        requests). Extraction uses the pipeline, which adds the gates; agents use `propose`."""
+        """Put a candidate in the pending queue directly (a curator's candidate, imports, tests).
+        It passes the queue's one intake (engine.gate.screen): a tombstoned value is refused
+        (TombstonedError), the same value as an active fact or a pending candidate is refused
+        (DuplicateCandidateError names it), and a `new` statement naming no target of its own is
+        queued as an update or contradiction of the active fact it would replace (the extractor's
+        rule), or of the fact that corrected its value away. Agents use `propose`."""
         text = check_statement(_statement(statement), self.ctx.config)
         if reason is not None:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.ctx.now())
         async with self.ctx.store.transaction() as tx:
+            if kind != "retraction":
+                named = supersedes_id is not None or supersedes_candidate_id is not None
+                screened = await screen(tx, _user(user_id), text, kind=kind, detect=not named)
+                if screened.duplicate_of is not None:
+                    raise DuplicateCandidateError(*screened.duplicate_of)
+                kind, supersedes_id = screened.kind, supersedes_id if named else screened.supersedes_id
             if supersedes_id is not None:
                 await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
@@ -443,20 +523,20 @@ class KnowledgeOps:
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
         async with self.ctx.store.transaction() as tx:
-            stone = await tx.matching_tombstone(uid, text)
-            if stone is not None:
-                raise TombstonedError(stone.id)
-            duplicate = await tx.duplicate_of(uid, text)
-            if duplicate is not None:
-                return ProposalOutcome(duplicate_of=duplicate)
+            screened = await screen(tx, uid, text, kind="proposed")
+            if screened.duplicate_of is not None:
+                return ProposalOutcome(duplicate_of=screened.duplicate_of)
+            if screened.covered_by is not None:
+                return ProposalOutcome(duplicate_of=("knowledge", screened.covered_by))
             await self._agent_room(tx, uid)
             cid = await tx.insert_candidate(
                 user_id=uid,
                 statement=text,
-                kind="proposed",
+                kind=screened.kind,
                 confidence=None,
                 created_at=now_us,
                 created_by=actor,
+                supersedes_id=screened.supersedes_id,
             )
             await tx.audit(
                 at=now_us,
@@ -508,12 +588,22 @@ class KnowledgeOps:
             return ProposalOutcome(candidate_id=cid)
 
     async def supersede(
-        self, user_id: str, old_id: int, new_id: int, actor: str, reason: str, *, note: str | None = None
+        self,
+        user_id: str,
+        old_id: int,
+        new_id: int,
+        actor: str,
+        reason: str,
+        *,
+        note: str | None = None,
+        start: datetime | None = None,
     ) -> Knowledge:
         """Mark active fact `old_id` superseded by active fact `new_id` of the same user (the
         Knowledge screen's "superseded by another"): belief in the old one ends (end_reason
-        `superseded`, superseded_by) and its valid time is closed at the new fact's start by the
-        same rule as a confirmed supersession. Audited as `supersede`; returns the old fact."""
+        `superseded`, superseded_by) and its valid time is closed where the new one starts, by the
+        same rule as a confirmed supersession: `start` when given, else the new fact's own start,
+        else when the new fact was stated (engine.stated: the message its candidate came from, or
+        when it was added). Audited as `supersede`; returns the old fact."""
         why = check_reason(_reason(reason, "a supersession"), self.ctx.config)
         if note is not None:
             check_reason(note, self.ctx.config, "the note")
@@ -526,7 +616,13 @@ class KnowledgeOps:
             for fact in (old, new):
                 if fact.status != "active":
                     raise StaleSupersessionError(f"fact {fact.id} is {fact.status}; both facts must be active")
-            await tx.supersede_fact(old, new.id, to_us(new.valid_at), expired_at=now_us, end_reason="superseded")
+            begins = start or new.valid_at
+            if begins is None:
+                begins = new.created_at
+                if new.candidate_id is not None:
+                    cand = await tx.get_candidate(new.candidate_id, user_id)
+                    begins = await candidate_stated_at(tx, cand, self.ctx.config.evidence_threshold)
+            await tx.supersede_fact(old, new.id, to_us(begins, "start"), expired_at=now_us, end_reason="superseded")
             ended = await tx.get_knowledge(user_id, old.id)
             await tx.audit(
                 at=now_us,

@@ -8,7 +8,7 @@ its own beyond the embedder check at open.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -26,8 +26,10 @@ from .models import (
     Candidate,
     Discarded,
     ProcessReport,
+    ProposalOutcome,
     RetrievalResult,
 )
+from .policies import PolicyService
 from .retrieval import retrieve as _retrieve
 from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, masked, open_store
@@ -54,6 +56,7 @@ class Memory(KnowledgeOps):
         self._extractor = extractor
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
+        self.policies = PolicyService(self.ctx, self.review)
         self._pipeline: Any = None
 
     @property
@@ -165,7 +168,7 @@ class Memory(KnowledgeOps):
     ) -> list[int]:
         return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
-    async def add_exchanges(self, exchanges: list[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
+    async def add_exchanges(self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
         """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
 
         Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),
@@ -181,8 +184,25 @@ class Memory(KnowledgeOps):
         progress: Callable[[int, int], None] | None = None,
     ) -> ProcessReport:
         """Extract candidates from unprocessed messages (one user, or all with work), up to
-        `concurrency` users at once; `progress(done, total)` as each user finishes."""
-        return await self.pipeline.process(user_id, concurrency=concurrency, progress=progress)
+        `concurrency` users at once; `progress(done, total)` as each user finishes. Review policies
+        then judge what was queued (engine/policies.py: shadow ones record, enabled ones decide)."""
+        mark = await self._newest_candidate()
+        report = await self.pipeline.process(user_id, concurrency=concurrency, progress=progress)
+        if report.queued:
+            await self.policies.after_queue(mark)
+        return report
+
+    async def propose(self, user_id: str, statement: str, actor: str) -> ProposalOutcome:
+        """An agent's proposal (KnowledgeOps.propose), then the review policies' judgement of it."""
+        mark = await self._newest_candidate()
+        outcome = await super().propose(user_id, statement, actor)
+        if outcome.candidate_id is not None:
+            await self.policies.after_queue(mark)
+        return outcome
+
+    async def _newest_candidate(self) -> int:
+        async with self.ctx.store.reading() as tx:
+            return await tx.newest_candidate_id()
 
     async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:
         """What the gates dropped (newest first), with the gate and what it matched: for curators."""

@@ -128,6 +128,8 @@ class Knowledge:
         facts a reviewer reads (the prediction pane) carry it, so an ended fact is never read as current."""
         if self.status == "active":
             return ""
+        if self.status == "pending":  # a candidate shown beside facts (the prediction pane): not ended
+            return "pending, not yet approved"
         by = f" by #{self.superseded_by}" if self.superseded_by is not None else ""
         if self.status == "retracted":
             return "retracted"
@@ -260,6 +262,17 @@ class BulkResult:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
+class AddedFacts(list[Knowledge]):
+    """What `Memory.add_knowledge_many` made active, in input order (a list of the facts), and
+    `skipped`: (index in the input, why) for each statement the gate refused (a live tombstone of
+    the user blocks its value, or an active fact, possibly one added earlier in the same call,
+    already holds it). The others are added all the same: an import is not undone by one repeat."""
+
+    def __init__(self, added: list[Knowledge] | None = None, skipped: list[tuple[int, str]] | None = None) -> None:
+        super().__init__(added or [])
+        self.skipped: list[tuple[int, str]] = skipped or []
+
+
 @dataclass(frozen=True, slots=True)
 class QueueMark:
     """`ReviewService.mark`: the pending count under a filter and the newest pending id (0 when
@@ -386,3 +399,14 @@ class _Keep:
 
 KEEP: Final[Any] = _Keep()
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeYield:
+    """One conversation episode of a user and what extraction made of it: every candidate it
+    produced (any status: pending, approved, rejected) and every statement a gate dropped. An
+    episode whose user messages produced neither is where a curator looks for a missed fact."""
+
+    episode: Episode
+    candidates: list[Candidate]
+    discarded: list[Discarded]

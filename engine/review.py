@@ -20,11 +20,10 @@ The decision rules (the README's "Decision rules" states them for reviewers):
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
-
-from rapidfuzz import fuzz
 
 from . import team
 from .context import EngineContext
@@ -33,21 +32,48 @@ from .errors import (
     ChainOrderError,
     ClaimedError,
     DecisionRequiredError,
+    DuplicateFactError,
     InvalidStatementError,
     NotFoundError,
     StaleSupersessionError,
+    TombstonedError,
     UndoRefusedError,
     UserInputError,
 )
+from .gate import Admission, EndReason, activate, refuse_tombstone_over_active, same_state
 from .knowledge import retract_in
 from .limits import check_reason, check_statement
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
+from .stated import candidate_stated_at
 from .storage import SqlTx
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
 
 SUPERSEDING_KINDS = ("update", "contradiction")
 CHAIN_ACTIONS = ("chain_repoint", "chain_unlink")
+_REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
+# What a later decision, and its undo, write on a row an earlier decision wrote: when the row is
+# back as the earlier decision left it after only these, nothing later depends on it any more.
+_UNDOABLE_ACTIONS = frozenset(
+    {
+        "approve",
+        "edit_approve",
+        "keep_both",
+        "confirm_supersession",
+        "confirm_correction",
+        "reject",
+        "approve_retraction",
+        "undo",
+        "chain_repoint",
+        "chain_unlink",
+        "undo_chain",
+        "supersede",
+        "correct",
+        "undo_supersede",
+        "retract",
+        "undo_retract",
+    }
+)
 
 
 def replaces(cand: Candidate) -> bool:
@@ -168,6 +194,7 @@ class ReviewService:
         reason: str | None = None,
         note: str | None = None,
         user_id: str | None = None,
+        lift_tombstone: bool = False,
     ) -> Knowledge:
         """Approve as a new active fact (optionally edited). A candidate that would replace
         something is refused with DecisionRequiredError, before anything changes: the reviewer
@@ -179,7 +206,9 @@ class ReviewService:
             return await self._approve_retraction(cand, reviewer, reason, note)
         if replaces(cand):
             raise DecisionRequiredError(cand.id, _target_text(cand))
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve")
+        return await self._accept(
+            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve", lift=lift_tombstone
+        )
 
     async def keep_both(
         self,
@@ -192,6 +221,7 @@ class ReviewService:
         reason: str | None = None,
         note: str | None = None,
         user_id: str | None = None,
+        lift_tombstone: bool = False,
     ) -> Knowledge:
         """Approve a replacement as a new fact and keep what it would replace (an explicit choice,
         audited as `keep_both`). With no start given, a change starts at the time of the message
@@ -202,7 +232,9 @@ class ReviewService:
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
         if not replaces(cand):
             raise UserInputError(f"candidate {candidate_id} replaces nothing: approve it instead")
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both")
+        return await self._accept(
+            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both", lift=lift_tombstone
+        )
 
     async def confirm_supersession(
         self,
@@ -215,16 +247,55 @@ class ReviewService:
         reason: str | None = None,
         note: str | None = None,
         user_id: str | None = None,
+        lift_tombstone: bool = False,
     ) -> Knowledge:
-        """Approve (optionally edited) and end belief in the fact the candidate replaces, in one
-        transaction. The old fact's valid time is closed at the new fact's start
+        """The world changed: approve (optionally edited) and end belief in the fact the candidate
+        replaces, in one transaction. The old fact's valid time is closed at the new fact's start
         (old.invalid_at = new.valid_at) when that start is later than the old fact's start and
         earlier than its end; otherwise (no start, or a start at or before the old one's) the old
         interval is left as it was, since closing it there would make it empty or lengthen it.
-        With no start given, a change starts at the time of the message that states it: the user
-        message of the candidate's episode that holds its evidence (else the episode's last user
-        message), or the candidate's creation time when it came from no conversation.
-        A candidate chained to a candidate still pending is refused (ChainOrderError)."""
+        With no start given, a change starts when it was stated (engine.stated's rule over the
+        candidate's episode; its creation time when it came from no conversation). As-of questions
+        about the old fact's period still read it. A candidate chained to a candidate still pending
+        is refused (ChainOrderError)."""
+        return await self._replace(
+            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "confirm", lift_tombstone
+        )
+
+    async def confirm_correction(
+        self,
+        candidate_id: int,
+        reviewer: str,
+        statement: str | None = None,
+        valid_at: Any = KEEP,
+        invalid_at: Any = KEEP,
+        *,
+        reason: str | None = None,
+        note: str | None = None,
+        user_id: str | None = None,
+        lift_tombstone: bool = False,
+    ) -> Knowledge:
+        """It was never true: approve (optionally edited) and end the fact the candidate replaces as
+        corrected ("it was a misdiagnosis"). Unlike a supersession the old fact's interval is left
+        alone and no as-of question ever reads it again; the new fact keeps the candidate's own
+        interval (no stated-at start: a correction says what was always the case)."""
+        return await self._replace(
+            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "correct", lift_tombstone
+        )
+
+    async def _replace(
+        self,
+        candidate_id: int,
+        reviewer: str,
+        statement: str | None,
+        valid_at: Any,
+        invalid_at: Any,
+        reason: str | None,
+        note: str | None,
+        user_id: str | None,
+        mode: str,
+        lift: bool,
+    ) -> Knowledge:
         cand = await self.get(candidate_id, user_id)
         self._check_open(cand, reviewer, self._ctx.now())
         if (
@@ -233,9 +304,9 @@ class ReviewService:
             or (cand.supersedes_id is None and cand.supersedes_candidate_id is None)
         ):
             raise UserInputError(
-                f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to supersede; approve it instead"
+                f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to replace; approve it instead"
             )
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="confirm")
+        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
 
     async def _target(self, tx: SqlTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
@@ -258,22 +329,6 @@ class ReviewService:
             )
         return old
 
-    async def _stated_at(self, tx: SqlTx, cand: Candidate) -> datetime:
-        """When the change was said: the user message of the candidate's episode holding its
-        evidence quote, else that episode's last user message, else the candidate's creation."""
-        if cand.episode_id is not None:
-            episode = await tx.episode_with_messages(cand.episode_id)
-            said = [m for m in (episode.messages if episode else []) if m.role == "user"]
-            quote = cand.evidence.strip().casefold()
-            if quote:
-                for m in said:
-                    text = m.content.casefold()
-                    if quote in text or fuzz.partial_ratio(quote, text) >= self._ctx.config.evidence_threshold:
-                        return m.at
-            if said:
-                return said[-1].at
-        return cand.created_at
-
     def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
         if reason is not None:
             check_reason(reason, self._ctx.config)
@@ -293,9 +348,10 @@ class ReviewService:
         note: str | None,
         *,
         mode: str,
+        lift: bool = False,
     ) -> Knowledge:
-        """approve / keep_both / confirm: one transaction that creates the fact, decides the
-        candidate, re-points its chain and, for `confirm`, ends and closes the old fact."""
+        """approve / keep_both / confirm / correct: one transaction that makes the fact active
+        through engine.gate.activate (I1-I4), decides the candidate and re-points its chain."""
         reason, note = self._check_note(reason, note)
         text = (statement if statement is not None else cand.statement).strip()
         if not text:
@@ -310,11 +366,11 @@ class ReviewService:
             self._check_open(current, reviewer, now)
             if mode == "approve" and replaces(current):
                 raise DecisionRequiredError(current.id, _target_text(current))  # retargeted meanwhile
-            old = await self._target(tx, current) if mode == "confirm" else None
+            old = await self._target(tx, current) if mode in ("confirm", "correct") else None
             start_dt = current.valid_at if valid_at is KEEP else valid_at
             end_dt = current.invalid_at if invalid_at is KEEP else invalid_at
-            if valid_at is KEEP and start_dt is None and replaces(current):
-                stated = await self._stated_at(tx, current)
+            if valid_at is KEEP and start_dt is None and replaces(current) and mode != "correct":
+                stated = await candidate_stated_at(tx, current, self._ctx.config.evidence_threshold)
                 if end_dt is None or stated < end_dt:
                     start_dt = stated
             start, end = check_interval(start_dt, end_dt)
@@ -323,20 +379,33 @@ class ReviewService:
                 or (valid_at is not KEEP and valid_at != current.valid_at)
                 or (invalid_at is not KEEP and invalid_at != current.invalid_at)
             )
-            decision = {"confirm": "confirm_supersession", "keep_both": "keep_both"}.get(
-                mode, "edit_approve" if edited else "approve"
-            )
-            kid = await tx.insert_knowledge(
+            decision = {
+                "confirm": "confirm_supersession",
+                "correct": "confirm_correction",
+                "keep_both": "keep_both",
+            }.get(mode, "edit_approve" if edited else "approve")
+            end_reason: EndReason | None = None
+            if mode == "correct":
+                end_reason = "corrected"
+            elif mode == "confirm":
+                end_reason = "contradicted" if current.kind == "contradiction" else "superseded"
+            created = await activate(
+                tx,
                 user_id=current.user_id,
                 statement=text,
                 embedding=embedding,
-                created_at=now_us,
-                created_by=reviewer,
-                confidence=current.confidence,
+                actor=reviewer,
+                at_us=now_us,
                 valid_at=start,
                 invalid_at=end,
+                confidence=current.confidence,
                 candidate_id=current.id,
                 episode_id=current.episode_id,
+                reason=reason,
+                note=note,
+                replaces=old,
+                end_reason=end_reason,
+                lift_tombstone=lift,
             )
             if not await tx.mark_decided(
                 current.id,
@@ -345,41 +414,14 @@ class ReviewService:
                 decided_by=reviewer,
                 decided_at=now_us,
                 reason=reason,
-                knowledge_id=kid,
+                knowledge_id=created.id,
                 statement=text,
                 valid_at=start,
                 invalid_at=end,
                 edited=edited or start != to_us(current.valid_at),
             ):
                 raise AlreadyDecidedError(current.id, "decided", None)
-            created = await tx.get_knowledge(current.user_id, kid)
-            await tx.audit(
-                at=now_us,
-                actor=reviewer,
-                action="create",
-                user_id=current.user_id,
-                entity="knowledge",
-                entity_id=kid,
-                after=created,
-                reason=reason,
-                note=note,
-            )
-            if old is not None:
-                end_reason = "contradicted" if current.kind == "contradiction" else "superseded"
-                await tx.supersede_fact(old, kid, start, expired_at=now_us, end_reason=end_reason)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="supersede",
-                    user_id=current.user_id,
-                    entity="knowledge",
-                    entity_id=old.id,
-                    before=old,
-                    after=await tx.get_knowledge(current.user_id, old.id),
-                    reason=reason or end_reason,
-                    note=note,
-                )
-            await self._cut_chain(tx, current, kid, reviewer, now_us, note)
+            await self._cut_chain(tx, current, created.id, reviewer, now_us, note)
             await tx.audit(
                 at=now_us,
                 actor=reviewer,
@@ -489,6 +531,7 @@ class ReviewService:
             self._check_open(current, reviewer, now)
             stone: Tombstone | None = None
             if tombstone and current.kind != "retraction":
+                await refuse_tombstone_over_active(tx, current.user_id, current.statement)
                 tid = await tx.insert_tombstone(
                     user_id=current.user_id,
                     statement=current.statement,
@@ -559,7 +602,13 @@ class ReviewService:
                 continue
             try:
                 result.approved.append(await self.approve(cid, reviewer, note=note))
-            except (AlreadyDecidedError, ClaimedError, DecisionRequiredError) as exc:
+            except (
+                AlreadyDecidedError,
+                ClaimedError,
+                DecisionRequiredError,
+                TombstonedError,
+                DuplicateFactError,
+            ) as exc:
                 result.skipped.append((cid, str(exc)))
         return result
 
@@ -622,14 +671,19 @@ class ReviewService:
     ) -> Candidate:
         """The exact inverse of the candidate's decision, itself audited: the fact it created is
         deleted, the fact it superseded comes back (valid time reopened), the chain links it
-        re-pointed or cut are restored. Refused when anything the decision wrote was changed
-        afterwards (a later correction, supersession, lift, a re-pointed candidate decided...)."""
+        re-pointed or cut are restored. Undo follows the rules of deciding: the flagger of a second
+        opinion cannot undo another reviewer's decision on the item, and while its user is assigned
+        only the assignee may undo (team.check_may_decide). A fact it brings back passes the gate
+        (I1, I2: engine.gate). Refused when anything the decision wrote is not as the decision left
+        it (a later correction, supersession, lift, a re-pointed candidate decided...); a later
+        change that was itself undone leaves it as it was, so a chain unwinds in reverse order."""
         _, note = self._check_note(None, note)
         now_us: int = to_us(self._ctx.now())
         async with self._ctx.store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":
                 raise UndoRefusedError(f"candidate {candidate_id} is pending: there is no decision to undo")
+            team.check_may_decide(cand, reviewer)
             row = await tx.decision_audit_row(candidate_id, cand.decision or "")
             if row is None or row[1] is None:
                 raise UndoRefusedError(f"no recorded decision for candidate {candidate_id}")
@@ -637,7 +691,18 @@ class ReviewService:
             before = candidate_from_row_json(row[1])
 
             async def untouched(entity: str, entity_id: int) -> None:
-                if await tx.later_audit_rows(entity, entity_id, decision_row):
+                later = await tx.later_audit_actions(entity, entity_id, decision_row)
+                if not later:
+                    return
+                left = None
+                if set(later) <= _UNDOABLE_ACTIONS:  # only changes that undo can take back
+                    left = await tx.audit_state(entity, entity_id, decision_row)
+                now_state: Any = None
+                if entity == "candidate":
+                    now_state = await tx.get_candidate(entity_id)
+                elif entity == "knowledge":
+                    now_state = await tx.get_knowledge(uid, entity_id)
+                if left is None or now_state is None or not same_state(entity, json.loads(left), now_state):
                     raise UndoRefusedError(
                         f"cannot undo the decision on candidate {candidate_id}: {entity} {entity_id} "
                         "was changed after it, and undo never rewrites later history"
@@ -709,6 +774,7 @@ class ReviewService:
                         before=stone,
                         note=note,
                     )
+                (await Admission.read(tx, uid)).check(target.statement, excluding={target.id})
                 await tx.reactivate_knowledge(target.id)
                 await tx.audit(
                     at=now_us,
@@ -727,7 +793,10 @@ class ReviewService:
                 await unreferenced(created.id)
                 replaced = await tx.replaced_by(created.id)
                 mine = [
-                    k for k in replaced if cand.decision == "confirm_supersession" and k.expired_at == cand.decided_at
+                    k
+                    for k in replaced
+                    if cand.decision in ("confirm_supersession", "confirm_correction")
+                    and k.expired_at == cand.decided_at
                 ]
                 if len(replaced) > len(mine):
                     later = next(k for k in replaced if k not in mine)
@@ -737,6 +806,7 @@ class ReviewService:
                     )
                 for old in mine:
                     await untouched("knowledge", old.id)
+                    (await Admission.read(tx, uid)).check(old.statement, excluding={created.id, old.id})
                     await tx.reactivate_knowledge(old.id)
                     await tx.audit(
                         at=now_us,

@@ -54,6 +54,7 @@ from .errors import (
 from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
+from .policies import policy_sample_rates
 from .storage import SqlTx
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
@@ -520,14 +521,22 @@ class TeamService:
         """The sample as a bound on the id hash (see `sample_point`)."""
         return int(self._ctx.config.second_review_rate * HASH_SPACE)
 
+    async def _policy_thresholds(self, tx: SqlTx) -> dict[str, int]:
+        """Each review policy's own sample of its approvals (engine/policies.py), as id-hash bounds."""
+        return {actor: int(rate * HASH_SPACE) for actor, rate in policy_sample_rates(await tx.policy_settings())}
+
     async def _second_review_count(self, tx: SqlTx, reviewer: str) -> int:
-        return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, self._threshold())
+        return await tx.sampled_approval_count(
+            SAMPLED_DECISIONS, reviewer, self._threshold(), await self._policy_thresholds(tx)
+        )
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
         """Approvals in the sample that `reviewer` did not make and nobody has second-reviewed,
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
         async with self._ctx.store.reading() as tx:
-            rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, self._threshold(), limit, offset)
+            rows = await tx.sampled_approval_rows(
+                SAMPLED_DECISIONS, reviewer, self._threshold(), limit, offset, await self._policy_thresholds(tx)
+            )
         return [
             BlindReview(
                 candidate_id=r[0],
@@ -569,7 +578,10 @@ class TeamService:
     async def _check_reviewable(self, tx: SqlTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
-        if not sampled(cand.id, self._ctx.config.second_review_rate):
+        rate = self._ctx.config.second_review_rate
+        if cand.decided_by is not None:
+            rate = dict(policy_sample_rates(await tx.policy_settings())).get(cand.decided_by, rate)
+        if not sampled(cand.id, rate):
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
             raise UserInputError(f"{reviewer} approved candidate {cand.id}: another reviewer must second-review it")

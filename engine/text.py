@@ -173,6 +173,10 @@ class ValueIndex(Generic[P]):
     def __len__(self) -> int:
         return len(self._keys)
 
+    def payloads(self) -> list[P]:
+        """Every entry's payload, in the order added."""
+        return list(self._payloads)
+
 
 def best_match(key: str, keys: Iterable[str], threshold: float = 0.0) -> tuple[str, float] | None:
     """The first of `keys` with the same value as `key` by the rule above (an exact key first),

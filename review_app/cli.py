@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import importlib
 import json
 import os
 import sys
@@ -62,9 +63,23 @@ class Failure(click.ClickException):
         return visible(self.message)
 
 
+# Command groups in modules of their own, which use this module's helpers: loaded when named
+# (click's lazy subcommands), so neither module imports the other while it is being defined.
+_LAZY_GROUPS = {"policy": "review_app.policy_cli"}
+
+
 class _EscapingGroup(click.Group):
     """Click's own errors quote what was typed ("Invalid value for '--top-k': ..."); their text is
     made visible before click prints it, like every other output of this command line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_GROUPS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _LAZY_GROUPS:
+            found = getattr(importlib.import_module(_LAZY_GROUPS[cmd_name]), cmd_name)
+            return found if isinstance(found, click.Command) else None
+        return super().get_command(ctx, cmd_name)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         return _escaping(lambda: super(_EscapingGroup, self).make_context(*args, **kwargs))
@@ -77,7 +92,7 @@ def _escaping(call: Any) -> Any:
     try:
         return call()
     except click.ClickException as exc:
-        exc.message = visible(exc.message)
+        exc.message = visible(exc.message)  # type: ignore[misc]  # click types it Final; it is a plain attribute
         raise
 
 
@@ -746,6 +761,44 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 
 
 @main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("statement")
+@click.option("--user", required=True, help="Whose fact it is.")
+@click.option("--valid-from", help="When it became true (ISO 8601; no zone = UTC); default: always.")
+@click.option(
+    "--actor",
+    envvar="MEMDESK_REVIEWER",
+    default=_os_user,
+    show_default="$MEMDESK_REVIEWER or OS user",
+    help="Who adds the fact (recorded in the audit log).",
+)
+def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) -> None:
+    """Add STATEMENT as an approved fact of USER: a fact the extractor missed (a support agent heard
+    it on the phone, a curator read it in a message).
+
+    It goes through the engine's one way in (`add_knowledge`): a tombstoned value, a duplicate of an
+    active fact or an invalid statement is refused with a message (exit 2) and nothing is written.
+    The fact is audited under --actor.
+    """
+    existing_db(db)
+    if not actor.strip():
+        raise BadInput("who adds this fact? pass --actor NAME or set MEMDESK_REVIEWER")
+    valid_at = _parse_date(valid_from, "--valid-from")
+
+    async def go() -> Any:
+        from engine import Memory
+
+        async with Memory(db) as mem:
+            return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at)
+
+    fact = _run(go())
+    echo(
+        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} "
+        f"(valid {fact.interval_text()}; by {actor.strip()})."
+    )
+
+
+@main.command()
 @click.argument("src")
 @click.argument("dst")
 @click.option(
@@ -946,7 +999,7 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
         from engine.export import export_user
 
         async with Memory(db) as mem:
-            return await export_user(mem, user, include_messages=include_messages)
+            return await export_user(mem.ctx, user, include_messages=include_messages)
 
     text = _json(_run(go()))
     if output:
@@ -978,7 +1031,7 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
         from engine.erase import erase_user
 
         async with Memory(db) as mem:
-            return await erase_user(mem, user, actor)
+            return await erase_user(mem.ctx, user, actor)
 
     report = _run(go())
     echo(

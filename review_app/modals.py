@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
-from .widgets.literal import literal
+from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
 
@@ -98,10 +98,16 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="confirm-box"):
-            yield Static(literal(self.message), id="confirm-message")
+            # Scrolls: a bulk question lists every id it will decide, however many (never "… and 3
+            # more": a reviewer says yes only to what they could read).
+            with VerticalScroll(id="confirm-scroll"):
+                yield Static(literal(self.message), id="confirm-message")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Yes (y)", id="yes", variant="primary")
                 yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-scroll", VerticalScroll).focus()  # arrows and PageDown scroll the list
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
@@ -111,41 +117,82 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
-class ReasonModal(ModalScreen["ReasonResult | None"]):
-    """Ask why (a rejection, a retraction): common reasons as a list, or free text.
+class TombstoneCheckbox(StateCheckbox):
+    """The reason dialog's tombstone box: toggled by ctrl+t or the mouse, never by focus and space.
 
-    An empty reason is refused inline rather than dismissed, because the engine requires one and a
-    reviewer who pressed Enter by accident should not lose the dialog.
+    A reviewer types the reason in the input beside it; were the box focusable, a Tab too many and
+    then a space in the reason would silently untick it (issue 19) and the rejected value would come
+    back in the next extraction.
+    """
+
+    can_focus = False
+
+
+TOMBSTONE_OFF_NOTE = "No tombstone: extraction may queue this value again."
+"""What the reason dialog says while its tombstone box is unticked, unless the caller says more."""
+
+
+class ReasonModal(ModalScreen["ReasonResult | None"]):
+    """Ask why (a rejection, a retraction): numbered common reasons, or free text.
+
+    A digit typed into the still-empty reason picks that preset (presets are numbered 1..9), so a
+    reviewer rejects with `r` `2` and never leaves the keyboard's home row for Shift+Tab. An empty
+    reason is refused inline rather than dismissed, because the engine requires one and a reviewer
+    who pressed Enter by accident should not lose the dialog. When the dialog offers a tombstone, its
+    note says what the box's current state will do (`note` ticked, `note_off` unticked).
     """
 
     CSS_PATH = "modals.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="reason.cancel"),
         Binding("ctrl+s", "submit", "Confirm", id="reason.submit"),
+        Binding("ctrl+t", "toggle_tombstone", "Tombstone on/off", id="reason.tombstone"),
     ]
 
     def __init__(
-        self, title: str, *, presets: Sequence[str] = (), note: str | None = None, tombstone: bool | None = None
+        self,
+        title: str,
+        *,
+        presets: Sequence[str] = (),
+        note: str | None = None,
+        tombstone: bool | None = None,
+        note_off: str | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
-        self.presets = list(presets)
+        self.presets = list(presets)[:9]
         self.note = note
+        self.note_off = note_off if note_off is not None else TOMBSTONE_OFF_NOTE
         self.tombstone = tombstone
+
+    def _note_text(self, ticked: bool) -> str | None:
+        if self.tombstone is None or ticked:
+            return self.note
+        return self.note_off
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="reason-box"):
             yield Static(literal(self.title_text), classes="modal-title")
             if self.presets:
                 yield OptionList(
-                    *[Option(literal(p), id=f"preset-{i}") for i, p in enumerate(self.presets)], id="reason-presets"
+                    *[
+                        Option(Text.assemble((f"{i + 1} ", "bold"), literal(p)), id=f"preset-{i}")
+                        for i, p in enumerate(self.presets)
+                    ],
+                    id="reason-presets",
                 )
-            yield Input(placeholder="or type a reason, then Enter", id="reason-input")
+            hint = (
+                f"1-{len(self.presets)} picks a reason; or type one, then Enter"
+                if self.presets
+                else "type a reason, then Enter"
+            )
+            yield Input(placeholder=hint, id="reason-input")
             yield Static("", id="reason-error", classes="inline-error")
-            if self.note:
-                yield Static(literal(self.note), id="reason-note", classes="modal-note")
+            note = self._note_text(bool(self.tombstone))
+            if note:
+                yield Static(literal(note), id="reason-note", classes="modal-note")
             if self.tombstone is not None:
-                yield StateCheckbox("Write a tombstone", self.tombstone, id="reason-tombstone")
+                yield TombstoneCheckbox("Write a tombstone (ctrl+t)", self.tombstone, id="reason-tombstone")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Confirm", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -158,6 +205,18 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             return False
         return self.query_one("#reason-tombstone", Checkbox).value
 
+    def action_toggle_tombstone(self) -> None:
+        if self.tombstone is not None:
+            box = self.query_one("#reason-tombstone", Checkbox)
+            box.value = not box.value
+
+    @on(Checkbox.Changed, "#reason-tombstone")
+    def _tombstone_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()
+        note = self._note_text(event.value)
+        for shown in self.query("#reason-note").results(Static):
+            shown.update(literal(note or ""))
+
     def _submit(self, reason: str) -> None:
         cleaned = reason.strip()
         if not cleaned:
@@ -165,6 +224,14 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
             self.query_one("#reason-input", Input).focus()
             return
         self.dismiss(ReasonResult(cleaned, self._tombstone_value()))
+
+    @on(Input.Changed, "#reason-input")
+    def _digit_picks(self, event: Input.Changed) -> None:
+        """A lone digit typed into the empty reason picks that numbered preset."""
+        value = event.value
+        if len(value) == 1 and value.isdigit() and 1 <= int(value) <= len(self.presets):
+            event.stop()
+            self._submit(self.presets[int(value) - 1])
 
     @on(OptionList.OptionSelected, "#reason-presets")
     def _preset(self, event: OptionList.OptionSelected) -> None:
@@ -272,15 +339,38 @@ class StatementForm(ModalScreen[_R]):
                 ok = False
         if not ok:
             return None
+        start, end = ends["valid-at"], ends["invalid-at"]
+        if start is not None and end is not None and end <= start:
+            # The engine's rule, said in the form's own words (its message names columns).
+            self._error(
+                "invalid-at",
+                f"'Valid until' ({format_day_or_time(end)}) must be later than 'Valid from' "
+                f"({format_day_or_time(start)}). Nothing was saved.",
+            )
+            return None
         try:
-            check_interval(ends["valid-at"], ends["invalid-at"])
+            check_interval(start, end)
         except UserInputError as exc:
             self._error("invalid-at", f"{exc}. Nothing was saved.")
             return None
         return self.make_result(statement, ends["valid-at"], ends["invalid-at"], reason)
 
     def on_mount(self) -> None:
-        self.query_one(f"#{self.PREFIX}-statement", Input).focus()
+        statement = self.query_one(f"#{self.PREFIX}-statement", Input)
+        statement.focus()
+        self._warn_hidden(statement.value)
+
+    def _warn_hidden(self, value: str) -> None:
+        """An input field draws hidden code points as nothing; say under it what it really holds."""
+        shown = visible(value)
+        if shown != value:
+            self._error("statement", f"Holds hidden characters: {shown}")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if event.input.id == f"{self.PREFIX}-statement":
+            self._error("statement", "")
+            self._warn_hidden(event.value)
 
     def action_submit(self) -> None:
         result = self.validate_fields()
@@ -323,12 +413,14 @@ class EditModal(StatementForm["EditResult | None"]):
         invalid_at: datetime | None = None,
         *,
         title: str = "Edit, then approve",
+        save_label: str = "Save and approve",
     ) -> None:
         super().__init__()
         self.statement = statement
         self.valid_at = valid_at
         self.invalid_at = invalid_at
         self.title_text = title
+        self.save_label = save_label
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="edit-box"):
@@ -343,7 +435,7 @@ class EditModal(StatementForm["EditResult | None"]):
             yield Input(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
             yield Static("", id="edit-invalid-at-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
-                yield Button("Save and approve", id="edit-ok", variant="primary")
+                yield Button(self.save_label, id="edit-ok", variant="primary")
                 yield Button("Cancel", id="edit-cancel")
 
     def make_result(
@@ -353,8 +445,10 @@ class EditModal(StatementForm["EditResult | None"]):
 
 
 class ReplaceChoiceModal(ModalScreen["str | None"]):
-    """The supersede-or-keep-both question, asked by `a` and by `e` on a candidate that would
-    replace something: `s` ends belief in the old value, `k` keeps both, Escape decides nothing.
+    """The question a replacement asks, by `a` and by `e` on a candidate that would replace
+    something: `s` supersedes (the world changed: the old value ends, readable for its period),
+    `c` corrects (it was never true: as-of never reads the old value again), `k` keeps both,
+    Escape decides nothing.
 
     The engine refuses a plain approve of such a candidate (DecisionRequiredError); this dialog is
     where the reviewer makes the choice the engine requires, with both values in view."""
@@ -362,6 +456,7 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
     CSS_PATH = "modals.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "choose('supersede')", "Supersede", id="choice.supersede"),
+        Binding("c", "choose('correct')", "Correct", id="choice.correct"),
         Binding("k", "choose('keep_both')", "Keep both", id="choice.keep_both"),
         Binding("escape", "choose(None)", "Cancel", id="choice.cancel"),
     ]
@@ -378,12 +473,14 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
             values = Text.assemble(("now  ", "dim"), literal(self.old), ("\nnew  ", "dim"), literal(self.new, "bold"))
             yield Static(values, id="choice-values")
             yield Static(
-                "Press s to supersede the old value (it stops being believed, its valid time closes "
-                "where the new one starts), or k to keep both as true at once.",
+                "s supersede: the world changed (the old value ends where the new one starts, and stays "
+                "true for its own period). c correct: the old value was never true (no date reads it again). "
+                "k keep both: both are true at once.",
                 classes="modal-note",
             )
             with Horizontal(classes="modal-buttons"):
                 yield Button("Supersede (s)", id="choice-supersede", variant="primary")
+                yield Button("Correct (c)", id="choice-correct")
                 yield Button("Keep both (k)", id="choice-keep")
                 yield Button("Cancel", id="choice-cancel")
 
@@ -392,7 +489,8 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss({"choice-supersede": "supersede", "choice-keep": "keep_both"}.get(event.button.id or ""))
+        choices = {"choice-supersede": "supersede", "choice-correct": "correct", "choice-keep": "keep_both"}
+        self.dismiss(choices.get(event.button.id or ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,6 +499,7 @@ class PickResult:
 
     fact_id: int
     reason: str
+    start: datetime | None = None  # when the picked fact starts, where asked (None: not given)
 
 
 class PickFactModal(ModalScreen["PickResult | None"]):
@@ -414,13 +513,20 @@ class PickFactModal(ModalScreen["PickResult | None"]):
     ]
 
     def __init__(
-        self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False, note: str | None = None
+        self,
+        title: str,
+        facts: Sequence[tuple[int, str]],
+        *,
+        ask_reason: bool = False,
+        note: str | None = None,
+        ask_start: str | None = None,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.facts = list(facts)
         self.ask_reason = ask_reason
         self.note = note
+        self.ask_start = ask_start  # the start field's placeholder, when the change takes a start date
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="pick-box"):
@@ -434,6 +540,8 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             )
             if self.ask_reason:
                 yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
+            if self.ask_start:
+                yield Input(placeholder=self.ask_start, id="pick-start")
             yield Static("", id="pick-error", classes="inline-error")
             if self.note:
                 yield Static(literal(self.note), classes="modal-note")
@@ -454,7 +562,18 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             self.query_one("#pick-error", Static).update("A reason is required.")
             self.query_one("#pick-reason", Input).focus()
             return
-        self.dismiss(PickResult(self.facts[options.highlighted][0], reason))
+        start: datetime | None = None
+        if self.ask_start:
+            raw = self.query_one("#pick-start", Input).value.strip()
+            try:
+                start = parse_datetime(raw, "the start") if raw else None
+            except UserInputError:
+                self.query_one("#pick-error", Static).update(
+                    f"The start {raw!r} is not a date: write it as 2026-02-03 (or leave it empty)."
+                )
+                self.query_one("#pick-start", Input).focus()
+                return
+        self.dismiss(PickResult(self.facts[options.highlighted][0], reason, start))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -481,6 +600,7 @@ class PickFactModal(ModalScreen["PickResult | None"]):
 
 
 __all__ = [
+    "TOMBSTONE_OFF_NOTE",
     "ConfirmModal",
     "EditModal",
     "EditResult",
@@ -492,5 +612,6 @@ __all__ = [
     "ReplaceChoiceModal",
     "StateCheckbox",
     "StatementForm",
+    "TombstoneCheckbox",
     "format_day_or_time",
 ]

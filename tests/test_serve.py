@@ -86,6 +86,20 @@ def terminal_text(stream: bytes) -> str:
     return _ESCAPES.sub(b"", stream).decode("utf-8", "replace")
 
 
+async def read_ws_until(ws: Any, stream: bytearray, needle: str) -> None:
+    """Read the workstation's terminal output from `ws` into `stream` until `needle` shows."""
+
+    async def go() -> None:
+        while needle not in terminal_text(bytes(stream)):
+            message = await ws.receive()
+            if message.type == WSMsgType.BINARY:
+                stream.extend(message.data)
+            elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
+                raise AssertionError(f"the workstation closed before showing {needle!r}")
+
+    await asyncio.wait_for(go(), WAIT)
+
+
 @pytest.fixture
 def creds(tmp_path: Path) -> Path:
     path = tmp_path / "reviewers.toml"
@@ -343,15 +357,7 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
         stream = bytearray()
 
         async def read_until(needle: str) -> None:
-            async def go() -> None:
-                while needle not in terminal_text(bytes(stream)):
-                    message = await ws.receive()
-                    if message.type == WSMsgType.BINARY:
-                        stream.extend(message.data)
-                    elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSED, WSMsgType.ERROR):
-                        raise AssertionError(f"the workstation closed before showing {needle!r}")
-
-            await asyncio.wait_for(go(), WAIT)
+            await read_ws_until(ws, stream, needle)
 
         await read_until("Ana keeps bees")
         await apoll(

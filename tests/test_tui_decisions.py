@@ -42,7 +42,7 @@ def chain_db(tmp_path: Path) -> tuple[str, dict[str, int]]:
     return path, asyncio.run(seed_chain(path))
 
 
-@pytest.mark.parametrize("choice", ["s", "k"])
+@pytest.mark.parametrize("choice", ["s", "c", "k"])
 async def test_edit_on_a_replacement_asks_and_applies_the_edited_value(tui_db: SeededDb, choice: str) -> None:
     path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
@@ -62,12 +62,15 @@ async def test_edit_on_a_replacement_asks_and_applies_the_edited_value(tui_db: S
     new = db(path, "SELECT statement, valid_at, status FROM knowledge WHERE id = ?", kid)
     march = int(datetime(2026, 3, 1, tzinfo=UTC).timestamp() * 1_000_000)
     assert new == [("Ana lives in Madrid, Spain", march, "active")]
-    [(status, superseded_by, invalid_at)] = db(
-        path, "SELECT status, superseded_by, invalid_at FROM knowledge WHERE id = ?", ids["porto"]
+    [(status, superseded_by, invalid_at, end_reason)] = db(
+        path, "SELECT status, superseded_by, invalid_at, end_reason FROM knowledge WHERE id = ?", ids["porto"]
     )
     if choice == "s":
         assert decision == "confirm_supersession"
         assert (status, superseded_by, invalid_at) == ("superseded", kid, march)  # valid time closed there
+    elif choice == "c":
+        assert decision == "confirm_correction"  # it was never true: no as-of date reads it again
+        assert (status, superseded_by, invalid_at, end_reason) == ("superseded", kid, None, "corrected")
     else:
         assert decision == "keep_both"
         assert (status, superseded_by, invalid_at) == ("active", None, None)
@@ -150,11 +153,17 @@ async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) ->
         assert app.screen is picker
         assert db(path, "SELECT status FROM knowledge WHERE id = ?", ids["nurse"]) == [("active",)]
         picker.query_one("#pick-reason", Input).value = "test of the screen"
-        await keys(pilot, "enter")
+        picker.query_one("#pick-start", Input).focus()
+        await pilot.press(*"soon", "ctrl+s")  # not a date: said in words, nothing changes
+        assert app.screen is picker
+        assert "is not a date" in str(picker.query_one("#pick-error", Static).content)
+        assert db(path, "SELECT status FROM knowledge WHERE id = ?", ids["nurse"]) == [("active",)]
+        await pilot.press(*["backspace"] * 4, *"2026-02-01", "ctrl+s")
         assert app.screen is screen
-    assert db(path, "SELECT status, end_reason, superseded_by FROM knowledge WHERE id = ?", ids["nurse"]) == [
-        ("superseded", "superseded", ids["porto"])
-    ]
+    feb = int(datetime(2026, 2, 1, tzinfo=UTC).timestamp() * 1_000_000)
+    assert db(
+        path, "SELECT status, end_reason, superseded_by, invalid_at FROM knowledge WHERE id = ?", ids["nurse"]
+    ) == [("superseded", "superseded", ids["porto"], feb)]  # valid time closed at the start given
     assert db(
         path, "SELECT actor, reason FROM audit_log WHERE action = 'supersede' AND entity_id = ?", ids["nurse"]
     ) == [("sam", "test of the screen")]
@@ -162,6 +171,10 @@ async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) ->
 
 async def test_the_discarded_list_queues_a_statement_anyway(chain_db: tuple[str, dict[str, int]]) -> None:
     path, ids = chain_db
+    # the dropped repeat says what the nurse fact says: while that fact is active the queue's intake
+    # refuses it (tests/test_whole_queue.py checks the refusal); the fact ended, it can be queued
+    async with Memory(path) as mem:
+        await mem.retract("u-ana", ids["nurse_fact"], actor="cur", reason="she changed jobs", tombstone=False)
     app = ReviewApp(path, "cur", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -197,10 +197,10 @@ async def test_80x24_keeps_dialog_buttons_checkbox_table_rows_and_figures(tui_db
         for selector in ("#ok", "#cancel", "#reason-tombstone", "#reason-input"):
             assert inside(modal.query_one(selector), box), selector
         checkbox = modal.query_one(StateCheckbox)
-        assert checkbox.label.plain == "[x] Write a tombstone"
+        assert checkbox.label.plain == "[x] Write a tombstone (ctrl+t)"
         await pilot.click("#reason-tombstone")
         await settle(pilot)
-        assert checkbox.label.plain == "[ ] Write a tombstone"  # the state, as text
+        assert checkbox.label.plain == "[ ] Write a tombstone (ctrl+t)"  # the state, as text
         modal.query_one("#reason-input", Input).value = "not true"
         await pilot.click("#ok")
         await settle(pilot)

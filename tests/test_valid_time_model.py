@@ -147,7 +147,9 @@ async def run_history(ops: list[tuple], gaps: list[int], target: str = ":memory:
                 others = [f for f in active if f is not old]
                 new = others[op[2] % len(others)]
                 await mem.supersede(user, old.id, new.id, actor="t", reason="moved")
-                old.supersede(new.start, clock.now, "superseded")
+                # with no start of its own, the new fact starts when it was stated: for an injected
+                # fact, when it was added (engine.stated)
+                old.supersede(new.start if new.start is not None else new.created, clock.now, "superseded")
             moments.append(clock.now + timedelta(minutes=30))
         await check(mem, facts, moments, user)
 

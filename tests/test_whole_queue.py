@@ -24,6 +24,7 @@ from engine_helpers import Clock, last_audit_id, snapshot, sql
 from engine import (
     ConflictError,
     CoveredClaim,
+    DuplicateCandidateError,
     Episode,
     Extraction,
     GapItem,
@@ -315,8 +316,13 @@ async def test_queue_anyway_makes_one_audited_candidate_and_refuses_twice(store_
             await mem.queue_discarded(10_000, actor="dan", reason="try")
         with pytest.raises(InvalidStatementError):  # a reason is required
             await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="  ")
+        # the queue's one intake: a value an active fact holds could never be approved (I2)
+        with pytest.raises(DuplicateCandidateError, match=r"fact \d+ of this user already holds"):
+            await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")
         assert await snapshot(mem) == unchanged
-        # positive control for the reason check: the same statement with a reason is queued
+        # positive control for both: once the fact is gone, the same statement with a reason is queued
+        [bees] = await mem.knowledge("ana")
+        await mem.retract("ana", bees.id, actor="support", reason="she sold the hives", tombstone=False)
         assert (await mem.queue_discarded(dropped["Ana keeps bees"].id, actor="dan", reason="ok")).kind == "new"
 
 

@@ -26,10 +26,12 @@ may not parse) can only cover a claim with exactly its text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Generic, Literal, TypeVar
 
-from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
+from ..models import CoveredClaim, Episode, Extraction, GapItem, GapKind, Knowledge
 from ..text import value_key
 from . import offline_rules as rules
 from .offline_rules import Claim, TimeSpan
@@ -105,14 +107,17 @@ def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> lis
     return [c for claims in per_message for c in claims]
 
 
+R = TypeVar("R")
+
+
 @dataclass(slots=True)
-class _Fact:
-    knowledge: Knowledge
+class _Fact(Generic[R]):
+    ref: R  # what the fact is to the caller: a Knowledge record, or an id
     claim: Claim | None
     key: str  # value key of the whole statement, for facts that do not parse
 
 
-def known_facts(existing: list[Knowledge]) -> list[_Fact]:
+def known_facts(existing: list[Knowledge]) -> list[_Fact[Knowledge]]:
     """What the extractor predicts from, newest first (so that an update names the most recent
     fact of its slot), each read back with the same rules as the claims. The one place that reads
     `existing`, so a change in what the pipeline passes (pending candidates beside active facts,
@@ -128,6 +133,49 @@ def _says_at_least(fact_key: str, claim_key: str) -> bool:
     Saturday" already holds "goes swimming" ("I still go swimming"), and "no longer surfs" ends
     "surfs every weekend"."""
     return fact_key == claim_key or not claim_key or fact_key.startswith(claim_key + " ")
+
+
+def relate(claim: Claim, facts: Sequence[_Fact[R]]) -> tuple[GapKind | Literal["covered"], _Fact[R] | None]:
+    """How one claim stands to the known facts (newest first), by the calibration rules of the
+    module docstring: ("covered", the fact that already says it), ("update" | "contradiction",
+    the fact it would replace), or ("new", None). The one replacement rule: extraction calibrates
+    with it, and the queue's intake (engine.gate) applies it to an agent's or a curator's statement."""
+    statement_key = value_key(claim.statement)
+    for f in facts:
+        if f.key == statement_key or (
+            f.claim is not None
+            and f.claim.slot == claim.slot
+            and f.claim.negated == claim.negated
+            and _says_at_least(f.claim.key, claim.key)
+        ):
+            return "covered", f
+    for f in facts:
+        if (
+            f.claim is not None
+            and f.claim.slot == claim.slot
+            and f.claim.negated != claim.negated
+            and _says_at_least(f.claim.key, claim.key)
+        ):
+            return ("contradiction" if claim.negated else "update"), f
+    if not claim.negated and not claim.multi:
+        for f in facts:
+            if f.claim is not None and f.claim.slot == claim.slot and not f.claim.negated:
+                return "update", f
+    return "new", None
+
+
+def relate_statement(
+    statement: str, facts: Sequence[tuple[int, str]]
+) -> tuple[GapKind | Literal["covered"], int | None]:
+    """`relate` for a third-person statement someone wrote (an agent's proposal, a curator's
+    fact) against (id, statement) facts: (kind, the id it covers or would replace). A statement
+    the rules cannot read is `new` (an exact value match is the duplicate gate's business)."""
+    claim = rules.parse_statement(statement)
+    if claim is None:
+        return "new", None
+    known = [_Fact(i, rules.parse_statement(text), value_key(text)) for i, text in sorted(facts, reverse=True)]
+    kind, fact = relate(claim, known)
+    return kind, (fact.ref if fact is not None else None)
 
 
 class OfflineExtractor:
@@ -146,57 +194,19 @@ class OfflineExtractor:
         items: list[GapItem] = []
         covered: list[CoveredClaim] = []
         for sc in claims:
-            claim = sc.claim
-            statement_key = value_key(claim.statement)
-            same = next(
-                (
-                    f
-                    for f in facts
-                    if f.key == statement_key
-                    or (
-                        f.claim is not None
-                        and f.claim.slot == claim.slot
-                        and f.claim.negated == claim.negated
-                        and _says_at_least(f.claim.key, claim.key)
-                    )
-                ),
-                None,
-            )
-            if same is not None:
-                covered.append(CoveredClaim(claim.statement, str(same.knowledge.id)))
-                continue
-            opposite = next(
-                (
-                    f
-                    for f in facts
-                    if f.claim is not None
-                    and f.claim.slot == claim.slot
-                    and f.claim.negated != claim.negated
-                    and _says_at_least(f.claim.key, claim.key)
-                ),
-                None,
-            )
-            if opposite is not None:
-                kind = "contradiction" if claim.negated else "update"
-                items.append(self._item(sc, kind, str(opposite.knowledge.id)))
-                continue
-            if not claim.negated and not claim.multi:
-                other = next(
-                    (f for f in facts if f.claim is not None and f.claim.slot == claim.slot and not f.claim.negated),
-                    None,
-                )
-                if other is not None:
-                    items.append(self._item(sc, "update", str(other.knowledge.id)))
-                    continue
-            items.append(self._item(sc, "new", None))
+            kind, fact = relate(sc.claim, facts)
+            if kind == "covered":
+                covered.append(CoveredClaim(sc.claim.statement, str(fact.ref.id) if fact is not None else None))
+            else:
+                items.append(self._item(sc, kind, str(fact.ref.id) if fact is not None else None))
         return Extraction(prediction=_prediction(claims, facts), items=items, covered=covered)
 
     @staticmethod
-    def _item(sc: SourcedClaim, kind: str, supersedes: str | None) -> GapItem:
+    def _item(sc: SourcedClaim, kind: GapKind, supersedes: str | None) -> GapItem:
         return GapItem(
             statement=sc.claim.statement,
             kind=kind,
-            supersedes=supersedes,  # type: ignore[arg-type]
+            supersedes=supersedes,
             confidence=sc.confidence,
             valid_at=sc.span.valid_at,
             invalid_at=sc.span.invalid_at,
@@ -204,14 +214,14 @@ class OfflineExtractor:
         )
 
 
-def _prediction(claims: list[SourcedClaim], facts: list[_Fact]) -> str:
+def _prediction(claims: list[SourcedClaim], facts: list[_Fact[Knowledge]]) -> str:
     """What the known facts say about what this episode touches, as a reviewer reads it: whole
     sentences, no internal slot names."""
     slots = list(dict.fromkeys(c.claim.slot for c in claims))
     said: list[str] = []
     unknown: list[str] = []
     for slot in slots:
-        found = [_as_listed(f.knowledge) for f in facts if f.claim is not None and f.claim.slot == slot]
+        found = [_as_listed(f.ref) for f in facts if f.claim is not None and f.claim.slot == slot]
         if found:
             said.extend(s for s in found if s not in said)
         else:

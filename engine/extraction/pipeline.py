@@ -46,13 +46,16 @@ from rapidfuzz import fuzz
 from ..credentials import audit_credentials, has_marker, redact
 from ..errors import (
     ConflictError,
+    DuplicateCandidateError,
     InvalidIntervalError,
     InvalidStatementError,
     MemdeskError,
     UserInputError,
 )
-from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, Message, ProcessReport
+from ..gate import corrected_target, gate_verdict, screen
+from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, ProcessReport
 from ..retrieval import retrieve
+from ..stated import stated_at
 from ..storage import GateView, SqlTx
 from ..storage.sql.tx import IdSource
 from ..text import value_key
@@ -85,7 +88,7 @@ class _Survivor:
     unsupported: bool
     supersedes_id: int | None = None
     supersedes_candidate_id: int | None = None
-    candidate_id: int | None = None  # handed out by the gates, under the write lock
+    candidate_id: int = 0  # handed out by the gates, under the write lock
 
 
 @dataclass(slots=True)
@@ -141,6 +144,7 @@ def _adopt(view: GateView, fresh: GateView) -> None:
         fresh.pending,
         (fresh.active_ids),
     )
+    view.facts, view.corrected = fresh.facts, fresh.corrected
 
 
 class Pipeline:
@@ -545,7 +549,7 @@ class Pipeline:
                 id=s.candidate_id,
                 user_id=user_id,
                 statement=s.item.statement,
-                kind=s.item.kind,  # type: ignore[arg-type]
+                kind=s.item.kind,
                 status="pending",
                 confidence=round(confidence, 4),
                 created_at=created,
@@ -619,7 +623,6 @@ class Pipeline:
         shown = {_entity_of(k): k for k in existing}
         pending = {c.id: c for c in view.pending}
         successors = _successors(view.pending)
-        user_msgs = [m for m in episode.messages if m.role == "user"]
 
         def matched(entity: tuple[str, int] | None) -> dict[str, Any]:
             if entity is None or entity not in shown:
@@ -666,31 +669,15 @@ class Pipeline:
                 out.discards.append({**base, "gate": "invalid"})
                 continue
             key = value_key(statement)
-            stone = view.tombstones.find(key)
-            if stone is not None:
-                report.tombstoned += 1
+            verdict = gate_verdict(view, statement)
+            if verdict is not None:
+                gate, (entity, ident, text) = verdict
+                if gate == "tombstoned":
+                    report.tombstoned += 1
+                else:
+                    report.duplicates += 1
                 out.discards.append(
-                    {
-                        **base,
-                        "gate": "tombstoned",
-                        "matched_entity": "tombstone",
-                        "matched_id": stone[1],
-                        "matched_statement": stone[2],
-                    }
-                )
-                continue
-            dup = view.live.find(key)
-            if dup is not None:
-                report.duplicates += 1
-                entity, ident, text = dup
-                out.discards.append(
-                    {
-                        **base,
-                        "gate": "duplicate",
-                        "matched_entity": entity,
-                        "matched_id": ident,
-                        "matched_statement": text,
-                    }
+                    {**base, "gate": gate, "matched_entity": entity, "matched_id": ident, "matched_statement": text}
                 )
                 continue
             kind = item.kind
@@ -709,8 +696,12 @@ class Pipeline:
                     sup_k, sup_c = (ident, None) if entity == "knowledge" else (None, ident)
                     if kind not in _CHANGE_KINDS:
                         kind = "update"
-            stated_at, supported = _stated_at(item.evidence, user_msgs, episode.messages, cfg.evidence_threshold)
-            stated_us: int = to_us(stated_at)
+            if sup_k is None and sup_c is None:
+                corrected = corrected_target(view, statement)
+                if corrected is not None:  # a value corrected away: approving it must ask the question
+                    kind, sup_k = "contradiction", corrected
+            said, supported = stated_at(item.evidence, episode.messages, cfg.evidence_threshold)
+            stated_us: int = to_us(said or self._ctx.now())
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
             cid = ids.take()
@@ -722,8 +713,11 @@ class Pipeline:
     # -- curators: what the gates dropped ---------------------------------------------------------
 
     async def queue_discarded(self, discarded_id: int, actor: str, reason: str) -> Candidate:
-        """Queue a dropped statement anyway, as a `new` candidate of its user (a reviewer still
-        decides; an update target can be set with `review.retarget`). One transaction with its two
+        """Queue a dropped statement anyway, as a candidate of its user (a reviewer still decides):
+        it passes the queue's one intake (engine.gate.screen), so a live tombstone still refuses it
+        (TombstonedError), a value an active fact or pending candidate now holds refuses it
+        (DuplicateCandidateError), and a statement about something the user has a fact for is
+        queued as its update (else `new`; a target can be set with `review.retarget`). One transaction with its two
         audit rows; refused (ConflictError) when it was queued already, and (UserInputError) when
         it cannot be a candidate at all (empty, or an inverted interval)."""
         from ..limits import check_reason
@@ -748,10 +742,16 @@ class Pipeline:
 
             check_statement(statement, self._ctx.config)
             start, end = check_interval(found.valid_at, found.invalid_at)
+            # the queue's one intake: a tombstone still refuses, a value now held refuses, and a
+            # statement about something the user has a fact for is queued as its update
+            screened = await screen(tx, found.user_id, statement)
+            if screened.duplicate_of is not None:
+                raise DuplicateCandidateError(*screened.duplicate_of)
             cid = await tx.insert_candidate(
                 user_id=found.user_id,
                 statement=statement,
-                kind="new",
+                kind=screened.kind,
+                supersedes_id=screened.supersedes_id,
                 confidence=found.confidence if found.confidence is not None else 1.0,
                 created_at=now_us,
                 evidence=found.evidence,
@@ -861,24 +861,3 @@ def _us_or_none(value: datetime | None) -> int | None:
         return to_us(value)
     except (MemdeskError, OverflowError):
         return None
-
-
-def _stated_at(
-    evidence: str, user_msgs: list[Message], messages: list[Message], threshold: float
-) -> tuple[datetime, bool]:
-    """(when the statement was made, whether the evidence quote is in the user's messages): the
-    message holding the quote (exactly, else the closest above `threshold`), else the episode's last
-    user message."""
-    quote = (evidence or "").strip().casefold()
-    fallback = (user_msgs or messages)[-1].at
-    if not quote:
-        return fallback, False
-    best: tuple[float, Message] | None = None
-    for m in user_msgs:
-        text = m.content.casefold()
-        if quote in text:
-            return m.at, True
-        score = fuzz.partial_ratio(quote, text)
-        if score >= threshold and (best is None or score > best[0]):
-            best = (score, m)
-    return (best[1].at, True) if best is not None else (fallback, False)

@@ -1,6 +1,7 @@
 """The Help screen (`?`): every key of every screen and dialog, with its binding id.
 
-Built from public APIs only: each screen class's `BINDINGS` (through `BindingsMap`, with the
+Built from the registry of every screen and dialog class (review_app.registry) and each class's
+`BINDINGS` (through `BindingsMap`, with the
 reviewer's keymap applied by id), so a reviewer who remapped `a` to `enter` sees `enter`, and the
 screen they came from is listed first. The binding ids are listed because they are what a keymap
 file names. The footer shows only what fits; this is where the rest lives.
@@ -17,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Static, Tabs
+from textual.widgets import DataTable, Static
 
 from ..widgets.literal import literal
 
@@ -44,28 +45,11 @@ def _scope_name(cls: type[Any]) -> str:
 
 def scopes() -> list[type[Any]]:
     """Every class whose bindings the workstation offers: the app, each screen, each dialog, and
-    the two widgets whose keys matter (lists; the detail tabs of the narrow layout)."""
-    from ..app import ReviewApp
-    from ..modals import ConfirmModal, EditModal, ErrorModal, PickFactModal, ReasonModal, ReplaceChoiceModal
-    from ..widgets.knowledge_correct import CorrectModal
-    from ..widgets.queue_filter import FilterModal
+    the two Textual widgets whose keys matter (lists; the detail tabs of the narrow layout). Found,
+    not listed by hand (review_app.registry): a new screen or dialog is in help once it exists."""
+    from ..registry import binding_classes
 
-    screens = [cls for cls in ReviewApp.MODES.values() if isinstance(cls, type)]
-    return [
-        ReviewApp,
-        *screens,
-        ConfirmModal,
-        ReplaceChoiceModal,
-        ReasonModal,
-        EditModal,
-        PickFactModal,
-        FilterModal,
-        CorrectModal,
-        ErrorModal,
-        HelpScreen,
-        DataTable,
-        Tabs,
-    ]
+    return list(binding_classes())
 
 
 def class_rows(cls: type[Any], keymap: Mapping[str, str], key_display: Any) -> list[HelpRow]:

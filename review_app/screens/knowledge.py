@@ -14,25 +14,32 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets import DataTable, Input, Static
 
-from engine.errors import UserInputError
+from engine import Memory
+from engine.errors import DuplicateFactError, TombstonedError, UserInputError
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import PickFactModal, PickResult, ReasonModal, ReasonResult
+from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
-from ..widgets.knowledge_format import audit_renderable, fmt_time, status_text, versions_renderable
+from ..widgets.knowledge_format import (
+    COMPACT_BELOW,
+    audit_renderable,
+    fmt_time,
+    status_text,
+    versions_renderable,
+)
 from ..widgets.literal import literal, tell
-from .base import WorkstationScreen
+from .user_list import UserListScreen
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -48,6 +55,8 @@ as-of date narrows the list)."""
 
 
 FOOTER_KEYS: tuple[str, ...] = (
+    "knowledge.add",
+    "knowledge.messages",
     "knowledge.correct",
     "knowledge.retract",
     "knowledge.supersede",
@@ -60,11 +69,68 @@ FOOTER_KEYS: tuple[str, ...] = (
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
-class KnowledgeScreen(WorkstationScreen):
+_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
+    # key, label, width, the narrowest screen that shows it
+    ("id", "#", 4, 0),
+    ("statement", "Statement", 0, 0),
+    ("status", "Status", 10, 0),
+    ("end_reason", "End reason", 12, 130),
+    ("valid", "Valid (from → until)", 23, 0),
+    ("created", "Created (UTC)", 16, 130),
+    ("by", "By", 12, 100),
+)
+MIN_STATEMENT = 24
+
+
+def table_layout(width: int) -> list[tuple[str, str, int]]:
+    """The Knowledge table's columns at a screen `width`: (key, label, width). Below 130 columns the
+    end reason and creation time go (the history panes show both), below 100 the author too, so that
+    at 80x24 a fact's statement, status and valid time stay readable side by side."""
+    shown = [(key, label, w) for key, label, w, floor in _COLUMNS if width >= floor]
+    others = sum(w for key, _, w in shown if key != "statement")
+    statement = max(MIN_STATEMENT, width - others - 2 * len(shown) - 3)  # cell padding, scrollbar
+    return [(key, label, statement if key == "statement" else w) for key, label, w in shown]
+
+
+def row_cells(k: Knowledge) -> dict[str, Text | str]:
+    """Every cell a fact may show, by column key."""
+    return {
+        "id": str(k.id),
+        "statement": literal(k.statement),
+        "status": status_text(k.status),
+        "end_reason": literal(k.end_reason or ""),
+        "valid": k.interval_text(),
+        "created": fmt_time(k.created_at),
+        "by": literal(k.created_by),
+    }
+
+
+async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) -> Knowledge | str:
+    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words.
+
+    Shared by every place a reviewer adds a fact (the Knowledge screen, the Messages view)."""
+    try:
+        return await memory.add_knowledge(
+            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at
+        )
+    except TombstonedError as exc:
+        return f"Not added: {exc}. Lift the tombstone (Tombstones screen, 3) first if the value is true now."
+    except DuplicateFactError as exc:
+        return f"Not added: {exc}; nothing to add."
+    except UserInputError as exc:
+        return f"Not added: {exc}."
+
+
+class KnowledgeScreen(UserListScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
+
+    NAME = "knowledge"
+    ALLOW_ALL = False
 
     CSS_PATH = "knowledge.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "add", "Add a fact", id="knowledge.add"),
+        Binding("m", "messages", "Messages", id="knowledge.messages"),
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
         Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
@@ -77,7 +143,6 @@ class KnowledgeScreen(WorkstationScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.user_id: str | None = None
         self.include_expired = False
         self.as_of: datetime | None = None
         self.search_text = ""
@@ -85,12 +150,13 @@ class KnowledgeScreen(WorkstationScreen):
         self._select_after_load: int | None = None
         self._load_gen = 0
         self._history_gen = 0
+        self._layout: list[tuple[str, str, int]] = []
 
     # -- layout -------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="knowledge-bar"):
-            yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
+            yield self.user_select()
             yield Input(placeholder="search statements  (/)", id="knowledge-search")
             yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
         yield Static("", id="knowledge-mode")
@@ -105,25 +171,33 @@ class KnowledgeScreen(WorkstationScreen):
         yield Static("", id="knowledge-status")
         yield KeyBar(FOOTER_KEYS)
 
-    @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#knowledge-table", DataTable)
-
     def on_mount(self) -> None:
-        table = self.table
-        # Fixed widths: an auto width depends on which rows a column has seen, so two loads racing
-        # (resume and a user change) drew the same rows with different column widths.
-        table.add_column("#", key="id", width=4)
-        table.add_column("Statement", key="statement", width=64)
-        table.add_column("Status", key="status", width=10)
-        table.add_column("End reason", key="end_reason", width=18)
-        table.add_column("Valid (from → until)", key="valid", width=23)
-        table.add_column("Created (UTC)", key="created", width=16)
-        table.add_column("By", key="by", width=12)
+        self._set_columns(self.size.width)
         self.query_one("#knowledge-versions-box").border_title = "Versions"
         self.query_one("#knowledge-audit-box").border_title = "Audit events"
         self._show_mode()
-        table.focus()
+        self.table.focus()
+
+    def _set_columns(self, width: int) -> bool:
+        """Lay the table out for `width` columns (True when that changed it): fixed widths (an auto
+        width depends on which rows a column has seen, so two loads racing drew the same rows with
+        different widths), the statement taking what the others leave."""
+        layout = table_layout(width)
+        if layout == self._layout:
+            return False
+        self._layout = layout
+        table = self.table
+        table.clear(columns=True)
+        for key, label, col_width in layout:
+            table.add_column(label, key=key, width=col_width)
+        return True
+
+    def on_resize(self) -> None:
+        if self._set_columns(self.size.width):
+            self._fill_table(list(self.facts.values()), self._current_id())
+            kid = self._current_id()
+            if kid is not None and self.user_id is not None:
+                self._show_history()
 
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): other screens may have changed the users
@@ -133,29 +207,14 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- workers ------------------------------------------------------------------------------------
 
-    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
-        `StateChanged` message (see WorkstationScreen), which names `description`.
-
-        Reads are not cancelled when a newer one starts (a cancelled worker makes
-        `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
-        instead each read carries a generation number and drops its result when a newer read
-        was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(
-            work, name=description, description=description, group=f"knowledge-{group}", exit_on_error=False
-        )
-
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
         if gen != self._load_gen:
             return
-        select = self.query_one("#knowledge-user", Select)
-        select.set_options([(literal(u), u) for u in users])
+        self._set_users(users)
         if not users:
             self._status("No users in this database yet.")
             return
-        self.user_id = self.user_id if self.user_id in users else users[0]
-        select.value = self.user_id  # Select.Changed then sees no change: no second read
         await self._load_facts(gen)
 
     def reload(self, select_id: int | None = None) -> None:
@@ -179,24 +238,10 @@ class KnowledgeScreen(WorkstationScreen):
         more = len(facts) > MAX_ROWS
         facts = facts[:MAX_ROWS]
         self.facts = {k.id: k for k in facts}
-        table = self.table
         previous = self._current_id()
-        table.clear()
-        for k in facts:
-            table.add_row(
-                str(k.id),
-                literal(k.statement),
-                status_text(k.status),
-                literal(k.end_reason or ""),
-                k.interval_text(),
-                fmt_time(k.created_at),
-                literal(k.created_by),
-                key=str(k.id),
-            )
         target = self._select_after_load if self._select_after_load in self.facts else previous
         self._select_after_load = None
-        if target in self.facts:
-            table.move_cursor(row=table.get_row_index(str(target)))
+        self._fill_table(facts, target)
         self._show_mode(len(facts), more)
         if not facts:
             self._history_gen += 1
@@ -204,6 +249,17 @@ class KnowledgeScreen(WorkstationScreen):
             self.query_one("#knowledge-audit", Static).update("")
         else:
             await self._load_history(self.user_id, self._current_id())
+
+    def _fill_table(self, facts: list[Knowledge], target: int | None) -> None:
+        """The rows of `facts` in the current column layout, the cursor on `target` when shown."""
+        table = self.table
+        table.clear()
+        keys = [key for key, _, _ in self._layout]
+        for k in facts:
+            cells = row_cells(k)
+            table.add_row(*(cells[key] for key in keys), key=str(k.id))
+        if target in self.facts:
+            table.move_cursor(row=table.get_row_index(str(target)))
 
     def _show_history(self) -> None:
         kid = self._current_id()
@@ -221,29 +277,17 @@ class KnowledgeScreen(WorkstationScreen):
         fact = next((k for k in chain if k.id == kid), None)
         if fact is None or gen != self._history_gen:
             return
-        self.query_one("#knowledge-versions", Static).update(versions_renderable(fact, chain))
-        self.query_one("#knowledge-audit", Static).update(audit_renderable(events))
+        compact = self.size.width < COMPACT_BELOW
+        self.query_one("#knowledge-versions", Static).update(versions_renderable(fact, chain, compact))
+        self.query_one("#knowledge-audit", Static).update(audit_renderable(events, compact))
         self.query_one("#knowledge-versions-box").border_title = f"Versions of fact #{kid}"
         self.query_one("#knowledge-audit-box").border_title = f"Audit events of fact #{kid} and its versions"
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    def _current_id(self) -> int | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return int(key.value) if key.value is not None else None
-
     def _current_fact(self) -> Knowledge | None:
         kid = self._current_id()
         return self.facts.get(kid) if kid is not None else None
-
-    def _status(self, message: str) -> None:
-        self.query_one("#knowledge-status", Static).update(literal(message))
 
     def _show_mode(self, count: int | None = None, more: bool = False) -> None:
         parts = ["all versions" if self.include_expired else "active only"]
@@ -256,13 +300,6 @@ class KnowledgeScreen(WorkstationScreen):
         self.query_one("#knowledge-mode", Static).update(Text(" · ".join(parts)))
 
     # -- events -------------------------------------------------------------------------------------
-
-    @on(Select.Changed, "#knowledge-user")
-    def _user_changed(self, event: Select.Changed) -> None:
-        value = event.value
-        if isinstance(value, str) and value != self.user_id:
-            self.user_id = value
-            self.reload()
 
     @on(Input.Changed, "#knowledge-search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -295,22 +332,53 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- actions ------------------------------------------------------------------------------------
 
-    def action_focus_table(self) -> None:
-        self.table.focus()
-
     def action_search(self) -> None:
         self.query_one("#knowledge-search", Input).focus()
 
     def action_as_of(self) -> None:
         self.query_one("#knowledge-asof", Input).focus()
 
-    def action_pick_user(self) -> None:
-        self.query_one("#knowledge-user", Select).focus()
-
     def action_toggle_expired(self) -> None:
         self.include_expired = not self.include_expired
         self._show_mode()
         self.reload()
+
+    def action_add(self) -> None:
+        """Add a fact the extractor missed for the shown user (`n`): the engine's `add_knowledge`,
+        audited under this reviewer. A refusal (tombstoned value, duplicate, bad statement) is shown
+        and changes nothing."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        user = self.user_id
+        modal = EditModal("", title=f"Add a fact for user {user}", save_label="Add the fact")
+        self.app.push_screen(modal, callback=lambda result: self._added(user, result))
+
+    def action_messages(self) -> None:
+        """The shown user's messages and what extraction made of each (`m`): where a missed fact is
+        found, and added with `n` there."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        from .messages import MessagesScreen  # messages imports add_fact from here
+
+        self.app.push_screen(MessagesScreen(self.user_id), callback=lambda _: self.reload())
+
+    def _added(self, user: str, result: EditResult | None) -> None:
+        if result is None:
+            return
+        self._work(partial(self._do_add, user, result), f"Adding a fact for {user}", "action")
+
+    async def _do_add(self, user: str, result: EditResult) -> None:
+        message = await add_fact(self.memory, user, result, self.reviewer)
+        if isinstance(message, str):
+            self._status(message)
+            tell(self, message, severity="error", title="Nothing was added")
+            return
+        self._status(f"Fact #{message.id} added for {user} by {self.reviewer}.")
+        self._select_after_load = message.id
+        self._load_gen += 1
+        await self._load_facts(self._load_gen)
 
     def action_correct(self) -> None:
         fact = self._current_fact()
@@ -395,7 +463,8 @@ class KnowledgeScreen(WorkstationScreen):
             [(k.id, k.statement) for k in others],
             ask_reason=True,
             note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
-            "the new fact's starts.",
+            "the new fact starts: the date given, else the new fact's own start, else when it was stated.",
+            ask_start="starts on (YYYY-MM-DD; empty: the new fact's start, or when it was stated)",
         )
         self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
 
@@ -406,7 +475,9 @@ class KnowledgeScreen(WorkstationScreen):
         self._work(change, f"Superseding fact {fact.id}", "action")
 
     async def _do_supersede(self, fact: Knowledge, result: PickResult) -> int:
-        await self.memory.supersede(fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason)
+        await self.memory.supersede(
+            fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason, start=result.start
+        )
         self._status(f"Fact #{fact.id} superseded by #{result.fact_id} ({result.reason}).")
         return result.fact_id
 

@@ -30,6 +30,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
@@ -44,7 +45,7 @@ from engine.errors import (
 from engine.models import Candidate, CandidateContext, QueueMark
 from engine.review import replaces
 
-from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
+from ..messages import CandidateSelected, MoreRowsWanted
 from ..modals import (
     ConfirmModal,
     EditModal,
@@ -260,9 +261,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         without a key press: the store announces them (PostgreSQL NOTIFY; SQLite's commit watcher).
         A store that cannot announce is polled instead."""
         try:
-            self._unsubscribe = await self.review_app.memory.subscribe_new_candidates(
-                lambda: self.call_later(self._check_new)
-            )
+            self._unsubscribe = await self.review_app.memory.subscribe_new_candidates(self._announced)
         except NotImplementedError:
             self.set_interval(POLL_SECONDS, self._check_new)
 
@@ -270,6 +269,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         stop, self._unsubscribe = self._unsubscribe, None
         if stop is not None:
             await stop()
+
+    def _announced(self) -> None:
+        """The store says candidates may have arrived (from its listener): look on this screen's
+        own time, not inside the listener's callback."""
+        self.call_later(self._check_new)
 
     def _check_new(self) -> None:
         if self.is_mounted:
@@ -395,7 +399,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if table.row_count == 0:
             return None
         try:
-            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         except Exception:  # the cursor is outside the rows while the table is rebuilt
             return None
         return int(key) if key is not None else None
@@ -403,7 +407,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     def _previous_of(self, index: int) -> Candidate | None:
         if index <= 0:
             return None
-        key = self.query_one(PendingTable).coordinate_to_cell_key((index - 1, 0)).row_key.value
+        key = self.query_one(PendingTable).coordinate_to_cell_key(Coordinate(index - 1, 0)).row_key.value
         return self.candidates.get(int(key)) if key is not None else None
 
     def _redraw_row(self, index: int) -> None:
@@ -411,7 +415,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table = self.query_one(PendingTable)
         if not 0 <= index < table.row_count:
             return
-        key = table.coordinate_to_cell_key((index, 0)).row_key
+        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key
         cand = self.candidates.get(int(key.value)) if key.value is not None else None
         if cand is None:
             return
@@ -466,7 +470,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             index = min(previous_row, table.row_count - 1)
         table.move_cursor(row=index, animate=False)
         self._show_line()
-        self._request(int(cast("str", table.coordinate_to_cell_key((index, 0)).row_key.value)))
+        self._request(int(cast("str", table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value)))
 
     async def _empty_text(self) -> str:
         """What an empty list means: a finished queue, or a search or filter that matches nothing
@@ -647,7 +651,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._redraw_row(index)  # it may now be the first of its group
         table.move_cursor(row=index, animate=False)
         self._show_line()
-        key = table.coordinate_to_cell_key((index, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value
         if key is not None:
             self._request(int(key))
         if index >= table.row_count - PREFETCH:
@@ -699,7 +703,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 self.current_id, self.current = None, None
             self.undo_stack.append([cid])
             self.decided += 1
-            self.post_message(DecisionApplied(cid, decision))
             self._remove_row(cid)
         finally:
             self._deciding = False
@@ -743,7 +746,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._decide(label, cid, lambda: review.approve(cid, who), "approve")
 
     def _replace(self, cid: int, choice: str, edit: EditResult | None = None) -> None:
-        """Confirm the supersession or keep both, with the edited statement and interval if any."""
+        """Confirm the supersession or the correction, or keep both, with the edited statement and
+        interval if any."""
         review, who = self.review_app.memory.review, self.review_app.reviewer
         changes: dict[str, Any] = {}
         if edit is not None:
@@ -754,6 +758,13 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 cid,
                 lambda: review.confirm_supersession(cid, who, **changes),
                 "confirm_supersession",
+            )
+        elif choice == "correct":
+            self._decide(
+                "Confirming the correction of",
+                cid,
+                lambda: review.confirm_correction(cid, who, **changes),
+                "confirm_correction",
             )
         else:
             self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes), "keep_both")

@@ -34,6 +34,10 @@ PANES: tuple[tuple[str, str], ...] = (
     ("gap", "Surprise gap"),
 )
 
+TAB_TITLES: dict[str, str] = {"prediction": "Prediction", "messages": "Messages", "gap": "Gap"}
+"""The narrow layout's tab titles: the three long pane titles need 47 columns, more than the detail
+column has at 80x24, and Textual then scrolled the tab row so the first read "iction"."""
+
 
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value is not None else "—"
@@ -230,8 +234,8 @@ class CandidateDetail(Widget):
         if self.narrow:
             # The gap (the statement being decided) opens first: the narrow list has no room for it.
             with TabbedContent(id="detail-tabs", initial="tab-gap"):
-                for key, title in PANES:
-                    with TabPane(title, id=f"tab-{key}"), VerticalScroll(classes="pane"):
+                for key, _ in PANES:
+                    with TabPane(TAB_TITLES[key], id=f"tab-{key}"), VerticalScroll(classes="pane"):
                         yield Static(id=f"pane-{key}", classes="pane-body")
         else:
             with Horizontal(id="detail-panes"):

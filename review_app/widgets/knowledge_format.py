@@ -28,8 +28,33 @@ def status_text(status: str) -> Text:
     return Text(status, style=style)
 
 
-def versions_renderable(selected: Knowledge, chain: list[Knowledge]) -> RenderableType:
-    """The chain of versions, oldest first, the selected one marked, each with why it ended."""
+COMPACT_BELOW = 130
+"""Screen widths below which the history panes (each half the screen) list their rows as lines:
+a five-column table in 38 columns cut the statement to nothing and the audit action to "c…"."""
+
+
+def _status_with_reason(version: Knowledge) -> Text:
+    status = status_text(version.status)
+    if version.end_reason and version.end_reason != version.status:
+        status.append(" · ")
+        status.append_text(literal(version.end_reason))
+    return status
+
+
+def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bool = False) -> RenderableType:
+    """The chain of versions, oldest first, the selected one marked, each with why it ended.
+    `compact`: two lines a version (what it said; its number, status and interval)."""
+    if compact:
+        out = Text()
+        for i, version in enumerate(chain):
+            if i:
+                out.append("\n")
+            out.append("▶ " if version.id == selected.id else "  ", style="bold")
+            out.append_text(literal(version.statement, "bold" if version.id == selected.id else ""))
+            out.append(f"\n  #{version.id} ", style="dim")
+            out.append_text(_status_with_reason(version))
+            out.append(f" · {version.interval_text()}", style="dim")
+        return out
     versions = Table(expand=True, box=box.SIMPLE_HEAD, pad_edge=False)
     versions.add_column("", width=1, no_wrap=True)
     versions.add_column("#", no_wrap=True)
@@ -38,16 +63,29 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge]) -> Renderab
     versions.add_column("Valid", no_wrap=True)
     for version in chain:
         marker = Text("▶", style="bold") if version.id == selected.id else Text("")
-        status = status_text(version.status)
-        if version.end_reason and version.end_reason != version.status:
-            status.append(" · ")
-            status.append_text(literal(version.end_reason))
-        versions.add_row(marker, str(version.id), literal(version.statement), status, version.interval_text())
+        versions.add_row(
+            marker, str(version.id), literal(version.statement), _status_with_reason(version), version.interval_text()
+        )
     return versions
 
 
-def audit_renderable(events: list[AuditEvent]) -> RenderableType:
-    """The audit events of every version of a fact, oldest first: who did what, when and why."""
+def audit_renderable(events: list[AuditEvent], compact: bool = False) -> RenderableType:
+    """The audit events of every version of a fact, oldest first: who did what, when and why.
+    `compact`: one line of when, action and fact, then who and why, so the action is never cut."""
+    if compact:
+        out = Text()
+        for i, event in enumerate(events):
+            if i:
+                out.append("\n")
+            out.append(f"{fmt_time(event.at)} ", style="dim")
+            out.append_text(literal(event.action, "bold"))
+            out.append(f" #{event.entity_id}" if event.entity_id else "", style="dim")
+            out.append("\n  by ", style="dim")
+            out.append_text(literal(event.actor))
+            if event.reason:
+                out.append(": ", style="dim")
+                out.append_text(literal(event.reason))
+        return out if events else Text("no audit events", style="dim")
     audit = Table(expand=True, box=box.SIMPLE_HEAD, pad_edge=False)
     audit.add_column("When (UTC)", no_wrap=True)
     audit.add_column("Actor", no_wrap=True)

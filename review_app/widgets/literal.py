@@ -5,10 +5,19 @@ Textual parses markup in strings handed to Static/Label; a statement such as `[b
 in `rich.text.Text` bypasses markup entirely. Control characters are made visible for DISPLAY only
 (ESC as ␛, other C0 codes as their Control Pictures): a raw ESC would otherwise reach the terminal
 as an escape sequence. The stored value is never altered.
+
+Invisible code points are shown by name as `⟨U+XXXX⟩`: format characters (Unicode category Cf:
+zero-width space/joiners, bidi embeddings, overrides and isolates, BOM, soft hyphen, tag characters),
+line/paragraph separators, space characters other than U+0020, blank-looking letters (Hangul fillers,
+braille blank), surrogates, private-use and unassigned code points. Otherwise a statement such as
+"Ana is ⟨U+202E⟩ nagev" (Trojan Source) would look to a reviewer like something other than what is
+stored, and a reviewer approves what is stored. `visible` is the one function every screen, dialog,
+toast and CLI line uses to show such text.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Protocol
 
 from rich.style import Style
@@ -17,9 +26,27 @@ from textual.notifications import SeverityLevel
 
 _KEEP = {"\n", "\t"}
 
+# Categories with no glyph of their own (or none a reviewer could tell from a space or nothing).
+_HIDDEN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
+# Letters and symbols that render as blank space although their category says they are visible.
+_BLANK_LOOKING = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x180E, 0x17B4, 0x17B5})
+
+
+def _hidden(ch: str) -> bool:
+    """Whether `ch` would be invisible or mistakable for a plain space on screen."""
+    if ch == " ":
+        return False
+    return unicodedata.category(ch) in _HIDDEN_CATEGORIES or ord(ch) in _BLANK_LOOKING or 0xFE00 <= ord(ch) <= 0xFE0E
+
+
+def codepoint_tag(ch: str) -> str:
+    """How a hidden code point is written on screen: `⟨U+200B⟩`."""
+    return f"⟨U+{ord(ch):04X}⟩"
+
 
 def visible(value: str) -> str:
-    """`value` with C0 control characters (except newline and tab) and DEL shown as symbols."""
+    """`value` as a reviewer must see it: C0 controls (except newline and tab) and DEL as symbols,
+    C1 controls as �, and every invisible or space-like code point as `⟨U+XXXX⟩`."""
     out: list[str] = []
     for ch in value:
         code = ord(ch)
@@ -31,6 +58,8 @@ def visible(value: str) -> str:
             out.append("␡")
         elif 0x80 <= code < 0xA0:
             out.append("�")
+        elif code >= 0xA0 and _hidden(ch):
+            out.append(codepoint_tag(ch))
         else:
             out.append(ch)
     return "".join(out)

@@ -1,7 +1,7 @@
 """The queue's progress line: how far the team is through the current filter, and at what pace.
 
-One line, most important first, cut at the terminal's width (at 80 columns the done/left counts
-and the estimate survive; the second-opinion counts follow when there is room). The numbers are
+One line, most important first; at 80 columns a compact form of the same figures, and when even
+that does not fit, a second line (never a figure cut to "…"). The numbers are
 `Memory.team.progress` (see engine/team.py for what "done" and "time per decision" mean): they
 come from the database, so they survive a restart and include the other reviewers' work.
 """
@@ -78,6 +78,36 @@ def progress_text(p: Progress, compact: bool = False) -> Text:
     return out
 
 
+def fitted_lines(p: Progress, width: int) -> list[Text]:
+    """The progress at `width` columns, never cut: the full line if it fits, else the compact one,
+    else the compact one broken between its " · " parts over as many lines as it needs (a figure
+    cut to "…" at 80 columns was a figure the reviewer could not read)."""
+    full = progress_text(p)
+    if full.cell_len <= width:
+        return [full]
+    line = progress_text(p, compact=True)
+    if line.cell_len <= width:
+        return [line]
+    plain = line.plain
+    breaks = [i for i in range(len(plain)) if plain.startswith(" · ", i)]
+    lines: list[Text] = []
+    start = 0
+    while True:
+        room = width - (2 if lines else 0)  # continuation lines are indented by two
+        if line[start:].cell_len <= room:
+            break
+        fitting = [b for b in breaks if start < b and line[start:b].cell_len <= room]
+        end = fitting[-1] if fitting else next((b for b in breaks if b > start), len(plain))
+        part = line[start:end]
+        part.truncate(room, overflow="ellipsis")  # one part wider than the screen: nothing else fits it
+        lines.append(Text("  ") + part if lines else part)
+        start = end + len(" · ")
+        if start >= len(plain):
+            return lines
+    lines.append(Text("  ") + line[start:] if lines else line[start:])
+    return lines
+
+
 class ProgressHeader(Widget):
     """Shows the progress of the filter it was last given; `refresh_for` re-reads it."""
 
@@ -109,14 +139,19 @@ class ProgressHeader(Widget):
     async def _load(self, filters: dict[str, Any]) -> None:
         app = cast("ReviewApp", self.app)
         self.progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
+        self._fit()
+
+    def _fit(self) -> None:
+        """As many rows as the progress needs at this width (one, unless the screen is narrow)."""
+        rows = 1 if self.progress is None else len(fitted_lines(self.progress, max(1, self.size.width)))
+        if self.styles.height is None or self.styles.height.value != rows:
+            self.styles.height = rows
         self.refresh()
+
+    def on_resize(self) -> None:
+        self._fit()
 
     def render(self) -> Text:
         if self.progress is None:
             return Text(" Progress …", style="dim")
-        width = max(1, self.size.width)
-        line = progress_text(self.progress)
-        if line.cell_len > width:
-            line = progress_text(self.progress, compact=True)
-        line.truncate(width, overflow="ellipsis")
-        return line
+        return Text("\n").join(fitted_lines(self.progress, max(1, self.size.width)))

@@ -149,9 +149,9 @@ class PostgresTx(SqlTx):
             raise NotFoundError(f"no fact {knowledge_id} for user {user_id!r}")
         return knowledge_from_row(row)
 
-    async def gate_view(self, user_id: str, known: Sequence[Any] = ()) -> Any:
+    async def gate_view(self, user_id: str, known: Sequence[Any] = (), *, whole: bool = True) -> Any:
         await self.lock_user(user_id)
-        return await super().gate_view(user_id, known)
+        return await super().gate_view(user_id, known, whole=whole)
 
     async def user_row_counts(self, user_id: str) -> dict[str, int]:
         await self.lock_user(user_id)

@@ -186,18 +186,34 @@ class TeamOps:
     # -- second review --------------------------------------------------------------------------
 
     @staticmethod
-    def _sample_where(decisions: Sequence[str], reviewer: str, threshold: int) -> tuple[str, list[Any]]:
+    def _sample_where(
+        decisions: Sequence[str], reviewer: str, threshold: int, by_actor: Mapping[str, int] | None = None
+    ) -> tuple[str, list[Any]]:
+        """`threshold` for people's approvals; `by_actor` a threshold of its own for the approvals
+        of an actor (a review policy samples its own share: engine/policies.py)."""
+        bound: str = "?"
+        bound_args: list[Any] = [threshold]
+        if by_actor:
+            # typed, so PostgreSQL compares a number with the hash (its parameters carry no type)
+            bound = (
+                "CASE c.decided_by "
+                + " ".join("WHEN ? THEN CAST(? AS BIGINT)" for _ in by_actor)
+                + " ELSE CAST(? AS BIGINT) END"
+            )
+            bound_args = [v for pair in by_actor.items() for v in pair] + [threshold]
         return (
             f"c.status = 'approved' AND c.decision IN ({_marks(decisions)}) AND c.decided_by != ?"
-            f" AND {SAMPLE_SQL} AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s"
-            " WHERE s.candidate_id = c.id AND s.knowledge_id = c.knowledge_id)",
-            [*decisions, reviewer, threshold],
+            f" AND {SAMPLE_SQL.replace('< ?', '< ' + bound)} AND k.status = 'active' AND NOT EXISTS"
+            " (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id AND s.knowledge_id = c.knowledge_id)",
+            [*decisions, reviewer, *bound_args],
         )
 
-    async def sampled_approval_count(self, decisions: Sequence[str], reviewer: str, threshold: int) -> int:
+    async def sampled_approval_count(
+        self, decisions: Sequence[str], reviewer: str, threshold: int, by_actor: Mapping[str, int] | None = None
+    ) -> int:
         """Approvals (by `decisions`) in the sample (hash < threshold) that `reviewer` did not make,
         whose fact is active and that nobody second-reviewed yet."""
-        where, args = self._sample_where(decisions, reviewer, threshold)
+        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}", args
         )
@@ -209,10 +225,11 @@ class TeamOps:
         threshold: int,
         limit: int,
         offset: int,
+        by_actor: Mapping[str, int] | None = None,
     ) -> list[Any]:
         """The approvals `sampled_approval_count` counts, oldest decision first: (candidate id,
         user_id, knowledge id, statement, kind, confidence, evidence, valid_at, invalid_at)."""
-        where, args = self._sample_where(decisions, reviewer, threshold)
+        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
         return list(
             await (
                 await self.conn.execute(

@@ -18,13 +18,14 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
 from ...timeutil import from_us, to_us
+from .policies import PolicyOps
 from .records import (
     AUDIT_COLS,
     CANDIDATE_COLS,
@@ -150,6 +151,10 @@ class GateView:
     live: ValueIndex[LiveEntry]
     pending: list[Candidate]
     active_ids: set[int]
+    # the active facts as (id, statement), for replacement detection (engine.gate)
+    facts: list[tuple[int, str]] = field(default_factory=list)
+    # values corrected away: (the active fact that now holds the corrected value, the old statement)
+    corrected: ValueIndex[tuple[int, str]] = field(default_factory=ValueIndex)
 
 
 # -- discarded statements ---------------------------------------------------------------------------
@@ -369,7 +374,7 @@ async def recorded_embedder(tx: SqlTx) -> tuple[str, int | None]:
     return name or LEGACY_EMBEDDER, None if width is None else int(width)
 
 
-class SqlTx(TeamOps, StatsOps):
+class SqlTx(TeamOps, StatsOps, PolicyOps):
     """One transaction (or one consistent read) on a store: the engine's operations on it.
 
     `conn` has aiosqlite's cursor API (`execute(sql, args) -> cursor` with async `fetchall()` and
@@ -383,6 +388,13 @@ class SqlTx(TeamOps, StatsOps):
     def __init__(self, conn: Any, text_stats: dict[str, _UserStats] | None = None) -> None:
         self.conn = conn
         self.text_stats: dict[str, _UserStats] = {} if text_stats is None else text_stats
+
+    # -- serialising a user's writes ----------------------------------------------------------------
+
+    async def lock_user(self, user_id: str) -> None:
+        """Hold `user_id`'s write lock until this transaction ends. SQLite's BEGIN IMMEDIATE already
+        holds the whole file's write lock, so there is nothing more to take; PostgreSQL takes the
+        user's advisory lock (postgres/tx.py)."""
 
     # -- what each backend writes itself ------------------------------------------------------------
 
@@ -553,14 +565,25 @@ class SqlTx(TeamOps, StatsOps):
             if r[1] is not None and json.loads(r[1]).get("supersedes_candidate_id") == candidate_id
         ]
 
-    async def later_audit_rows(self, entity: str, entity_id: int, after_id: int) -> int:
+    async def audit_state(self, entity: str, entity_id: int, up_to_id: int) -> str | None:
+        """The `after` JSON of the entity's last audit row at or before audit id `up_to_id`: the
+        state a decision left it in."""
         row = await (
             await self.conn.execute(
-                "SELECT count(*) FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ?",
-                (entity, entity_id, after_id),
+                "SELECT after FROM audit_log WHERE entity = ? AND entity_id = ? AND id <= ? ORDER BY id DESC LIMIT 1",
+                (entity, entity_id, up_to_id),
             )
         ).fetchone()
-        return int(row[0])
+        return None if row is None else row[0]
+
+    async def later_audit_actions(self, entity: str, entity_id: int, after_id: int) -> list[str]:
+        """The actions of the entity's audit rows after audit id `after_id`, in order."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT action FROM audit_log WHERE entity = ? AND entity_id = ? AND id > ? ORDER BY id",
+            (entity, entity_id, after_id),
+        )
+        return [str(r[0]) for r in rows]
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
@@ -928,17 +951,6 @@ class SqlTx(TeamOps, StatsOps):
         ).fetchone()
         return int(row[0])
 
-    async def active_with_key(self, user_id: str, statement: str, *, excluding: int | None = None) -> Knowledge | None:
-        """Another ACTIVE fact of the user holding exactly this value (same value key), if any."""
-        row = await (
-            await self.conn.execute(
-                f"SELECT {KNOWLEDGE_COLS} FROM knowledge WHERE user_id = ? AND status = 'active' AND key = ?"
-                " AND id IS DISTINCT FROM ? ORDER BY id LIMIT 1",
-                (user_id, value_key(statement), excluding),
-            )
-        ).fetchone()
-        return knowledge_from_row(row) if row else None
-
     async def claim_candidate(self, candidate_id: int, reviewer: str, now: int, until: int) -> bool:
         cur = await self.conn.execute(
             "UPDATE candidates SET claimed_by = ?, claimed_until = ? WHERE id = ? AND status = 'pending'"
@@ -1079,10 +1091,11 @@ class SqlTx(TeamOps, StatsOps):
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
-    async def gate_view(self, user_id: str, known: Sequence[Candidate] = ()) -> GateView:
+    async def gate_view(self, user_id: str, known: Sequence[Candidate] = (), *, whole: bool = True) -> GateView:
         """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
         and pending candidates; whole candidate rows are read only for pending candidates not in
-        `known` (what the caller already holds, e.g. from its previous episode)."""
+        `known` (what the caller already holds, e.g. from its previous episode), and not at all
+        with `whole=False` (`pending` is then empty: the intake of one statement needs only keys)."""
         rows = await fetchall(
             self.conn,
             "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
@@ -1096,6 +1109,8 @@ class SqlTx(TeamOps, StatsOps):
         stones: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] == "tombstone")
         have = {c.id: c for c in known}
         pending_ids = [int(r[1]) for r in rows if r[0] == "candidate"]
+        if not whole:
+            pending_ids = []
         missing = [i for i in pending_ids if i not in have]
         for start in range(0, len(missing), 500):
             chunk = missing[start : start + 500]
@@ -1106,7 +1121,45 @@ class SqlTx(TeamOps, StatsOps):
             )
             have.update((r[0], candidate_from_row(r)) for r in found)
         pending = [have[i] for i in pending_ids]
-        return GateView(stones, live, pending, {int(r[1]) for r in rows if r[0] == "knowledge"})
+        facts = [(int(r[1]), r[3]) for r in rows if r[0] == "knowledge"]
+        active_ids = {i for i, _ in facts}
+        return GateView(stones, live, pending, active_ids, facts, await self._corrected_away(user_id, active_ids))
+
+    async def admission_rows(self, user_id: str) -> list[tuple[str, int, str, str]]:
+        """(entity, id, key, statement) of the user's ACTIVE facts and LIVE tombstones: what the
+        activation gate (engine.gate.Admission) checks a new active fact against. Pending
+        candidates are not read: a decision on a user with a long queue stays one short read."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
+            " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
+            " ORDER BY 1, 2",
+            (user_id, user_id),
+        )
+        return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+    async def _corrected_away(self, user_id: str, active_ids: set[int]) -> ValueIndex[tuple[int, str]]:
+        """The values of the user's facts that were corrected (end_reason `corrected`), each with the
+        ACTIVE fact its chain of versions leads to now; a chain that ends in no active fact (the
+        correction was itself retracted) holds nothing to contradict and is left out."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT id, key, statement, superseded_by, end_reason FROM knowledge"
+            " WHERE user_id = ? AND status = 'superseded' ORDER BY id",
+            (user_id,),
+        )
+        successor = {int(r[0]): r[3] for r in rows}
+        out: ValueIndex[tuple[int, str]] = ValueIndex()
+        for r in rows:
+            if r[4] != "corrected":
+                continue
+            head, seen = r[3], set()
+            while head is not None and head not in active_ids and head in successor and head not in seen:
+                seen.add(head)
+                head = successor[head]
+            if head in active_ids:
+                out.add(r[1], (int(head), r[2]))
+        return out
 
     async def insert_discarded_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """What the gates of one run dropped (dicts keyed by the column names), in one executemany."""
@@ -1311,6 +1364,16 @@ class SqlTx(TeamOps, StatsOps):
             )
         ).fetchall()
         return {r[0]: knowledge_from_row(r) for r in rows}
+
+    async def user_episode_ids(self, user_id: str, limit: int) -> list[int]:
+        """The ids of the user's newest `limit` episodes, oldest first (the Messages view)."""
+        rows = await (
+            await self.conn.execute(
+                "SELECT id FROM episodes WHERE user_id = ? ORDER BY start_at DESC, id DESC LIMIT ?",
+                (user_id, int(limit)),
+            )
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
 
     async def episode_with_messages(self, episode_id: int) -> Episode | None:
         return (await self.episodes_with_messages([episode_id])).get(episode_id)
