@@ -36,7 +36,8 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString,
 from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
 from detect_secrets.plugins.slack import SlackDetector
 
-from .storage import SqlTx
+from .models import ProposalOutcome
+from .storage import SqlTx, Store
 
 MARKER = "[credential removed: {kind}]"
 MARKER_PREFIX = "[credential removed:"
@@ -136,16 +137,36 @@ def has_marker(text: str | None) -> bool:
 
 
 async def audit_credentials(
-    tx: SqlTx, *, now_us: int, user_id: str, entity: str, entity_id: int | None, kinds: dict[str, int]
+    tx: SqlTx,
+    *,
+    now_us: int,
+    user_id: str,
+    entity: str,
+    entity_id: int | None,
+    kinds: dict[str, int],
+    actor: str = "capture",
 ) -> None:
     """The audit row of a removal, in the caller's transaction: the kinds and counts, never a value
     (`memdesk stats` counts these rows as `credentials_removed`)."""
     await tx.audit(
         at=now_us,
-        actor="capture",
+        actor=actor,
         action=CREDENTIAL_ACTION,
         user_id=user_id,
         entity=entity,
         entity_id=entity_id,
         after={"kinds": dict(sorted(kinds.items()))},
     )
+
+
+async def refuse_credentials(store: Store, user_id: str, text: str, now_us: int, actor: str) -> ProposalOutcome | None:
+    """For `Memory.propose`: None when `text` holds no credential; otherwise write the audit row
+    (kinds only, one transaction) and return the outcome saying nothing was queued."""
+    found = redact(text)
+    if not found.found:
+        return None
+    async with store.transaction() as tx:
+        await audit_credentials(
+            tx, now_us=now_us, user_id=user_id, entity="candidate", entity_id=None, kinds=dict(found.kinds), actor=actor
+        )
+    return ProposalOutcome(credentials_removed=dict(found.kinds))

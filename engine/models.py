@@ -296,6 +296,9 @@ class ProposalOutcome:
 
     candidate_id: int | None = None
     duplicate_of: tuple[str, int] | None = None
+    # Kinds of credential found in the statement (never the values): such a proposal is not
+    # queued; only an audit row naming the kinds is written (engine/credentials.py).
+    credentials_removed: dict[str, int] | None = None
 
 
 @dataclass(slots=True)
