@@ -194,6 +194,9 @@ class Candidate:
     # opinion (they may not decide it) and the reviewer its user is assigned to ("my queue").
     flagged_by: str | None = None
     assigned_to: str | None = None
+    # Special category (GDPR art. 9, criminal record): one of engine.categories.CATEGORIES or None.
+    # Set at insert from the model's label or the offline rules; no policy may approve one.
+    category: str | None = None
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...categories import category_of
 from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
@@ -69,6 +70,7 @@ _CANDIDATE_INSERT_FIELDS = (
     "created_by",
     "reason",
     "supersedes_candidate_id",
+    "category",
 )
 
 
@@ -783,11 +785,15 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         created_by: str | None = None,
         reason: str | None = None,
         supersedes_candidate_id: int | None = None,
+        category: str | None = None,
     ) -> int:
+        """One pending candidate; `category` is the extractor's label, checked and else derived from
+        the statement (engine.categories), so every path that queues sets it the same way."""
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
-            " supersedes_candidate_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id",
+            " supersedes_candidate_id, category)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) RETURNING id",
             (
                 user_id,
                 episode_id,
@@ -805,6 +811,7 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
                 created_by,
                 reason,
                 supersedes_candidate_id,
+                category_of(statement, category),
             ),
         )
         return await returned_id(cur)
@@ -830,7 +837,11 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
                     cid,
                     value_key(row["statement"]),
                     *(
-                        int(bool(row.get(f))) if f == "unsupported" else row.get(f, "" if f == "evidence" else None)
+                        int(bool(row.get(f)))
+                        if f == "unsupported"
+                        else category_of(row["statement"], row.get(f))
+                        if f == "category"
+                        else row.get(f, "" if f == "evidence" else None)
                         for f in _CANDIDATE_INSERT_FIELDS
                     ),
                 )
