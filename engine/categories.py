@@ -29,6 +29,9 @@ CATEGORIES: Final = (
 )
 """Every value `category` may hold (None: no special category)."""
 
+ANY_SPECIAL: Final = "any"
+"""The queue filter value meaning "any special category" (`category IS NOT NULL`)."""
+
 _RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
     (name, re.compile(r"(?i)\b(?:" + pattern + r")\b"))
     for name, pattern in (

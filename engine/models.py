@@ -78,6 +78,8 @@ class GapItem:
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     evidence: str = ""
+    # The model's own special-category label (engine.categories.CATEGORIES), when it gives one.
+    category: str | None = None
 
 
 @dataclass(slots=True)

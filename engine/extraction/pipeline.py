@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz
 
+from ..categories import category_of
 from ..credentials import audit_credentials, has_marker, redact
 from ..errors import (
     ConflictError,
@@ -563,6 +564,7 @@ class Pipeline:
                 extractor=run["extractor"],
                 created_by=actor,
                 supersedes_candidate_id=s.supersedes_candidate_id,
+                category=category_of(s.item.statement, s.item.category),
             )
             view.pending.append(cand)
             writes.candidates.append(
@@ -582,6 +584,7 @@ class Pipeline:
                     "run_id": run_id,
                     "unsupported": cand.unsupported,
                     "created_by": actor,
+                    "category": cand.category,
                 }
             )
             writes.audits.append(

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...categories import category_of
+from ...categories import ANY_SPECIAL, category_of
 from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
@@ -83,9 +83,11 @@ def queue_filters(
     search: str | None,
     assigned_to: str | None = None,
     status_clause: str = "c.status = 'pending'",
+    category: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
-    candidates of the very same filter; `assigned_to` is the "my queue" filter."""
+    candidates of the very same filter; `assigned_to` is the "my queue" filter; `category` one
+    special category, or ANY_SPECIAL for every candidate that has one (engine/categories.py)."""
     where: list[str] = [status_clause]
     args: list[Any] = []
     if assigned_to is not None:
@@ -106,6 +108,11 @@ def queue_filters(
     if unsupported is not None:
         where.append("c.unsupported = ?")
         args.append(int(unsupported))
+    if category == ANY_SPECIAL:
+        where.append("c.category IS NOT NULL")
+    elif category is not None:
+        where.append("c.category = ?")
+        args.append(category)
     if search:
         where.append("(c.statement LIKE ? ESCAPE '\\' OR c.user_id LIKE ? ESCAPE '\\')")
         pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -133,6 +140,7 @@ def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         filters.get("unsupported"),
         filters.get("search"),
         filters.get("assigned_to"),
+        category=filters.get("category"),
     )
 
 
@@ -990,8 +998,11 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         newest_first: bool = False,
         assigned_to: str | None = None,
         sort: str = "age",
+        category: str | None = None,
     ) -> list[Candidate]:
-        where, args = queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to)
+        where, args = queue_filters(
+            user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to, category=category
+        )
         if sort not in QUEUE_SORTS:
             raise UserInputError(f"unknown queue order {sort!r}: use one of {', '.join(QUEUE_SORTS)}")
         order = "DESC" if newest_first else "ASC"
