@@ -112,9 +112,11 @@ class ReviewService:
         newest_first: bool = False,
         assigned_to: str | None = None,
         sort: str = "age",
+        category: str | None = None,
     ) -> list[Candidate]:
         """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
-        ("age", "user", "kind", "confidence": highest first) orders by that key, then by age."""
+        ("age", "user", "kind", "confidence": highest first) orders by that key, then by age.
+        `category`: one special category, or "any" for every candidate that has one."""
         async with self._ctx.store.reading() as tx:
             return await tx.pending(
                 user_id=user_id,
@@ -128,6 +130,7 @@ class ReviewService:
                 newest_first=newest_first,
                 assigned_to=assigned_to,
                 sort=sort,
+                category=category,
             )
 
     async def count(self, user_id: str | None = None, **filters: Any) -> int:

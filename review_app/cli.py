@@ -1004,6 +1004,69 @@ def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> Non
 
 @main.command()
 @click.argument("db", type=click.Path(dir_okay=False))
+@click.option(
+    "--sla-hours",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Hours a pending item may wait (default: the config's review_sla_hours, 48).",
+)
+@click.option(
+    "--limit", type=click.IntRange(0, 10_000), default=20, show_default=True, help="List this many oldest items."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
+def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
+    """What waits in the review queue and for how long: the pending count by kind, the oldest item,
+    how many are past the SLA, and the oldest items. Exit 1 when anything is past the SLA (so cron
+    or CI can alert on it), 0 otherwise, 2 on bad input."""
+    existing_db(db)
+
+    async def go() -> dict[str, Any]:
+        from engine import Memory, MemoryConfig
+
+        config = MemoryConfig() if sla_hours is None else MemoryConfig(review_sla_hours=sla_hours)
+        async with Memory(db, config=config) as mem:
+            figures = await mem.stats(None, 0)
+            now = mem.now()
+            oldest = await mem.review.pending(limit=limit) if limit else []
+        queue = figures["queue"]
+        return {
+            "pending": queue["pending"],
+            "pending_by_kind": queue["pending_by_kind"],
+            **queue["age"],
+            "oldest": [
+                {
+                    "id": c.id,
+                    "user_id": c.user_id,
+                    "kind": c.kind,
+                    "waiting_hours": round((now - c.created_at).total_seconds() / 3600, 1),
+                    "statement": c.statement,
+                }
+                for c in oldest
+            ],
+        }
+
+    data = _run(go())
+    if as_json:
+        echo(_json(data))
+    else:
+        echo(
+            f"{data['pending']} pending; {data['past_sla']} past the SLA of {data['sla_hours']:g} h; "
+            + (
+                "nothing waits."
+                if data["oldest_pending_hours"] is None
+                else f"the oldest has waited {data['oldest_pending_hours']:g} h (since {data['oldest_pending_at']})."
+            )
+        )
+        for item in data["oldest"]:
+            echo(
+                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}] {item['statement']}"
+            )
+    if data["past_sla"]:
+        raise SystemExit(1)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--user", required=True, help="Whose data.")
 @click.option("--messages", "include_messages", is_flag=True, help="Include the raw conversation messages.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to a file, not stdout.")
