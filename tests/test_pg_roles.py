@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from engine import HashingEmbedder, Memory
+from engine import HashingEmbedder, Memory, MemoryConfig
 from engine.erase import erase_user
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -211,11 +211,24 @@ async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema
         await mem.review.reject(other, "rev", "not her", tombstone=True)
         corrected = await mem.correct("ana", fact_id, "Ana lives in Porto", actor="support", reason="typo")
         await mem.retract("ana", corrected.id, actor="support", reason="wrong person")
+        [stone] = [t for t in await mem.tombstones("ana") if t.statement == "Ana is a pilot"]
+        await mem.lift_tombstone("ana", stone.id, actor="support", reason="it was true after all")
+        flagged, bulk = await mem.queue_candidate("ana", "Ana owns a kayak"), await mem.queue_candidate("ana", "Ana sails")
+        await mem.team.flag(flagged, "rev", "is this her?")
+        await mem.review.approve(flagged, "rev2")
+        await mem.review.bulk_approve([bulk], "rev")
+        await mem.policies.add("boats", "lead", kinds=("proposed",))  # policies live in meta
+        await mem.policies.run("boats")
         await mem.team.take_user("ana", "rev")
         found = await mem.retrieve("bees", user_id="ana", top_k=3)
-        assert [i.knowledge.statement for i in found.items] == ["Ana keeps bees"]
+        assert [i.knowledge.statement for i in found.items][0] == "Ana keeps bees"
         assert approved.statement == "Ana keeps bees"
         assert await mem.history("ana")  # the audit log is readable
+    async with Memory(roles["reviewer"], embedder=HashingEmbedder(), config=MemoryConfig(second_review_rate=1.0)) as mem:
+        await mem.team.second_review(flagged, "rev3", approve=False, reason="not her kayak")
+    states = await fetch(roles["owner"], "SELECT statement, status FROM knowledge WHERE user_id = 'ana' ORDER BY id")
+    assert ("Ana keeps bees", "active") in states and ("Ana sails", "active") in states
+    assert ("Ana owns a kayak", "retracted") in states  # overturned on second review
     await refused(
         roles["reviewer"],
         "UPDATE audit_log SET reason = 'rewritten'",
