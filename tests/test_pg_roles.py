@@ -135,6 +135,11 @@ async def test_an_agent_proposes_and_reads_facts_and_cannot_make_anything_active
         " VALUES ('ana', 'Ana is a pilot', 'ana is a pilot', 'active', 0, 'ben')",
         f"UPDATE knowledge SET status = 'retracted' WHERE id = {fact_id}",
         f"DELETE FROM knowledge WHERE id = {fact_id}",
+        # the one column of each it may UPDATE, to lock a row: no new row version passes
+        f"UPDATE candidates SET claimed_until = 0 WHERE id = {cid}",
+        f"UPDATE knowledge SET expired_at = 0 WHERE id = {fact_id}",
+        "INSERT INTO candidates(user_id, statement, key, kind, status, created_at, created_by, decided_by)"
+        " VALUES ('ana', 'Ana is a pilot', 'ana is a pilot', 'new', 'approved', 0, 'agent', 'ben')",
         "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
         f" VALUES (0, 'ben', 'approve', 'ana', 'candidate', {cid})",
         "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
@@ -213,7 +218,10 @@ async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema
         await mem.retract("ana", corrected.id, actor="support", reason="wrong person")
         [stone] = [t for t in await mem.tombstones("ana") if t.statement == "Ana is a pilot"]
         await mem.lift_tombstone("ana", stone.id, actor="support", reason="it was true after all")
-        flagged, bulk = await mem.queue_candidate("ana", "Ana owns a kayak"), await mem.queue_candidate("ana", "Ana sails")
+        flagged, bulk = (
+            await mem.queue_candidate("ana", "Ana owns a kayak"),
+            await mem.queue_candidate("ana", "Ana sails"),
+        )
         await mem.team.flag(flagged, "rev", "is this her?")
         await mem.review.approve(flagged, "rev2")
         await mem.review.bulk_approve([bulk], "rev")
@@ -224,7 +232,9 @@ async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema
         assert [i.knowledge.statement for i in found.items][0] == "Ana keeps bees"
         assert approved.statement == "Ana keeps bees"
         assert await mem.history("ana")  # the audit log is readable
-    async with Memory(roles["reviewer"], embedder=HashingEmbedder(), config=MemoryConfig(second_review_rate=1.0)) as mem:
+    async with Memory(
+        roles["reviewer"], embedder=HashingEmbedder(), config=MemoryConfig(second_review_rate=1.0)
+    ) as mem:
         await mem.team.second_review(flagged, "rev3", approve=False, reason="not her kayak")
     states = await fetch(roles["owner"], "SELECT statement, status FROM knowledge WHERE user_id = 'ana' ORDER BY id")
     assert ("Ana keeps bees", "active") in states and ("Ana sails", "active") in states
