@@ -253,6 +253,7 @@ class KnowledgeScreen(UserListScreen):
             at_time=self.as_of,
             search=self.search_text or None,
             limit=MAX_ROWS + 1,
+            viewer=self.reviewer,
         )
         if gen != self._load_gen:
             return
@@ -293,8 +294,9 @@ class KnowledgeScreen(UserListScreen):
         gen = self._history_gen
         if kid is None:
             return
-        chain = await self.memory.versions(user_id, kid)
-        events = await self.memory.history(user_id, kid)
+        # viewer: what this reviewer must still second-review blind reads "hidden" (engine/blind.py)
+        chain = await self.memory.versions(user_id, kid, viewer=self.reviewer)
+        events = await self.memory.history(user_id, kid, viewer=self.reviewer)
         fact = next((k for k in chain if k.id == kid), None)
         if fact is None or gen != self._history_gen:
             return
