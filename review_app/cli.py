@@ -413,7 +413,32 @@ def _credentials_option(command: Any) -> Any:
     show_default=True,
     help="How long a login lasts.",
 )
-def serve(db: str, config: str, host: str, port: int, keymap: str | None, session_hours: float) -> None:
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name browsers use to reach this server (repeatable); the bound address, localhost "
+    "and 127.0.0.1 are always allowed. Behind a proxy: the public name.",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="The address of a reverse proxy (repeatable): only from it are X-Forwarded-For (the client, "
+    "for login throttling) and X-Forwarded-Proto (TLS: Secure __Host- cookie) believed.",
+)
+def serve(
+    db: str,
+    config: str,
+    host: str,
+    port: int,
+    keymap: str | None,
+    session_hours: float,
+    allow_hosts: tuple[str, ...],
+    trusted_proxies: tuple[str, ...],
+) -> None:
     """Serve the review workstation on DB to browsers, one login per reviewer.
 
     Reviewers log in with the name and password kept (hashed) in the credentials file; the name
@@ -444,7 +469,14 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     if host not in ("127.0.0.1", "localhost", "::1"):
         echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
-    server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
+    server = WorkstationServer(
+        db,
+        credentials,
+        keymap=keymap,
+        session_seconds=session_hours * 3600,
+        allowed_hosts=allow_hosts,
+        trusted_proxies=trusted_proxies,
+    )
 
     def ready(url: str) -> None:
         echo(f"memdesk serves {masked(db)} on {url} (reviewers from {config}; Ctrl+C stops)")
