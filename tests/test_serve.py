@@ -735,3 +735,161 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
         log.close()
         print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
     assert server.returncode == 0
+
+
+class PortNeighbour:
+    """Another server on another port of the same host (failure 3's "logger at :3000"): it records
+    the Cookie headers browsers send it, and answers /plant with a Set-Cookie of its choosing."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        self.cookies: list[str] = []
+        self.plant = ""
+        neighbour = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                neighbour.cookies.append(self.headers.get("Cookie", ""))
+                self.send_response(200)
+                if self.path == "/plant":
+                    self.send_header("Set-Cookie", f"{COOKIE}={neighbour.plant}; Path=/")
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(b"<p>a neighbour</p>")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stolen(self) -> str:
+        match = re.search(rf"{COOKIE}=([^;\s]+)", " ".join(self.cookies))
+        assert match, self.cookies
+        return match.group(1)
+
+
+def _open_with_cookie(url: str, token: str, proof: str | None) -> tuple[int, str]:
+    """A websocket from outside any browser (no Origin), as curl or a script on the host would open
+    it: (terminal bytes received, close reason)."""
+    import aiohttp
+
+    async def go() -> tuple[int, str]:
+        async with aiohttp.ClientSession(cookie_jar=DummyCookieJar()) as session:
+            ws = await session.ws_connect(url.replace("http", "ws") + "ws", headers={"Cookie": f"{COOKIE}={token}"})
+            await ws.send_str(json.dumps(["proof", proof] if proof is not None else ["resize", {"width": 80}]))
+            received = 0
+            while True:
+                message = await ws.receive(timeout=WAIT)
+                if message.type == WSMsgType.BINARY:
+                    received += len(message.data)
+                    if received > 2000:
+                        await ws.close()
+                        return received, ""
+                else:
+                    return received, str(message.extra or "")
+
+    result: list[tuple[int, str]] = []  # in a thread of its own: playwright's loop runs in this one
+    worker = threading.Thread(target=lambda: result.append(asyncio.run(go())))
+    worker.start()
+    worker.join(WAIT)
+    assert result, "the websocket never answered"
+    return result[0]
+
+
+def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
+    tui_db: SeededDb, creds: Path, tmp_path: Path
+) -> None:
+    """Failures 3 and 4 in a real browser. Cookies are not isolated by port, so a neighbour on
+    another port of 127.0.0.1 receives ana's cookie and can plant one; neither opens a workstation,
+    because the session proof lives in the page's localStorage, which is scoped to the port. And a
+    name that resolves to 127.0.0.1 (DNS rebinding) is refused by the Host allow-list."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium executable")
+    from playwright.sync_api import sync_playwright
+
+    path, _ = tui_db
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    neighbour = PortNeighbour()
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", _first_line(server, WAIT))
+        assert match
+        url, port = match.group(0), match.group(1)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                args=["--no-sandbox", "--host-resolver-rules=MAP evil.test 127.0.0.1"],
+                timeout=WAIT * 1000,
+            )
+            try:
+                ana = browser.new_context().new_page()
+                ana.set_default_timeout(WAIT * 1000)
+                ana_stream = TerminalStream()
+                ana.on("websocket", ana_stream.on_websocket)
+                ana.goto(url)
+                ana.fill("#name", REVIEWER)
+                ana.fill("#password", PASSWORD)
+                ana.click("#login")
+                ana.wait_for_url(url)
+                ana_stream.wait_for(ana, "pending")  # positive control: her own page opens it
+                proof = ana.evaluate("localStorage.getItem('memdesk-proof')")
+                assert proof and proof not in (ana.content() or "")
+
+                ana.goto(neighbour.url)  # any page on another port receives her cookie ...
+                stolen = neighbour.stolen()
+                received, why = _open_with_cookie(url, stolen, None)  # ... which alone opens nothing
+                assert received == 0 and "did not log in" in why
+                assert _open_with_cookie(url, stolen, proof)[0] > 2000  # cookie + proof: it would
+
+                ben_context = browser.new_context()
+                ben = ben_context.new_page()
+                ben.goto(url)
+                ben.fill("#name", "ben")
+                ben.fill("#password", "ben's own password")
+                ben.click("#login")
+                ben.wait_for_url(url)
+                neighbour.plant = next(c["value"] for c in ben_context.cookies() if c["name"] == COOKIE)
+                ben_context.close()
+                poll(
+                    lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = 'ben'") == (0,),
+                    "ben's workstation to close",
+                )
+                audit_before = row(path, "SELECT count(*) FROM audit_log WHERE actor = 'ben'")
+
+                ana.goto(neighbour.url + "plant")  # the neighbour plants ben's session in ana's browser
+                ana.goto(url)
+                ana.wait_for_selector("#ended", state="visible")
+                assert "did not log in on this page's origin" in ana.inner_text("#why")
+                ana.keyboard.press("a")
+                time.sleep(1)
+                assert row(path, "SELECT count(*) FROM candidates WHERE claimed_by = 'ben'") == (0,)
+                assert row(path, "SELECT count(*) FROM audit_log WHERE actor = 'ben'") == audit_before
+
+                rebind = browser.new_context().new_page()
+                refused = rebind.goto(f"http://evil.test:{port}/login")
+                assert refused is not None and refused.status == 421
+                allowed = rebind.goto(f"http://localhost:{port}/login")  # positive control
+                assert allowed is not None and allowed.status == 200
+            finally:
+                browser.close()
+    finally:
+        neighbour.server.shutdown()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
+    assert server.returncode == 0
