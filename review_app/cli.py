@@ -1081,7 +1081,13 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
 @main.command()
 @click.argument("db", required=False, type=click.Path(dir_okay=False))
 @click.option("--user", required=True, help="The one user this server serves; no tool can name another.")
-def mcp(db: str | None, user: str) -> None:
+@click.option(
+    "--agent",
+    default="mcp-agent",
+    show_default=True,
+    help="The name the audit log records as the proposer of this agent's proposals and forget requests.",
+)
+def mcp(db: str | None, user: str, agent: str) -> None:
     """Serve USER's memory to an agent over MCP (stdio), from DB or $MEMDESK_DB.
 
     \b
@@ -1094,13 +1100,18 @@ def mcp(db: str | None, user: str) -> None:
     db = db or os.environ.get("MEMDESK_DB")
     if not db:
         raise BadInput("give the database: memdesk mcp DB --user NAME, or set $MEMDESK_DB")
-    existing_db(db)
-    if not user.strip():
-        raise BadInput("--user is empty")
+    from review_app.auth import check_name
     from review_app.mcp_server import run
 
     try:
-        run(db, user)
+        check_name(agent)  # the same rule as reviewer names: safe in the audit log and on screen
+    except UserInputError as exc:
+        raise BadInput(f"--agent: {exc}") from None
+    existing_db(db)
+    if not user.strip():
+        raise BadInput("--user is empty")
+    try:
+        run(db, user, agent)
     except KeyboardInterrupt:
         pass
     except UserInputError as exc:
