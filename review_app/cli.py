@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import click
 
 from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
-from engine.storage import database_errors, inspect, is_postgres_url, masked
+from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -124,8 +124,17 @@ def _memdesk_version(db: str) -> int:
     return _run(inspect(db))[1]
 
 
+def _refuse_foreign_url(db: str) -> None:
+    """Exit 2 for a mysql:// (or any non-PostgreSQL) URL, before it is taken for a file name."""
+    try:
+        refuse_foreign_url(db)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def existing_db(db: str) -> str:
     """An existing memdesk store (a path or a URL), or exit 2 with a message that says what to do."""
+    _refuse_foreign_url(db)
     if not is_postgres_url(db) and not Path(db).exists():
         raise BadInput(f"{db}: no such database (a database is created by `memdesk ingest DB FILE` or `memdesk demo`)")
     if _memdesk_version(db) == 0:
@@ -291,6 +300,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
     """
     from review_app.demo import build_demo
 
+    _refuse_foreign_url(db)
     if is_postgres_url(db):
         _demo_in_postgres(db, fresh)
         if not no_open:
@@ -591,6 +601,7 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
     from engine.ingest import ingest as write
     from engine.ingest import parse_file
 
+    _refuse_foreign_url(db)
     path = None if is_postgres_url(db) else Path(db)
     if path is None:
         _memdesk_version(db)  # an unreachable server or a refused login, before the file is read
@@ -853,6 +864,7 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     from engine.transfer import copy_store
 
     existing_db(src)
+    _refuse_foreign_url(dst)
     created = _new_file(dst)
     try:
         with Progress("Copying rows") as bar:
