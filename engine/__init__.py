@@ -3,6 +3,7 @@
 The public surface is what this module exports; everything else is internal.
 """
 
+from .categories import ANY_SPECIAL, CATEGORIES
 from .config import MemoryConfig
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
@@ -57,6 +58,8 @@ from .models import (
 from .review import KEEP, ReviewService
 
 __all__ = [
+    "ANY_SPECIAL",
+    "CATEGORIES",
     "KEEP",
     "AddedFacts",
     "AlreadyDecidedError",

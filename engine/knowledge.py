@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .context import EngineContext
+from .credentials import refuse_credentials
 from .errors import (
     DuplicateCandidateError,
     InvalidStatementError,
@@ -522,6 +523,8 @@ class KnowledgeOps:
         text = check_statement(_statement(statement), self.ctx.config)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
+        if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
+            return refused
         async with self.ctx.store.transaction() as tx:
             screened = await screen(tx, uid, text, kind="proposed")
             if screened.duplicate_of is not None:

@@ -78,6 +78,8 @@ class GapItem:
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     evidence: str = ""
+    # The model's own special-category label (engine.categories.CATEGORIES), when it gives one.
+    category: str | None = None
 
 
 @dataclass(slots=True)
@@ -194,6 +196,9 @@ class Candidate:
     # opinion (they may not decide it) and the reviewer its user is assigned to ("my queue").
     flagged_by: str | None = None
     assigned_to: str | None = None
+    # Special category (GDPR art. 9, criminal record): one of engine.categories.CATEGORIES or None.
+    # Set at insert from the model's label or the offline rules; no policy may approve one.
+    category: str | None = None
 
 
 @dataclass(slots=True)
@@ -296,6 +301,9 @@ class ProposalOutcome:
 
     candidate_id: int | None = None
     duplicate_of: tuple[str, int] | None = None
+    # Kinds of credential found in the statement (never the values): such a proposal is not
+    # queued; only an audit row naming the kinds is written (engine/credentials.py).
+    credentials_removed: dict[str, int] | None = None
 
 
 @dataclass(slots=True)

@@ -28,7 +28,14 @@ from typing import Any, TypeVar
 
 import click
 
-from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
+from engine.errors import (
+    ConfigurationError,
+    ConflictError,
+    MemdeskError,
+    ModelError,
+    SettleRequiredError,
+    UserInputError,
+)
 from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url
 from review_app.widgets.literal import visible
 
@@ -809,19 +816,26 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 @click.option("--user", required=True, help="Whose fact it is.")
 @click.option("--valid-from", help="When it became true (ISO 8601; no zone = UTC); default: always.")
 @click.option(
+    "--settle",
+    type=click.Choice(["supersede", "correct", "keep-both"]),
+    help="When the fact would replace an active one: the world changed (supersede), the old one was never"
+    " true (correct), or both hold (keep-both).",
+)
+@click.option(
     "--actor",
     envvar="MEMDESK_REVIEWER",
     default=_os_user,
     show_default="$MEMDESK_REVIEWER or OS user",
     help="Who adds the fact (recorded in the audit log).",
 )
-def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) -> None:
+def add(db: str, statement: str, user: str, valid_from: str | None, settle: str | None, actor: str) -> None:
     """Add STATEMENT as an approved fact of USER: a fact the extractor missed (a support agent heard
     it on the phone, a curator read it in a message).
 
     It goes through the engine's one way in (`add_knowledge`): a tombstoned value, a duplicate of an
     active fact or an invalid statement is refused with a message (exit 2) and nothing is written.
-    The fact is audited under --actor.
+    A fact about something USER already has a fact for ("lives in Porto" while "lives in Lisbon" is
+    active) is refused until --settle says how it relates. The fact is audited under --actor.
     """
     existing_db(db)
     if not actor.strip():
@@ -832,7 +846,11 @@ def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) 
         from engine import Memory
 
         async with Memory(db) as mem:
-            return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at)
+            how: Any = settle.replace("-", "_") if settle else None
+            try:
+                return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at, settle=how)
+            except SettleRequiredError as exc:
+                raise BadInput(f"{exc}; pass --settle supersede, correct or keep-both") from None
 
     fact = _run(go())
     echo(
@@ -1026,6 +1044,69 @@ def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> Non
         echo(_json(data))
     else:
         _print_mapping(data)
+
+
+@main.command()
+@click.argument("db", type=click.Path(dir_okay=False))
+@click.option(
+    "--sla-hours",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Hours a pending item may wait (default: the config's review_sla_hours, 48).",
+)
+@click.option(
+    "--limit", type=click.IntRange(0, 10_000), default=20, show_default=True, help="List this many oldest items."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the digest as JSON.")
+def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
+    """What waits in the review queue and for how long: the pending count by kind, the oldest item,
+    how many are past the SLA, and the oldest items. Exit 1 when anything is past the SLA (so cron
+    or CI can alert on it), 0 otherwise, 2 on bad input."""
+    existing_db(db)
+
+    async def go() -> dict[str, Any]:
+        from engine import Memory, MemoryConfig
+
+        config = MemoryConfig() if sla_hours is None else MemoryConfig(review_sla_hours=sla_hours)
+        async with Memory(db, config=config) as mem:
+            figures = await mem.stats(None, 0)
+            now = mem.now()
+            oldest = await mem.review.pending(limit=limit) if limit else []
+        queue = figures["queue"]
+        return {
+            "pending": queue["pending"],
+            "pending_by_kind": queue["pending_by_kind"],
+            **queue["age"],
+            "oldest": [
+                {
+                    "id": c.id,
+                    "user_id": c.user_id,
+                    "kind": c.kind,
+                    "waiting_hours": round((now - c.created_at).total_seconds() / 3600, 1),
+                    "statement": c.statement,
+                }
+                for c in oldest
+            ],
+        }
+
+    data = _run(go())
+    if as_json:
+        echo(_json(data))
+    else:
+        echo(
+            f"{data['pending']} pending; {data['past_sla']} past the SLA of {data['sla_hours']:g} h; "
+            + (
+                "nothing waits."
+                if data["oldest_pending_hours"] is None
+                else f"the oldest has waited {data['oldest_pending_hours']:g} h (since {data['oldest_pending_at']})."
+            )
+        )
+        for item in data["oldest"]:
+            echo(
+                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}] {item['statement']}"
+            )
+    if data["past_sla"]:
+        raise SystemExit(1)
 
 
 @main.command()

@@ -93,6 +93,9 @@ def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServ
             raise ToolError("refused: a reviewer already rejected this memory for this user") from None
         except MemdeskError as exc:
             raise ToolError(str(exc)) from None
+        if outcome.credentials_removed:
+            kinds = ", ".join(sorted(outcome.credentials_removed))
+            return f"Not proposed: it holds a credential ({kinds}); credentials are never stored."
         if outcome.duplicate_of is not None:
             entity, eid = outcome.duplicate_of
             where = f"an approved memory [{eid}]" if entity == "knowledge" else "a proposal awaiting review"
