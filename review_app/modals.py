@@ -353,8 +353,10 @@ class EditModal(StatementForm["EditResult | None"]):
 
 
 class ReplaceChoiceModal(ModalScreen["str | None"]):
-    """The supersede-or-keep-both question, asked by `a` and by `e` on a candidate that would
-    replace something: `s` ends belief in the old value, `k` keeps both, Escape decides nothing.
+    """The supersede / correct / keep-both question, asked by `a` and by `e` on a candidate that
+    would replace something: `s` ends belief in the old value (the world changed), `c` ends it as
+    never true (a correction: no as-of question reads it again), `k` keeps both, Escape decides
+    nothing.
 
     The engine refuses a plain approve of such a candidate (DecisionRequiredError); this dialog is
     where the reviewer makes the choice the engine requires, with both values in view."""
@@ -362,6 +364,7 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
     CSS_PATH = "modals.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "choose('supersede')", "Supersede", id="choice.supersede"),
+        Binding("c", "choose('correct')", "Correct", id="choice.correct"),
         Binding("k", "choose('keep_both')", "Keep both", id="choice.keep_both"),
         Binding("escape", "choose(None)", "Cancel", id="choice.cancel"),
     ]
@@ -379,11 +382,13 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
             yield Static(values, id="choice-values")
             yield Static(
                 "Press s to supersede the old value (it stops being believed, its valid time closes "
-                "where the new one starts), or k to keep both as true at once.",
+                "where the new one starts), c to correct it (it was never true: no as-of question "
+                "reads it again), or k to keep both as true at once.",
                 classes="modal-note",
             )
             with Horizontal(classes="modal-buttons"):
                 yield Button("Supersede (s)", id="choice-supersede", variant="primary")
+                yield Button("Correct (c)", id="choice-correct")
                 yield Button("Keep both (k)", id="choice-keep")
                 yield Button("Cancel", id="choice-cancel")
 
@@ -392,15 +397,18 @@ class ReplaceChoiceModal(ModalScreen["str | None"]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss({"choice-supersede": "supersede", "choice-keep": "keep_both"}.get(event.button.id or ""))
+        choices = {"choice-supersede": "supersede", "choice-correct": "correct", "choice-keep": "keep_both"}
+        self.dismiss(choices.get(event.button.id or ""))
 
 
 @dataclass(frozen=True, slots=True)
 class PickResult:
-    """A fact picked from a list, and the reason given (empty when none was asked)."""
+    """A fact picked from a list, the reason given (empty when none was asked), and the start date
+    typed (None when none was asked or the field was left empty)."""
 
     fact_id: int
     reason: str
+    start: datetime | None = None
 
 
 class PickFactModal(ModalScreen["PickResult | None"]):
@@ -414,13 +422,20 @@ class PickFactModal(ModalScreen["PickResult | None"]):
     ]
 
     def __init__(
-        self, title: str, facts: Sequence[tuple[int, str]], *, ask_reason: bool = False, note: str | None = None
+        self,
+        title: str,
+        facts: Sequence[tuple[int, str]],
+        *,
+        ask_reason: bool = False,
+        note: str | None = None,
+        ask_start: bool = False,
     ) -> None:
         super().__init__()
         self.title_text = title
         self.facts = list(facts)
         self.ask_reason = ask_reason
         self.note = note
+        self.ask_start = ask_start
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="pick-box"):
@@ -434,6 +449,8 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             )
             if self.ask_reason:
                 yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
+            if self.ask_start:
+                yield Input(placeholder="start date (optional, e.g. 2026-03-01)", id="pick-start")
             yield Static("", id="pick-error", classes="inline-error")
             if self.note:
                 yield Static(literal(self.note), classes="modal-note")
@@ -454,7 +471,16 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             self.query_one("#pick-error", Static).update("A reason is required.")
             self.query_one("#pick-reason", Input).focus()
             return
-        self.dismiss(PickResult(self.facts[options.highlighted][0], reason))
+        start: datetime | None = None
+        raw = self.query_one("#pick-start", Input).value.strip() if self.ask_start else ""
+        if raw:
+            try:
+                start = parse_datetime(raw, "the start date")
+            except UserInputError as exc:
+                self.query_one("#pick-error", Static).update(literal(str(exc)))
+                self.query_one("#pick-start", Input).focus()
+                return
+        self.dismiss(PickResult(self.facts[options.highlighted][0], reason, start))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -467,7 +493,7 @@ class PickFactModal(ModalScreen["PickResult | None"]):
             return
         self.action_submit()
 
-    @on(Input.Submitted, "#pick-reason")
+    @on(Input.Submitted, "#pick-reason, #pick-start")
     def _reason_entered(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_submit()

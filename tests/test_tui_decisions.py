@@ -42,7 +42,7 @@ def chain_db(tmp_path: Path) -> tuple[str, dict[str, int]]:
     return path, asyncio.run(seed_chain(path))
 
 
-@pytest.mark.parametrize("choice", ["s", "k"])
+@pytest.mark.parametrize("choice", ["s", "c", "k"])
 async def test_edit_on_a_replacement_asks_and_applies_the_edited_value(tui_db: SeededDb, choice: str) -> None:
     path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
@@ -68,6 +68,10 @@ async def test_edit_on_a_replacement_asks_and_applies_the_edited_value(tui_db: S
     if choice == "s":
         assert decision == "confirm_supersession"
         assert (status, superseded_by, invalid_at) == ("superseded", kid, march)  # valid time closed there
+    elif choice == "c":  # it was never true: ended as corrected, its interval left alone
+        assert decision == "confirm_correction"
+        assert (status, superseded_by, invalid_at) == ("superseded", kid, None)
+        assert db(path, "SELECT end_reason FROM knowledge WHERE id = ?", ids["porto"]) == [("corrected",)]
     else:
         assert decision == "keep_both"
         assert (status, superseded_by, invalid_at) == ("active", None, None)
@@ -150,11 +154,19 @@ async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) ->
         assert app.screen is picker
         assert db(path, "SELECT status FROM knowledge WHERE id = ?", ids["nurse"]) == [("active",)]
         picker.query_one("#pick-reason", Input).value = "test of the screen"
+        picker.query_one("#pick-start", Input).value = "not a date"
+        await keys(pilot, "enter")  # a bad start date is refused in the dialog, nothing changes
+        assert app.screen is picker
+        assert db(path, "SELECT status FROM knowledge WHERE id = ?", ids["nurse"]) == [("active",)]
+        picker.query_one("#pick-start", Input).value = "2026-02-10"
+        picker.query_one("#pick-facts").focus()
         await keys(pilot, "enter")
         assert app.screen is screen
     assert db(path, "SELECT status, end_reason, superseded_by FROM knowledge WHERE id = ?", ids["nurse"]) == [
         ("superseded", "superseded", ids["porto"])
     ]
+    feb10 = int(datetime(2026, 2, 10, tzinfo=UTC).timestamp() * 1_000_000)
+    assert db(path, "SELECT invalid_at FROM knowledge WHERE id = ?", ids["nurse"]) == [(feb10,)]  # closed there
     assert db(
         path, "SELECT actor, reason FROM audit_log WHERE action = 'supersede' AND entity_id = ?", ids["nurse"]
     ) == [("sam", "test of the screen")]

@@ -394,8 +394,9 @@ class KnowledgeScreen(WorkstationScreen):
             f"Fact #{fact.id} ({fact.statement}) is superseded by which fact?",
             [(k.id, k.statement) for k in others],
             ask_reason=True,
-            note="The old fact stops being believed (end reason: superseded) and its valid time closes where "
-            "the new fact's starts.",
+            note="The old fact stops being believed (end reason: superseded) and its valid time closes at the "
+            "start date, else where the new fact starts, else when the new fact was stated.",
+            ask_start=True,
         )
         self.app.push_screen(modal, callback=lambda result: self._superseded(fact, result))
 
@@ -406,7 +407,9 @@ class KnowledgeScreen(WorkstationScreen):
         self._work(change, f"Superseding fact {fact.id}", "action")
 
     async def _do_supersede(self, fact: Knowledge, result: PickResult) -> int:
-        await self.memory.supersede(fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason)
+        await self.memory.supersede(
+            fact.user_id, fact.id, result.fact_id, actor=self.reviewer, reason=result.reason, start=result.start
+        )
         self._status(f"Fact #{fact.id} superseded by #{result.fact_id} ({result.reason}).")
         return result.fact_id
 

@@ -743,7 +743,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._decide(label, cid, lambda: review.approve(cid, who), "approve")
 
     def _replace(self, cid: int, choice: str, edit: EditResult | None = None) -> None:
-        """Confirm the supersession or keep both, with the edited statement and interval if any."""
+        """Confirm the supersession or the correction, or keep both, with the edited statement and
+        interval if any."""
         review, who = self.review_app.memory.review, self.review_app.reviewer
         changes: dict[str, Any] = {}
         if edit is not None:
@@ -754,6 +755,10 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 cid,
                 lambda: review.confirm_supersession(cid, who, **changes),
                 "confirm_supersession",
+            )
+        elif choice == "correct":
+            self._decide(
+                "Correcting", cid, lambda: review.confirm_correction(cid, who, **changes), "confirm_correction"
             )
         else:
             self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes), "keep_both")
