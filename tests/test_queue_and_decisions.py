@@ -303,24 +303,27 @@ async def test_undo_is_refused_when_a_later_supersession_ended_the_fact(mem: Mem
     with pytest.raises(UndoRefusedError):
         await mem.review.undo(cid, reviewer="rev")
     assert await snapshot(mem) == before
-    # Undoing the later decision restores the fact, but the update (pending again) still names it.
+    # Undoing the later decision restores the fact; then the earlier one undoes too (a chain unwinds
+    # in reverse order, issue 17), and the update, pending again, now waits on the candidate.
     await mem.review.undo(c2, reviewer="rev")
     assert (await mem.get_knowledge("ana", fact.id)).status == "active"
-    before = await snapshot(mem)
-    with pytest.raises(UndoRefusedError):
-        await mem.review.undo(cid, reviewer="rev")
-    assert await snapshot(mem) == before
+    assert (await mem.review.undo(cid, reviewer="rev")).status == "pending"
+    later = await mem.review.get(c2)
+    assert (later.supersedes_id, later.supersedes_candidate_id) == (None, cid)
 
 
-async def test_undo_is_refused_while_a_pending_candidate_would_supersede_the_fact(mem: Memory) -> None:
-    """Deleting the approved fact would leave the pending update pointing at nothing."""
+async def test_undo_repoints_a_pending_candidate_naming_the_fact_and_refuses_a_decided_one(mem: Memory) -> None:
+    """Deleting the approved fact would leave the pending update pointing at nothing: it is pointed
+    at the candidate instead (the inverse of the chain re-point an approval does), audited."""
     cid = await mem.queue_candidate("ana", "Ana lives in Lisbon")
     fact = await mem.review.approve(cid, reviewer="rev")
     c2 = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=fact.id)
-    before = await snapshot(mem)
-    with pytest.raises(UndoRefusedError):
-        await mem.review.undo(cid, reviewer="rev")
-    assert await snapshot(mem) == before
+    await mem.review.undo(cid, reviewer="rev")
+    repointed = await mem.review.get(c2)
+    assert (repointed.kind, repointed.supersedes_id, repointed.supersedes_candidate_id) == ("update", None, cid)
+    assert "undo_chain" in [e.action for e in await mem.history("ana")]
+    fact = await mem.review.approve(cid, reviewer="rev")  # approving it again re-points the update
+    assert (await mem.review.get(c2)).supersedes_id == fact.id
     # Once decided, the update is history that still names the fact: undo stays refused, clearly.
     await mem.review.reject(c2, reviewer="rev", reason="not said", tombstone=False)
     with pytest.raises(UndoRefusedError, match=str(c2)):
