@@ -229,7 +229,7 @@ async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema
         await mem.policies.run("boats")
         await mem.team.take_user("ana", "rev")
         found = await mem.retrieve("bees", user_id="ana", top_k=3)
-        assert [i.knowledge.statement for i in found.items][0] == "Ana keeps bees"
+        assert found.items[0].knowledge.statement == "Ana keeps bees"
         assert approved.statement == "Ana keeps bees"
         assert await mem.history("ana")  # the audit log is readable
     async with Memory(
