@@ -3,6 +3,7 @@
 The public surface is what this module exports; everything else is internal.
 """
 
+from .categories import ANY_SPECIAL, CATEGORIES
 from .config import MemoryConfig
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
@@ -42,6 +43,7 @@ from .models import (
     CoveredClaim,
     Discarded,
     Episode,
+    EpisodeYield,
     Extraction,
     GapItem,
     Knowledge,
@@ -56,6 +58,8 @@ from .models import (
 from .review import KEEP, ReviewService
 
 __all__ = [
+    "ANY_SPECIAL",
+    "CATEGORIES",
     "KEEP",
     "AddedFacts",
     "AlreadyDecidedError",
@@ -77,6 +81,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingDimensionError",
     "Episode",
+    "EpisodeYield",
     "Extraction",
     "Extractor",
     "GapItem",

@@ -31,6 +31,8 @@ class MemoryConfig:
     # function of the candidate id, so the same approvals are sampled on every run and machine),
     # and the gap between two decisions of one reviewer beyond which they count as a break.
     second_review_rate: float = 0.1
+    # Queue age: a pending item older than this is "past the SLA" (header, stats, `memdesk digest`).
+    review_sla_hours: float = 48.0
     decision_break_seconds: float = 600.0
     # Review policies (engine/policies.py): how many human decisions on what a policy would approve
     # its precision bound must rest on before it may be enabled.

@@ -20,16 +20,18 @@ from typing import Any, Literal
 
 from .blind import blind_spots
 from .context import EngineContext
+from .credentials import refuse_credentials
 from .errors import (
     DuplicateCandidateError,
     InvalidStatementError,
+    NotFoundError,
     SettleRequiredError,
     StaleSupersessionError,
     UserInputError,
 )
 from .gate import Admission, EndReason, activate, replacement, screen
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AddedFacts, AuditEvent, Knowledge, ProposalOutcome, Tombstone
+from .models import KEEP, AddedFacts, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
 from .stated import candidate_stated_at
 from .storage import SqlTx
 from .text import ValueIndex, value_key
@@ -348,6 +350,40 @@ class KnowledgeOps:
             )
             return (await blind_spots(tx, self.ctx.config, viewer, user_id)).facts(facts)
 
+    async def episode(self, user_id: str, episode_id: int) -> Episode:
+        """One episode of the user with its messages in order (the source of a candidate or of a
+        dropped statement); NotFoundError when the user has no such episode."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            found = await tx.episode_with_messages(episode_id)
+        if found is None or found.user_id != uid:
+            raise NotFoundError(f"user {uid} has no episode {episode_id}")
+        return found
+
+    async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
+        """The user's newest `limit` episodes, oldest first, each with its messages, the candidates
+        extracted from it and the statements its gates dropped: what a curator reads to find a fact
+        the extractor missed (and then adds with `add_knowledge`)."""
+        uid = _user(user_id)
+        async with self.ctx.store.reading() as tx:
+            ids = await tx.user_episode_ids(uid, limit)
+            episodes = await tx.episodes_with_messages(ids)
+            wanted = set(ids)
+            candidates = [c for c in await tx.user_candidates(uid) if c.episode_id in wanted]
+            dropped = [d for d in await tx.list_discarded(uid, limit=1_000_000) if d.episode_id in wanted]
+        out: list[EpisodeYield] = []
+        for eid in ids:
+            episode = episodes.get(eid)
+            if episode is not None:
+                out.append(
+                    EpisodeYield(
+                        episode,
+                        [c for c in candidates if c.episode_id == eid],
+                        sorted((d for d in dropped if d.episode_id == eid), key=lambda d: d.id),
+                    )
+                )
+        return out
+
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         async with self.ctx.store.reading() as tx:
             return await tx.get_knowledge(user_id, knowledge_id)
@@ -497,6 +533,8 @@ class KnowledgeOps:
         text = check_statement(_statement(statement), self.ctx.config)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
+        if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
+            return refused
         async with self.ctx.store.transaction() as tx:
             screened = await screen(tx, uid, text, kind="proposed")
             if screened.duplicate_of is not None:

@@ -78,6 +78,8 @@ class GapItem:
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     evidence: str = ""
+    # The model's own special-category label (engine.categories.CATEGORIES), when it gives one.
+    category: str | None = None
 
 
 @dataclass(slots=True)
@@ -194,6 +196,9 @@ class Candidate:
     # opinion (they may not decide it) and the reviewer its user is assigned to ("my queue").
     flagged_by: str | None = None
     assigned_to: str | None = None
+    # Special category (GDPR art. 9, criminal record): one of engine.categories.CATEGORIES or None.
+    # Set at insert from the model's label or the offline rules; no policy may approve one.
+    category: str | None = None
 
 
 @dataclass(slots=True)
@@ -296,6 +301,9 @@ class ProposalOutcome:
 
     candidate_id: int | None = None
     duplicate_of: tuple[str, int] | None = None
+    # Kinds of credential found in the statement (never the values): such a proposal is not
+    # queued; only an audit row naming the kinds is written (engine/credentials.py).
+    credentials_removed: dict[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -399,3 +407,14 @@ class _Keep:
 
 KEEP: Final[Any] = _Keep()
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeYield:
+    """One conversation episode of a user and what extraction made of it: every candidate it
+    produced (any status: pending, approved, rejected) and every statement a gate dropped. An
+    episode whose user messages produced neither is where a curator looks for a missed fact."""
+
+    episode: Episode
+    candidates: list[Candidate]
+    discarded: list[Discarded]

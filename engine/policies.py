@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from .categories import is_special
 from .context import EngineContext
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
 from .limits import check_reason
@@ -87,8 +88,8 @@ class Policy:
 
     def verdict(self, cand: Candidate) -> tuple[bool, str]:
         """(would approve, why): what this policy decides about one pending candidate."""
-        if getattr(cand, "category", None):
-            return False, f"special category {getattr(cand, 'category', '')}: always a person"
+        if is_special(cand.category):
+            return False, f"special category {cand.category}: always a person"
         if cand.kind not in self.kinds:
             return False, f"kind {cand.kind} is not one this policy decides"
         if cand.kind in APPROVABLE_KINDS and (cand.supersedes_id is not None or cand.supersedes_candidate_id):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .models import to_jsonable
-from .storage.sql.stats import RUN_GATES
-from .timeutil import from_us
+from .storage.sql.stats import CONFIDENCE_BUCKETS, RUN_GATES
+from .timeutil import from_us, to_us
 
 if TYPE_CHECKING:
     from .context import EngineContext
@@ -27,8 +27,10 @@ def _rate(num: int, den: int) -> float | None:
 async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
     """The figures, plus the `discarded_limit` statements the gates dropped most recently (all of
     them through `Memory.discarded`)."""
+    now_us = to_us(mem.now())
+    sla_us = int(mem.config.review_sla_hours * 3_600_000_000)
     async with mem.store.reading() as tx:
-        got = await tx.stats_figures(user_id)
+        got = await tx.stats_figures(user_id, sla_cutoff_us=now_us - sla_us)
         latest = await tx.list_discarded(user_id, limit=discarded_limit)
     queue = {s: 0 for s in ("pending", "approved", "rejected")}
     for status, n in got.queue_by_status:
@@ -87,8 +89,25 @@ async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit:
     queued_anyway = got.queued_anyway
     daily_rows = got.daily
     approved, rejected = queue["approved"], queue["rejected"]
+    calibration: dict[str, dict[str, dict[str, Any]]] = {}
+    for extractor, bucket, status, n in got.calibration:
+        entry = calibration.setdefault(extractor, {}).setdefault(
+            CONFIDENCE_BUCKETS[int(bucket)], {"approved": 0, "rejected": 0, "approval_rate": None}
+        )
+        entry[status] += n
+    for buckets in calibration.values():
+        for entry in buckets.values():
+            entry["approval_rate"] = _rate(entry["approved"], entry["approved"] + entry["rejected"])
+    oldest = got.oldest_pending
+    age = {
+        "sla_hours": mem.config.review_sla_hours,
+        "oldest_pending_at": None if oldest is None else to_jsonable(from_us(int(oldest))),
+        "oldest_pending_hours": None if oldest is None else round((now_us - int(oldest)) / 3_600_000_000, 1),
+        "past_sla": got.past_sla,
+    }
     return {
-        "queue": {**queue, "pending_by_kind": pending_by_kind},
+        "queue": {**queue, "pending_by_kind": pending_by_kind, "age": age},
+        "credentials_removed": got.credentials_removed,
         "knowledge": knowledge,
         "tombstones": tombstones,
         "extraction": {
@@ -112,6 +131,7 @@ async def stats(mem: EngineContext, user_id: str | None = None, discarded_limit:
             "by_extractor": by_extractor,
             "by_extractor_version": list(by_version.values()),
             "rejection_reasons": reasons,
+            "calibration": {name: {k: b[k] for k in CONFIDENCE_BUCKETS if k in b} for name, b in calibration.items()},
         },
         "discarded": {
             "total": sum(discarded_by_gate.values()),

@@ -317,7 +317,16 @@ class TeamService:
         """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
         start = since or _start_of_day(self._ctx.now())
         start_us: int = to_us(start, "since")
-        keys = ("user_id", "kind", "min_confidence", "max_confidence", "unsupported", "search", "assigned_to")
+        keys = (
+            "user_id",
+            "kind",
+            "min_confidence",
+            "max_confidence",
+            "unsupported",
+            "search",
+            "assigned_to",
+            "category",
+        )
         unknown = set(filters) - set(keys)
         if unknown:
             raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")

@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
-from .widgets.literal import literal
+from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
 
@@ -98,10 +98,16 @@ class ConfirmModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="confirm-box"):
-            yield Static(literal(self.message), id="confirm-message")
+            # Scrolls: a bulk question lists every id it will decide, however many (never "… and 3
+            # more": a reviewer says yes only to what they could read).
+            with VerticalScroll(id="confirm-scroll"):
+                yield Static(literal(self.message), id="confirm-message")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Yes (y)", id="yes", variant="primary")
                 yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-scroll", VerticalScroll).focus()  # arrows and PageDown scroll the list
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
@@ -350,7 +356,21 @@ class StatementForm(ModalScreen[_R]):
         return self.make_result(statement, ends["valid-at"], ends["invalid-at"], reason)
 
     def on_mount(self) -> None:
-        self.query_one(f"#{self.PREFIX}-statement", Input).focus()
+        statement = self.query_one(f"#{self.PREFIX}-statement", Input)
+        statement.focus()
+        self._warn_hidden(statement.value)
+
+    def _warn_hidden(self, value: str) -> None:
+        """An input field draws hidden code points as nothing; say under it what it really holds."""
+        shown = visible(value)
+        if shown != value:
+            self._error("statement", f"Holds hidden characters: {shown}")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if event.input.id == f"{self.PREFIX}-statement":
+            self._error("statement", "")
+            self._warn_hidden(event.value)
 
     def action_submit(self) -> None:
         result = self.validate_fields()

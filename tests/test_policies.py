@@ -205,3 +205,19 @@ def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence
     assert "boats [enabled]" in memdesk("policy", "list", db).stdout
     assert memdesk("policy", "disable", db, "boats", *actor).returncode == 0
     assert "boats [disabled]" in memdesk("policy", "list", db).stdout
+
+
+async def test_an_enabled_policy_leaves_a_special_category_candidate_to_a_person(
+    new_target: Callable[[str], str],
+) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("any", "lead", kinds=("proposed",))
+        await mem.policies.enable("any", "lead", force=True, reason="test")
+        health = await mem.propose("u1", "User is allergic to penicillin", actor="agent")
+        boat = await mem.propose("u1", "User owns a boat named Wave", actor="agent")  # the positive control
+        assert health.candidate_id is not None and boat.candidate_id is not None
+        assert (await mem.review.get(health.candidate_id)).category == "health"
+        assert health.candidate_id in await pending_ids(mem)
+        assert (await mem.review.get(boat.candidate_id)).status == "approved"
+        run = await mem.policies.run("any")
+        assert run.approved == [] and "special category health" in dict(run.left)[health.candidate_id]

@@ -19,13 +19,17 @@ from engine import Memory, TombstonedError
 from engine.models import Knowledge
 from review_app.app import ReviewApp
 from review_app.keymap import KeymapError, load_keymap
-from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult
+from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult, ReplaceChoiceModal
 from review_app.registry import binding_classes, bindings_of
 from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.knowledge import KnowledgeScreen
+from review_app.screens.messages import MessagesScreen, extracted_cell, message_rows
+from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.literal import visible
-from tests.pilot_helpers import keys
+from review_app.widgets.user_picker import UserPickerModal, matching
+from tests.pilot_helpers import db as db_rows
+from tests.pilot_helpers import keys, settle
 from tests.test_cli import memdesk
 from tests.test_tui_screens import open_mode, shown, table_rows
 from tests.tui_seed import SeededDb, fixed_clock
@@ -157,6 +161,47 @@ async def test_n_on_the_knowledge_screen_adds_a_fact_audited_under_the_reviewer(
     assert [e.actor for e in events] == ["sam"]
 
 
+@pytest.mark.parametrize(("choice", "old_status"), [("s", "superseded"), ("c", "superseded"), ("k", "active")])
+async def test_an_added_fact_that_would_replace_one_asks_first(tui_db: SeededDb, choice: str, old_status: str) -> None:
+    """`n` with a statement about something the user already has a fact for asks the queue's
+    question (supersede, correct, keep both) and adds it that way; Escape adds nothing."""
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        for statement in ("User lives in Leeds", "User lives in Glasgow"):
+            await keys(pilot, "n")
+            await pilot.press(*statement)
+            await keys(pilot, "enter")
+        assert isinstance(app.screen, ReplaceChoiceModal)
+        await keys(pilot, "escape")  # nothing added
+        assert "User lives in Glasgow" not in await facts_of(db, "u-ana")
+        await keys(pilot, "n")
+        await pilot.press(*"User lives in Glasgow")
+        await keys(pilot, "enter", choice)
+        assert isinstance(app.screen, KnowledgeScreen)
+    facts = await facts_of(db, "u-ana")
+    glasgow = facts["User lives in Glasgow"]
+    rows = db_rows(
+        db, "SELECT status, end_reason, superseded_by FROM knowledge WHERE statement = ?", "User lives in Leeds"
+    )
+    expected = {"s": ("superseded", "superseded", glasgow.id), "c": ("superseded", "corrected", glasgow.id)}
+    assert rows == [expected.get(choice, ("active", None, None))] and rows[0][0] == old_status
+    assert glasgow.created_by == "sam"
+
+
+def test_memdesk_add_asks_how_a_replacement_settles(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    asyncio.run(_make_db(str(db)))
+    assert memdesk("add", db, "--user", "ana", "User lives in Leeds", "--actor", "kim").returncode == 0
+    asked = memdesk("add", db, "--user", "ana", "User lives in Glasgow", "--actor", "kim")
+    assert asked.returncode == 2 and "pass --settle supersede, correct or keep-both" in asked.stderr
+    assert "User lives in Glasgow" not in asyncio.run(facts_of(str(db), "ana"))
+    done = memdesk("add", db, "--user", "ana", "User lives in Glasgow", "--actor", "kim", "--settle", "supersede")
+    assert done.returncode == 0, done.stderr
+    assert "User lives in Leeds" not in asyncio.run(facts_of(str(db), "ana"))  # superseded: not active
+
+
 async def test_a_refused_add_says_why_and_changes_nothing(tui_db: SeededDb, monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine's typed refusals become a message; the screen stays usable and nothing is stored.
     (The engine's tombstone check on add_knowledge is another change's; here the engine raises it.)"""
@@ -227,23 +272,20 @@ def _reason_modal() -> ReasonModal:
     )
 
 
-async def test_a_number_key_picks_a_reject_reason() -> None:
+@pytest.mark.parametrize(
+    ("typed", "reason"),
+    [
+        (["2"], "Not about the user"),  # a digit in the empty reason picks that preset
+        ([*"said 2 times", "enter"], "said 2 times"),  # control: inside a typed reason a digit is text
+    ],
+)
+async def test_a_number_key_picks_a_reject_reason(typed: list[str], reason: str) -> None:
     app = _Host(_reason_modal())
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        await pilot.press("2")
+        await pilot.press(*typed)
         await pilot.pause()
-    assert app.result == ReasonResult("Not about the user", True)
-
-
-async def test_a_digit_inside_a_typed_reason_is_text() -> None:
-    """Control for the number keys: once a reason is being typed, digits are part of it."""
-    app = _Host(_reason_modal())
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        await pilot.press(*"said 2 times", "enter")
-        await pilot.pause()
-    assert app.result == ReasonResult("said 2 times", True)
+    assert app.result == ReasonResult(reason, True)
 
 
 async def test_a_space_in_the_reason_keeps_the_tombstone_and_the_note_follows_the_box() -> None:
@@ -359,3 +401,232 @@ def test_an_unknown_keymap_id_is_an_error_at_start(tui_db: SeededDb, tmp_path: P
         load_keymap(keymap_file)
     done = memdesk("review", db, "--reviewer", "sam", "--keymap", keymap_file)
     assert done.returncode == 2 and "unknown binding id 'second.nope'" in done.stderr
+
+
+# -- the Messages view (item 7) -----------------------------------------------------------------------
+
+
+async def _conversation_db(path: str) -> None:
+    from tests.tui_seed import ScriptedExtractor
+
+    async with Memory(path, extractor=ScriptedExtractor(), clock=fixed_clock) as mem:
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "Sweet.")
+        await mem.add_exchange("ana", "I moved to Glasgow last week", "Welcome to Scotland!")
+        await mem.process()
+
+
+async def test_message_rows_mark_a_message_that_yielded_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    await _conversation_db(db)
+    async with Memory(db, clock=fixed_clock) as mem:
+        rows = message_rows(await mem.conversations("ana"))
+    by_text = {r.message.content: r for r in rows}
+    bees, glasgow = by_text["FACT: Ana keeps bees"], by_text["I moved to Glasgow last week"]
+    assert [i.statement for i in bees.items] == ["Ana keeps bees"] and not bees.yielded_nothing  # control
+    assert glasgow.items == [] and glasgow.yielded_nothing
+    assert not by_text["Sweet."].yielded_nothing  # the assistant's lines are never the user's facts
+    assert extracted_cell(glasgow).plain == "∅ nothing extracted"
+
+
+async def test_the_messages_view_finds_the_missed_fact_and_n_adds_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    await _conversation_db(db)
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        await keys(pilot, "m")
+        screen = app.screen
+        assert isinstance(screen, MessagesScreen)
+        assert "1 yielded nothing" in shown(screen.query_one("#messages-title", Static))
+        await keys(pilot, "right_square_bracket")
+        current = screen.rows[screen.table.cursor_row]
+        assert current.message.content == "I moved to Glasgow last week"
+        await keys(pilot, "n")
+        assert isinstance(app.screen, EditModal)
+        await pilot.press(*"Ana lives in Glasgow")
+        await keys(pilot, "enter")
+        assert app.screen is screen
+        assert "added for ana by sam" in shown(screen.query_one("#messages-status", Static))
+        await keys(pilot, "escape")
+        assert isinstance(app.screen, KnowledgeScreen)
+        assert "Ana lives in Glasgow" in [row[1] for row in table_rows(app.screen.table).values()]
+    fact = (await facts_of(db, "ana"))["Ana lives in Glasgow"]
+    assert fact.created_by == "sam"
+
+
+async def test_the_discarded_screen_shows_the_source_message(tmp_path: Path) -> None:
+    from tests.tui_seed import ScriptedExtractor
+
+    db = str(tmp_path / "d.db")
+    async with Memory(db, extractor=ScriptedExtractor(), clock=fixed_clock) as mem:
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "Sweet.")
+        await mem.process()
+        await mem.add_exchange("ana", "Hello again", "Hi.")
+        await mem.add_exchange("ana", "FACT: Ana keeps bees", "You said.")
+        await mem.process()
+        [dropped] = await mem.discarded("ana")
+    assert dropped.episode_id is not None
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "5")
+        await settle(pilot)
+        detail = shown(app.screen.query_one("#discarded-detail", Static))
+        assert "source messages:" in detail
+        assert "▶ " in detail and "FACT: Ana keeps bees" in detail
+        assert "Hello again" not in detail  # only the quoting message is marked and shown (control)
+
+
+# -- the user picker (item 6) ---------------------------------------------------------------------
+
+
+def test_matching_finds_part_of_an_id_prefix_first() -> None:
+    users = ["u-ana", "u-ben", "benedict", "u-chloe"]
+    assert matching(users, "ben") == ["benedict", "u-ben"]
+    assert matching(users, "") == users  # control: nothing typed, everyone
+    assert matching(users, "zz") == []
+
+
+@pytest.mark.parametrize(("mode", "screen_type"), [("2", KnowledgeScreen), ("3", TombstonesScreen)])
+async def test_typing_part_of_a_user_id_picks_that_user(tui_db: SeededDb, mode: str, screen_type: type[Any]) -> None:
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_mode(pilot, mode)
+        screen = app.screen
+        assert isinstance(screen, screen_type)
+        before = screen.user_id
+        await keys(pilot, "u")
+        assert isinstance(app.screen, UserPickerModal)
+        await pilot.press(*"ben")
+        await keys(pilot, "enter")
+        assert app.screen is screen
+        assert screen.user_id == "u-ben" != before
+        await settle(pilot)
+        statements = [row[2 if mode == "3" else 1] for row in table_rows(screen.table).values()]
+        users = {row[1] for row in table_rows(screen.table).values()} if mode == "3" else {"u-ben"}
+        assert users <= {"u-ben"}
+        if mode == "2":  # the facts shown are ben's, read from the database
+            assert set(statements) == {k.statement for k in (await facts_of(db, "u-ben")).values()}
+        await keys(pilot, "u", "escape")  # control: cancelling keeps the user
+        assert screen.user_id == "u-ben"
+
+
+async def test_the_confirm_dialog_scrolls_to_every_line() -> None:
+    """A bulk question with 40 ids: every id is in the dialog and the list scrolls to the last."""
+    from textual.containers import VerticalScroll
+
+    from review_app.modals import ConfirmModal
+
+    lines = "\n".join(f"  #{i} u-ana: fact {i}" for i in range(1, 41))
+    app = _Host(ConfirmModal(f"Approve 40 candidates? Exactly these:\n{lines}"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        scroll = app.screen.query_one("#confirm-scroll", VerticalScroll)
+        assert "#40 u-ana: fact 40" in shown(app.screen.query_one("#confirm-message", Static))
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == 0  # taller than the dialog: it scrolls
+        await pilot.press("end")
+        await pilot.pause()
+        assert scroll.scroll_y == scroll.max_scroll_y
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.result is True
+
+
+async def test_the_edit_form_says_what_hidden_characters_its_statement_holds() -> None:
+    app = _Host(EditModal(TROJAN))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        modal = app.screen
+        warning = shown(modal.query_one("#edit-statement-error", Static))
+        assert "Holds hidden characters" in warning and "⟨U+202E⟩" in warning
+        modal.query_one("#edit-statement", Input).value = "Ana is allergic to peanuts"  # control: plain text
+        await pilot.pause()
+        assert shown(modal.query_one("#edit-statement-error", Static)).strip() == ""
+
+
+@pytest.fixture
+def web_creds(tmp_path: Path) -> Path:
+    """The reviewers file of tests/test_serve.py (its REVIEWER and PASSWORD log in)."""
+    from review_app.auth import hash_password, write_credentials
+    from tests.test_serve import PASSWORD, REVIEWER
+
+    path = tmp_path / "reviewers.toml"
+    write_credentials(path, {REVIEWER: hash_password(PASSWORD)})
+    return path
+
+
+async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_creds: Path) -> None:
+    """`memdesk serve` runs the same widgets: what reaches the browser's terminal over the websocket
+    names the override (⟨U+202E⟩) and never carries the raw code point."""
+    from tests.test_serve import origin, read_ws_until, running, session_cookie, terminal_text
+
+    db = str(tmp_path / "web.db")
+    async with Memory(db, clock=fixed_clock) as mem:
+        await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="seed")
+        await mem.propose("ana", TROJAN, actor="agent")
+    async with running(db, web_creds) as (_, client):
+        cookie = await session_cookie(client)
+        ws = await client.ws_connect("/ws?width=120&height=36", headers={**cookie, "Origin": origin(client)})
+        stream = bytearray()
+        await read_ws_until(ws, stream, "Confidence")  # the gap pane of the proposal
+        await read_ws_until(ws, stream, "⟨U+2069⟩")
+        text = terminal_text(bytes(stream))
+        assert "⟨U+202E⟩" in text and "⟨U+200B⟩" in text
+        assert "\u202e" not in text and "\u200b" not in text and "\u2066" not in text
+        await ws.close()
+
+
+# -- every size (item 5) -----------------------------------------------------------------------------
+
+
+def test_the_progress_line_is_never_cut() -> None:
+    from engine.team import Progress
+    from review_app.widgets.progress import fitted_lines, progress_text
+
+    busy = Progress(
+        "ana",
+        datetime(2026, 3, 10, tzinfo=UTC),
+        done=12345,
+        remaining=67890,
+        reviewer_decisions=2,
+        seconds_per_decision=60.0,
+        flagged_by_me=13,
+        second_opinions=11,
+        second_reviews=33,
+    )
+    assert progress_text(busy, compact=True).cell_len > 80  # the case that used to end in "…"
+    for width in (80, 100):
+        lines = fitted_lines(busy, width)
+        assert all(line.cell_len <= width and "…" not in line.plain for line in lines)
+        joined = " · ".join(line.plain.strip() for line in lines)
+        assert joined == progress_text(busy, compact=True).plain.strip()  # every figure, in order
+    assert len(fitted_lines(busy, 160)) == 1  # control: a wide screen keeps one line
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_small_terminals_keep_the_tabs_and_the_knowledge_columns(tui_db: SeededDb, size: tuple[int, int]) -> None:
+    from textual.widgets import Tab, Tabs
+
+    db, ids = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#detail-tabs Tabs", Tabs)
+        for tab in tabs.query(Tab):
+            assert tabs.region.contains_region(tab.region), tab.label.plain  # drawn whole, not "iction"
+        await open_mode(pilot, "2")
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        labels = [str(c.label) for c in screen.table.columns.values()]
+        assert labels[:4] == ["#", "Statement", "Status", "Valid (from → until)"]
+        statement = next(c for c in screen.table.columns.values() if str(c.label) == "Statement")
+        assert statement.width >= 24
+        screen.table.move_cursor(row=screen.table.get_row_index(str(ids["porto"])))
+        await settle(pilot)
+        audit = shown(screen.query_one("#knowledge-audit", Static))
+        mem = await fresh(db)
+        events = await mem.history("u-ana", ids["porto"])
+        await mem.close()
+        assert len(events) >= 2
+        for event in events:  # each action and actor whole (it read "c…")
+            assert event.action in audit and event.actor in audit

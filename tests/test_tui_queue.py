@@ -198,7 +198,10 @@ async def test_edit_with_inverted_interval_shows_error_and_saves_nothing(tui_db:
         await settle(pilot)
         assert app.screen is modal  # still open
         error = str(modal.query_one("#edit-invalid-at-error", Static).content)
-        assert "must be later than 'Valid from'" in error and "Nothing was saved" in error
+        assert (
+            "'Valid until' (2024-01-01) must be later than 'Valid from' (2025-06-01)" in error
+            and "Nothing was saved" in error
+        )
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("pending",)
         assert row(path, "SELECT count(*) FROM knowledge WHERE statement LIKE '%bees%'") == (0,)
         # positive control: the same modal with a valid interval saves the edit

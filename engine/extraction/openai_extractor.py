@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..categories import normalised
 from ..errors import ConfigurationError, MalformedModelOutputError, ModelError, UserInputError
 from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
 from ..openai_compat import call_with_retries, make_client
@@ -57,6 +58,14 @@ class ItemAnswer(_Answer):
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     evidence: str = ""
+    # Optional: the model's special-category label. An unknown label is dropped (None), never a
+    # schema violation: the offline rules still label the statement at insert.
+    category: str | None = None
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category(cls, value: object) -> str | None:
+        return normalised(value)
 
     @field_validator("valid_at", "invalid_at", mode="before")
     @classmethod
@@ -81,6 +90,7 @@ class ItemAnswer(_Answer):
             valid_at=self.valid_at,
             invalid_at=self.invalid_at,
             evidence=self.evidence.strip(),
+            category=self.category,
         )
 
 

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz
 
+from ..categories import category_of
+from ..credentials import audit_credentials, has_marker, redact
 from ..errors import (
     ConflictError,
     DuplicateCandidateError,
@@ -173,18 +175,25 @@ class Pipeline:
         now = self._ctx.now()
         rows: list[tuple[str, str, str, int]] = []
         spans: list[int] = []
+        removed: list[dict[str, int]] = []
         for user_id, user_msg, assistant_msg, at in exchanges:
             if not user_id or not str(user_id).strip():
                 raise InvalidStatementError("an exchange needs a user_id")
             if not isinstance(user_msg, str) or not user_msg.strip():
                 raise InvalidStatementError(f"the user message of {user_id!r} is empty")
             when: int = to_us(ensure_utc(at, "at") if at is not None else now)
-            rows.append((user_id, "user", user_msg, when))
+            # Credentials never reach the store: each is replaced by a marker before the INSERT.
+            user_red = redact(user_msg)
+            kinds = user_red.kinds.copy()
+            rows.append((user_id, "user", user_red.text, when))
             count = 1
             if assistant_msg is not None and assistant_msg.strip():
-                rows.append((user_id, "assistant", assistant_msg, when))
+                assistant_red = redact(assistant_msg)
+                kinds.update(assistant_red.kinds)
+                rows.append((user_id, "assistant", assistant_red.text, when))
                 count = 2
             spans.append(count)
+            removed.append(dict(kinds))
         async with self._ctx.store.transaction() as tx:
             ids = await tx.insert_messages(rows)
             out, pos = [], 0
@@ -201,6 +210,15 @@ class Pipeline:
                     entity_id=batch[0],
                     after={"message_ids": batch},
                 )
+                if removed[len(out) - 1]:
+                    await audit_credentials(
+                        tx,
+                        now_us=to_us(now),
+                        user_id=user_id,
+                        entity="message",
+                        entity_id=batch[0],
+                        kinds=removed[len(out) - 1],
+                    )
         if self._ctx.config.batch_threshold:
             for user_id in dict.fromkeys(e[0] for e in exchanges):
                 await self._maybe_background(user_id)
@@ -546,6 +564,7 @@ class Pipeline:
                 extractor=run["extractor"],
                 created_by=actor,
                 supersedes_candidate_id=s.supersedes_candidate_id,
+                category=category_of(s.item.statement, s.item.category),
             )
             view.pending.append(cand)
             writes.candidates.append(
@@ -565,6 +584,7 @@ class Pipeline:
                     "run_id": run_id,
                     "unsupported": cand.unsupported,
                     "created_by": actor,
+                    "category": cand.category,
                 }
             )
             writes.audits.append(
@@ -635,7 +655,9 @@ class Pipeline:
                 "valid_at": _us_or_none(item.valid_at),
                 "invalid_at": _us_or_none(item.invalid_at),
             }
-            if not statement or len(statement) > cfg.max_statement_chars:
+            # A statement holding a credential marker is never queued (the value is gone, but a
+            # fact about it would be noise at best): dropped as invalid, the marker shows why.
+            if not statement or len(statement) > cfg.max_statement_chars or has_marker(statement):
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ..models import Knowledge, Message
 
-PROMPT_VERSION = "2026-12-03"
+PROMPT_VERSION = "2026-12-04"
 
 EXCLUSIONS = """Never extract:
 - general knowledge or facts about the world that are not about this user;
@@ -40,7 +40,12 @@ ITEM_SCHEMA = """Each item is an object:
   "confidence": a number from 0 to 1 (hedged claims such as "I might", "maybe" get 0.5 or less);
   "valid_at": the ISO date (YYYY-MM-DD) from which the statement is true, or null if unknown;
   "invalid_at": the ISO date (YYYY-MM-DD) from which it stops being true, or null;
-  "evidence": a VERBATIM quote, copied exactly from one of the USER's messages, that states it."""
+  "evidence": a VERBATIM quote, copied exactly from one of the USER's messages, that states it;
+  "category": optional; when the statement reveals health, religion or belief, sexual orientation or
+              sex life, racial or ethnic origin, political opinions, trade-union membership, genetic
+              or biometric data, or a criminal record, one of "health", "religion",
+              "sexual_orientation", "ethnic_origin", "political_opinion", "trade_union",
+              "genetic_biometric", "criminal_record"; otherwise null."""
 
 DATES = """Resolve relative dates ("last year", "since March", "until June") against the "at" time of the
 message that says them, and give absolute ISO dates. invalid_at, when set, must be after valid_at."""

@@ -9,27 +9,24 @@ candidate or tombstone), newest first, and `a` queues it anyway as a pending can
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Static
 
-from engine.models import Discarded
+from engine.models import Discarded, Message
 
 from ..modals import ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_format import fmt_time
 from ..widgets.literal import literal, tell
-from .base import WorkstationScreen
+from .user_list import UserListScreen
 
-ALL_USERS = ""
-"""The Select value for "every user" (the engine refuses an empty user id, so it cannot clash)."""
 MAX_ROWS = 500
 """The newest dropped statements shown at once (a user filter narrows them)."""
 
@@ -61,8 +58,25 @@ def matched_text(item: Discarded) -> Text:
     return out
 
 
-class DiscardedScreen(WorkstationScreen):
+def source_text(messages: list[Message], evidence: str) -> Text:
+    """The user's messages of an episode, newest last; the one quoting `evidence` marked ▶ (or every
+    one shown plainly when none quotes it: the model paraphrased)."""
+    quote = evidence.strip().casefold()
+    said = [m for m in messages if m.role == "user"]
+    quoting = [m for m in said if quote and quote in m.content.casefold()]
+    label = ":" if quoting or not quote else " (none quotes the evidence):"
+    out = Text(f"\nsource messages{label}", style="dim")
+    for m in quoting or said:
+        out.append("\n▶ " if quoting else "\n  ", style="bold")
+        out.append(f"{fmt_time(m.at)}  ", style="dim")
+        out.append_text(literal(m.content))
+    return out
+
+
+class DiscardedScreen(UserListScreen):
     """What the gates dropped, one user or all; queue one anyway with a reason."""
+
+    NAME = "discarded"
 
     CSS_PATH = "discarded.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -73,23 +87,18 @@ class DiscardedScreen(WorkstationScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.user_id: str | None = None
         self.items: dict[int, Discarded] = {}
         self._gen = 0
         self._select_after_load: int | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="discarded-bar"):
-            yield Select[str]([(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="discarded-user")
+            yield self.user_select()
             yield Static("", id="discarded-mode")
         yield DataTable(id="discarded-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="discarded-detail")
         yield Static("", id="discarded-status")
         yield KeyBar(FOOTER_KEYS)
-
-    @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#discarded-table", DataTable)
 
     def on_mount(self) -> None:
         table = self.table
@@ -106,22 +115,11 @@ class DiscardedScreen(WorkstationScreen):
         self._gen += 1
         self._work(partial(self._load_users_and_items, self._gen), "Loading the discarded statements", "load")
 
-    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """DB work in a worker; a failure reaches the app's error dialog (see WorkstationScreen).
-        A read overtaken by a newer one drops its result (see KnowledgeScreen._work)."""
-        self.run_worker(
-            work, name=description, description=description, group=f"discarded-{group}", exit_on_error=False
-        )
-
     async def _load_users_and_items(self, gen: int) -> None:
         users = await self.memory.users()
         if gen != self._gen:
             return
-        if self.user_id not in users:
-            self.user_id = None
-        select = self.query_one("#discarded-user", Select)
-        select.set_options([(Text("All users"), ALL_USERS), *[(literal(u), u) for u in users]])
-        select.value = self.user_id if self.user_id is not None else ALL_USERS
+        self._set_users(users)
         await self._load(gen)
 
     def reload(self) -> None:
@@ -162,16 +160,6 @@ class DiscardedScreen(WorkstationScreen):
         self.query_one("#discarded-mode", Static).update(literal(f"{scope} · {count}{more}, newest first"))
         self._show_detail()
 
-    def _current_id(self) -> int | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return int(key.value) if key.value is not None else None
-
     @on(DataTable.RowHighlighted, "#discarded-table")
     def _show_detail(self) -> None:
         """The selected statement in full, with its gate and match (cells are cut to their width)."""
@@ -195,22 +183,17 @@ class DiscardedScreen(WorkstationScreen):
             text.append("\nevidence: ", style="dim")
             text.append_text(literal(item.evidence, "italic"))
         detail.update(text)
+        if item.episode_id is not None:
+            self._work(partial(self._load_source, item, text), f"Reading the source of #{item.id}", "source")
 
-    def _status(self, message: str) -> None:
-        self.query_one("#discarded-status", Static).update(literal(message))
-
-    @on(Select.Changed, "#discarded-user")
-    def _user_changed(self, event: Select.Changed) -> None:
-        value = event.value if isinstance(event.value, str) and event.value != ALL_USERS else None
-        if value != self.user_id:
-            self.user_id = value
-            self.reload()
-
-    def action_focus_table(self) -> None:
-        self.table.focus()
-
-    def action_pick_user(self) -> None:
-        self.query_one("#discarded-user", Select).focus()
+    async def _load_source(self, item: Discarded, shown: Text) -> None:
+        """Add the user's messages of the episode the statement came from, the one its evidence
+        quotes marked (the reviewer judges a dropped statement by what the user actually said)."""
+        assert item.episode_id is not None
+        episode = await self.memory.episode(item.user_id, item.episode_id)
+        if self._current_id() != item.id:
+            return  # the cursor moved on meanwhile
+        self.query_one("#discarded-detail", Static).update(shown + source_text(episode.messages, item.evidence))
 
     def action_queue_anyway(self) -> None:
         did = self._current_id()

@@ -14,22 +14,24 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Input, Select, Static
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Static
 
 from engine import Memory
 from engine.blind import HIDDEN
-from engine.errors import DuplicateFactError, TombstonedError, UserInputError
+from engine.errors import DuplicateFactError, SettleRequiredError, TombstonedError, UserInputError
+from engine.knowledge import Settle
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult
+from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult, ReplaceChoiceModal
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import (
@@ -40,7 +42,7 @@ from ..widgets.knowledge_format import (
     versions_renderable,
 )
 from ..widgets.literal import literal, tell
-from .base import WorkstationScreen
+from .user_list import UserListScreen
 
 RETRACT_PRESETS = (
     "The user says this is wrong",
@@ -57,6 +59,7 @@ as-of date narrows the list)."""
 
 FOOTER_KEYS: tuple[str, ...] = (
     "knowledge.add",
+    "knowledge.messages",
     "knowledge.correct",
     "knowledge.retract",
     "knowledge.supersede",
@@ -107,14 +110,19 @@ def row_cells(k: Knowledge) -> dict[str, Text | str]:
     }
 
 
-async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) -> Knowledge | str:
-    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words.
+async def add_fact(
+    memory: Memory, user: str, result: EditResult, actor: str, settle: Settle | None = None
+) -> Knowledge | str | SettleRequiredError:
+    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words, or the
+    question to ask first (the statement would replace an active fact: `ask_settle`).
 
     Shared by every place a reviewer adds a fact (the Knowledge screen, the Messages view)."""
     try:
         return await memory.add_knowledge(
-            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at
+            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at, settle=settle
         )
+    except SettleRequiredError as exc:
+        return exc
     except TombstonedError as exc:
         return f"Not added: {exc}. Lift the tombstone (Tombstones screen, 3) first if the value is true now."
     except DuplicateFactError as exc:
@@ -123,12 +131,30 @@ async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) ->
         return f"Not added: {exc}."
 
 
-class KnowledgeScreen(WorkstationScreen):
+def ask_settle(
+    screen: Screen[Any], question: SettleRequiredError, statement: str, retry: Callable[[Settle], None]
+) -> None:
+    """A fact added by hand that would replace an active one asks what the queue asks of a
+    replacement (supersede, correct or keep both), then adds it that way; Escape adds nothing."""
+
+    def chosen(choice: str | None) -> None:
+        if choice in ("supersede", "correct", "keep_both"):
+            retry(cast("Settle", choice))
+
+    title = f"The new fact would replace fact #{question.knowledge_id}"
+    screen.app.push_screen(ReplaceChoiceModal(title, question.statement, statement), chosen)
+
+
+class KnowledgeScreen(UserListScreen):
     """Pick a user; list, search, date and fix their facts; read a fact's history."""
+
+    NAME = "knowledge"
+    ALLOW_ALL = False
 
     CSS_PATH = "knowledge.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "add", "Add a fact", id="knowledge.add"),
+        Binding("m", "messages", "Messages", id="knowledge.messages"),
         Binding("c", "correct", "Correct", id="knowledge.correct"),
         Binding("t", "retract", "Retract", id="knowledge.retract"),
         Binding("s", "supersede", "Superseded by…", id="knowledge.supersede"),
@@ -141,7 +167,6 @@ class KnowledgeScreen(WorkstationScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.user_id: str | None = None
         self.include_expired = False
         self.as_of: datetime | None = None
         self.search_text = ""
@@ -155,7 +180,7 @@ class KnowledgeScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="knowledge-bar"):
-            yield Select[str]([], prompt="User", allow_blank=True, id="knowledge-user")
+            yield self.user_select()
             yield Input(placeholder="search statements  (/)", id="knowledge-search")
             yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
         yield Static("", id="knowledge-mode")
@@ -169,10 +194,6 @@ class KnowledgeScreen(WorkstationScreen):
                     yield Static("", id="knowledge-audit")
         yield Static("", id="knowledge-status")
         yield KeyBar(FOOTER_KEYS)
-
-    @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#knowledge-table", DataTable)
 
     def on_mount(self) -> None:
         self._set_columns(self.size.width)
@@ -210,29 +231,14 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- workers ------------------------------------------------------------------------------------
 
-    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
-        `StateChanged` message (see WorkstationScreen), which names `description`.
-
-        Reads are not cancelled when a newer one starts (a cancelled worker makes
-        `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
-        instead each read carries a generation number and drops its result when a newer read
-        was asked for meanwhile. A change is never cancelled either: that would roll it back."""
-        self.run_worker(
-            work, name=description, description=description, group=f"knowledge-{group}", exit_on_error=False
-        )
-
     async def _load_users_and_facts(self, gen: int) -> None:
         users = await self.memory.users()
         if gen != self._load_gen:
             return
-        select = self.query_one("#knowledge-user", Select)
-        select.set_options([(literal(u), u) for u in users])
+        self._set_users(users)
         if not users:
             self._status("No users in this database yet.")
             return
-        self.user_id = self.user_id if self.user_id in users else users[0]
-        select.value = self.user_id  # Select.Changed then sees no change: no second read
         await self._load_facts(gen)
 
     def reload(self, select_id: int | None = None) -> None:
@@ -305,22 +311,9 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- helpers ------------------------------------------------------------------------------------
 
-    def _current_id(self) -> int | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return int(key.value) if key.value is not None else None
-
     def _current_fact(self) -> Knowledge | None:
         kid = self._current_id()
         return self.facts.get(kid) if kid is not None else None
-
-    def _status(self, message: str) -> None:
-        self.query_one("#knowledge-status", Static).update(literal(message))
 
     def _show_mode(self, count: int | None = None, more: bool = False) -> None:
         parts = ["all versions" if self.include_expired else "active only"]
@@ -333,13 +326,6 @@ class KnowledgeScreen(WorkstationScreen):
         self.query_one("#knowledge-mode", Static).update(Text(" · ".join(parts)))
 
     # -- events -------------------------------------------------------------------------------------
-
-    @on(Select.Changed, "#knowledge-user")
-    def _user_changed(self, event: Select.Changed) -> None:
-        value = event.value
-        if isinstance(value, str) and value != self.user_id:
-            self.user_id = value
-            self.reload()
 
     @on(Input.Changed, "#knowledge-search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -372,17 +358,11 @@ class KnowledgeScreen(WorkstationScreen):
 
     # -- actions ------------------------------------------------------------------------------------
 
-    def action_focus_table(self) -> None:
-        self.table.focus()
-
     def action_search(self) -> None:
         self.query_one("#knowledge-search", Input).focus()
 
     def action_as_of(self) -> None:
         self.query_one("#knowledge-asof", Input).focus()
-
-    def action_pick_user(self) -> None:
-        self.query_one("#knowledge-user", Select).focus()
 
     def action_toggle_expired(self) -> None:
         self.include_expired = not self.include_expired
@@ -400,13 +380,26 @@ class KnowledgeScreen(WorkstationScreen):
         modal = EditModal("", title=f"Add a fact for user {user}", save_label="Add the fact")
         self.app.push_screen(modal, callback=lambda result: self._added(user, result))
 
-    def _added(self, user: str, result: EditResult | None) -> None:
+    def action_messages(self) -> None:
+        """The shown user's messages and what extraction made of each (`m`): where a missed fact is
+        found, and added with `n` there."""
+        if self.user_id is None:
+            tell(self, "Pick a user first (u).", severity="warning")
+            return
+        from .messages import MessagesScreen  # messages imports add_fact from here
+
+        self.app.push_screen(MessagesScreen(self.user_id), callback=lambda _: self.reload())
+
+    def _added(self, user: str, result: EditResult | None, settle: Settle | None = None) -> None:
         if result is None:
             return
-        self._work(partial(self._do_add, user, result), f"Adding a fact for {user}", "action")
+        self._work(partial(self._do_add, user, result, settle), f"Adding a fact for {user}", "action")
 
-    async def _do_add(self, user: str, result: EditResult) -> None:
-        message = await add_fact(self.memory, user, result, self.reviewer)
+    async def _do_add(self, user: str, result: EditResult, settle: Settle | None = None) -> None:
+        message = await add_fact(self.memory, user, result, self.reviewer, settle)
+        if isinstance(message, SettleRequiredError):
+            ask_settle(self, message, result.statement, lambda how: self._added(user, result, how))
+            return
         if isinstance(message, str):
             self._status(message)
             tell(self, message, severity="error", title="Nothing was added")

@@ -8,16 +8,15 @@ them) so a curator can see who lifted what and why.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Select, Static
+from textual.widgets import DataTable, Static
 
 from engine.models import Tombstone
 
@@ -25,10 +24,7 @@ from ..modals import ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_format import fmt_time
 from ..widgets.literal import literal, tell
-from .base import WorkstationScreen
-
-ALL_USERS = ""
-"""The Select value meaning "every user": the engine refuses an empty user id, so it cannot clash."""
+from .user_list import UserListScreen
 
 LIFT_PRESETS = (
     "Rejected by mistake",
@@ -46,8 +42,10 @@ FOOTER_KEYS: tuple[str, ...] = (
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
-class TombstonesScreen(WorkstationScreen):
+class TombstonesScreen(UserListScreen):
     """List tombstones (one user or all), show or hide lifted ones, lift one with a reason."""
+
+    NAME = "tombstones"
 
     CSS_PATH = "tombstones.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,7 +57,6 @@ class TombstonesScreen(WorkstationScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.user_id: str | None = None  # None: every user
         self.include_lifted = False
         self.stones: dict[int, Tombstone] = {}
         self._select_after_load: int | None = None
@@ -67,18 +64,12 @@ class TombstonesScreen(WorkstationScreen):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="tombstones-bar"):
-            yield Select[str](
-                [(Text("All users"), ALL_USERS)], value=ALL_USERS, allow_blank=False, id="tombstones-user"
-            )
+            yield self.user_select()
             yield Static("", id="tombstones-mode")
         yield DataTable(id="tombstones-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="tombstones-detail")
         yield Static("", id="tombstones-status")
         yield KeyBar(FOOTER_KEYS)
-
-    @property
-    def table(self) -> DataTable[Any]:
-        return self.query_one("#tombstones-table", DataTable)
 
     def on_mount(self) -> None:
         table = self.table
@@ -97,23 +88,11 @@ class TombstonesScreen(WorkstationScreen):
         self._gen += 1
         self._work(partial(self._load_users_and_stones, self._gen), "Loading tombstones", "load")
 
-    def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """DB work in a worker; failures reach the app's central error dialog, named by
-        `description`. Nothing is cancelled (see KnowledgeScreen._work): a read whose generation
-        is no longer the newest drops its result instead."""
-        self.run_worker(
-            work, name=description, description=description, group=f"tombstones-{group}", exit_on_error=False
-        )
-
     async def _load_users_and_stones(self, gen: int) -> None:
         users = await self.memory.users()
         if gen != self._gen:
             return
-        if self.user_id not in users:
-            self.user_id = None
-        select = self.query_one("#tombstones-user", Select)
-        select.set_options([(Text("All users"), ALL_USERS), *[(literal(u), u) for u in users]])
-        select.value = self.user_id if self.user_id is not None else ALL_USERS
+        self._set_users(users)
         await self._load(gen)
 
     def reload(self, select_id: int | None = None) -> None:
@@ -161,19 +140,6 @@ class TombstonesScreen(WorkstationScreen):
             cell.append_text(literal(stone.lift_reason))
         return cell
 
-    def _current_id(self) -> int | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return int(key.value) if key.value is not None else None
-
-    def _status(self, message: str) -> None:
-        self.query_one("#tombstones-status", Static).update(literal(message))
-
     @on(DataTable.RowHighlighted, "#tombstones-table")
     def _show_detail(self) -> None:
         """The selected tombstone in full: table cells are cut to their column width."""
@@ -197,19 +163,6 @@ class TombstonesScreen(WorkstationScreen):
             text.append("\nlifted: ", style="dim")
             text.append_text(self._lifted_cell(stone))
         detail.update(text)
-
-    @on(Select.Changed, "#tombstones-user")
-    def _user_changed(self, event: Select.Changed) -> None:
-        value = event.value if isinstance(event.value, str) and event.value != ALL_USERS else None
-        if value != self.user_id:
-            self.user_id = value
-            self.reload()
-
-    def action_focus_table(self) -> None:
-        self.table.focus()
-
-    def action_pick_user(self) -> None:
-        self.query_one("#tombstones-user", Select).focus()
 
     def action_toggle_lifted(self) -> None:
         self.include_lifted = not self.include_lifted

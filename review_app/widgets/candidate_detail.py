@@ -204,6 +204,8 @@ def gap_text(ctx: CandidateContext, chain: Sequence[ChainLink] = ()) -> Text:
         out.append_text(literal(cand.statement, "bold"))
         out.append("\n\n")
     _field(out, "Kind", cand.kind)
+    if cand.category is not None:  # a special category (GDPR art. 9): a person always decides
+        _field(out, "Category", Text(f" {cand.category.replace('_', ' ')} ", style="bold black on magenta"))
     confidence = Text("—" if cand.confidence is None else f"{cand.confidence:.2f}")
     if cand.confidence is not None and cand.confidence < 0.75:
         confidence.stylize("yellow")

@@ -16,10 +16,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from engine import ANY_SPECIAL, CATEGORIES
+
 from ..modals import StateCheckbox
 from ..widgets.literal import literal
 
 KINDS: tuple[str, ...] = ("new", "update", "contradiction", "proposed", "retraction")
+# Special categories the filter offers: "any" (every one) first, then each (engine.categories).
+CATEGORY_CHOICES: tuple[str, ...] = (ANY_SPECIAL, *CATEGORIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +35,7 @@ class QueueFilter:
     unsupported_only: bool = False
     search: str = ""
     assigned_to: str | None = None  # "my queue": only the users this reviewer took (engine/team.py)
+    category: str | None = None  # a special category, or "any" of them (engine.categories)
 
     def kwargs(self) -> dict[str, Any]:
         """The filter as keyword arguments of ReviewService.pending / count."""
@@ -42,6 +47,7 @@ class QueueFilter:
             "unsupported": True if self.unsupported_only else None,
             "search": self.search or None,
             "assigned_to": self.assigned_to,
+            "category": self.category,
         }
 
     @property
@@ -62,6 +68,8 @@ class QueueFilter:
             parts.append(f"confidence {low}–{high}")
         if self.unsupported_only:
             parts.append("unsupported only")
+        if self.category:
+            parts.append("any special category" if self.category == ANY_SPECIAL else f"category {self.category}")
         if self.search:
             parts.append(f"search “{self.search}”")
         return ", ".join(parts) if parts else "no filter"
@@ -124,6 +132,13 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
                 yield Input(
                     "" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max", placeholder="1"
                 )
+            yield Label("Special category")
+            yield Select(
+                [(c.replace("_", " "), c) for c in CATEGORY_CHOICES],
+                value=cur.category if cur.category is not None else Select.NULL,
+                prompt="no category filter",
+                id="filter-category",
+            )
             yield StateCheckbox("Unsupported evidence only", cur.unsupported_only, id="filter-unsupported")
             yield Static("", id="filter-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
@@ -137,6 +152,7 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
     def _read(self) -> QueueFilter | None:
         user = self.query_one("#filter-user", Select).value
         kind = self.query_one("#filter-kind", Select).value
+        category = self.query_one("#filter-category", Select).value
         try:
             low = _parse_confidence(self.query_one("#filter-min", Input).value, "'from'")
             high = _parse_confidence(self.query_one("#filter-max", Input).value, "'to'")
@@ -154,6 +170,7 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             unsupported_only=self.query_one("#filter-unsupported", Checkbox).value,
             search=self.current.search,
             assigned_to=self.current.assigned_to,
+            category=category if isinstance(category, str) else None,
         )
 
     def action_apply(self) -> None:

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
@@ -484,7 +484,22 @@ def _v5(dimensions: int) -> list[str]:
     return [_V5]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5}
+def _v7(dimensions: int) -> list[str]:
+    """Special categories (engine/categories.py): `candidates.category`, the GDPR article 9 class
+    (or criminal record) of a candidate's statement, NULL for none.
+
+    Why a column and not a computed label: the workstation filters the queue on it, and a review
+    policy must refuse to approve a special-category candidate with one check (`is_special`); the
+    model's own label, when it gave one, cannot be recomputed later. Candidates queued before this
+    version keep NULL (the rules run at insert, not as SQL)."""
+    del dimensions
+    return [
+        'ALTER TABLE candidates ADD COLUMN category TEXT COLLATE "C"',
+        "CREATE INDEX candidates_pending_category ON candidates(category) WHERE status = 'pending'",
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 7: _v7}
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 

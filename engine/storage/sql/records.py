@@ -22,7 +22,8 @@ CANDIDATE_COLS = (
     "c.created_by, c.supersedes_candidate_id, "
     # team state (engine/team.py): who flagged it for a second opinion, who was assigned its user
     "(SELECT f.flagged_by FROM flags f WHERE f.candidate_id = c.id AND f.withdrawn_at IS NULL), "
-    "(SELECT a.reviewer FROM assignments a WHERE a.user_id = c.user_id)"
+    "(SELECT a.reviewer FROM assignments a WHERE a.user_id = c.user_id), "
+    "c.category"
 )
 CANDIDATE_FROM = "candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
 TOMBSTONE_COLS = (
@@ -91,6 +92,7 @@ def candidate_from_row(r: Sequence[Any]) -> Candidate:
         supersedes_candidate_id=r[23],
         flagged_by=r[24],
         assigned_to=r[25],
+        category=r[26],
     )
 
 

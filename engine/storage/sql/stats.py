@@ -14,6 +14,14 @@ from typing import Any
 RUN_GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicates")
 """The extraction_runs columns counting what each gate dropped, in the order of `run_totals`."""
 
+CONFIDENCE_BUCKETS = ("<0.5", "0.5-0.7", "0.7-0.8", "0.8-0.9", ">=0.9")
+"""The calibration buckets of `stats`, by index: a CASE, since CAST rounds in PostgreSQL and
+truncates in SQLite."""
+CONFIDENCE_BUCKET = (
+    "CASE WHEN c.confidence < 0.5 THEN 0 WHEN c.confidence < 0.7 THEN 1 WHEN c.confidence < 0.8 THEN 2"
+    " WHEN c.confidence < 0.9 THEN 3 ELSE 4 END"
+)
+
 
 @dataclass(slots=True)
 class StatsRows:
@@ -33,6 +41,10 @@ class StatsRows:
     discarded_by_gate: list[Any]  # (gate, n)
     queued_anyway: int
     daily: list[Any]  # (UTC day number, queued, decided)
+    credentials_removed: int  # audit rows of action 'credential_removed' (engine/credentials.py)
+    oldest_pending: int | None  # created_at (µs) of the oldest pending candidate
+    past_sla: int  # pending candidates created before the cutoff given
+    calibration: list[Any]  # (extractor, confidence bucket 0..4, status, n) of decided candidates
 
 
 class StatsOps:
@@ -40,8 +52,9 @@ class StatsOps:
 
     conn: Any
 
-    async def stats_figures(self, user_id: str | None) -> StatsRows:
-        """Every figure of engine/stats.py for one user or (None) the whole store."""
+    async def stats_figures(self, user_id: str | None, sla_cutoff_us: int = 0) -> StatsRows:
+        """Every figure of engine/stats.py for one user or (None) the whole store; `past_sla`
+        counts pending candidates created before `sla_cutoff_us`."""
         scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
         and_scope = "AND c.user_id = ?" if user_id is not None else ""
         and_user = " AND user_id = ?" if user_id is not None else ""
@@ -96,5 +109,24 @@ class StatsOps:
                 f"{and_scope} UNION ALL SELECT decided_at / 86400000000, 0, 1 FROM candidates c"
                 f" WHERE decided_at IS NOT NULL {and_scope}) AS per_day GROUP BY day ORDER BY day",
                 args * 2,
+            ),
+            credentials_removed=int(
+                (await rows(f"SELECT count(*) FROM audit_log WHERE action = 'credential_removed'{and_user}"))[0][0]
+            ),
+            oldest_pending=(
+                await rows(f"SELECT min(created_at) FROM candidates c WHERE status = 'pending' {and_scope}")
+            )[0][0],
+            past_sla=int(
+                (
+                    await rows(
+                        f"SELECT count(*) FROM candidates c WHERE status = 'pending' AND created_at < ? {and_scope}",
+                        [sla_cutoff_us, *args],
+                    )
+                )[0][0]
+            ),
+            calibration=await rows(
+                f"SELECT coalesce(r.extractor, coalesce(c.created_by, 'manual')), {CONFIDENCE_BUCKET}, c.status,"
+                " count(*) FROM candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
+                f" WHERE c.confidence IS NOT NULL AND {decided_scope} GROUP BY 1, 2, 3"
             ),
         )

@@ -42,6 +42,7 @@ def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'p
         filters.get("search"),
         filters.get("assigned_to"),
         status_clause=status_clause,
+        category=filters.get("category"),
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...categories import ANY_SPECIAL, category_of
 from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
@@ -69,6 +70,7 @@ _CANDIDATE_INSERT_FIELDS = (
     "created_by",
     "reason",
     "supersedes_candidate_id",
+    "category",
 )
 
 
@@ -81,9 +83,11 @@ def queue_filters(
     search: str | None,
     assigned_to: str | None = None,
     status_clause: str = "c.status = 'pending'",
+    category: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
-    candidates of the very same filter; `assigned_to` is the "my queue" filter."""
+    candidates of the very same filter; `assigned_to` is the "my queue" filter; `category` one
+    special category, or ANY_SPECIAL for every candidate that has one (engine/categories.py)."""
     where: list[str] = [status_clause]
     args: list[Any] = []
     if assigned_to is not None:
@@ -104,6 +108,11 @@ def queue_filters(
     if unsupported is not None:
         where.append("c.unsupported = ?")
         args.append(int(unsupported))
+    if category == ANY_SPECIAL:
+        where.append("c.category IS NOT NULL")
+    elif category is not None:
+        where.append("c.category = ?")
+        args.append(category)
     if search:
         where.append("(c.statement LIKE ? ESCAPE '\\' OR c.user_id LIKE ? ESCAPE '\\')")
         pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -131,6 +140,7 @@ def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         filters.get("unsupported"),
         filters.get("search"),
         filters.get("assigned_to"),
+        category=filters.get("category"),
     )
 
 
@@ -783,11 +793,15 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         created_by: str | None = None,
         reason: str | None = None,
         supersedes_candidate_id: int | None = None,
+        category: str | None = None,
     ) -> int:
+        """One pending candidate; `category` is the extractor's label, checked and else derived from
+        the statement (engine.categories), so every path that queues sets it the same way."""
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
-            " supersedes_candidate_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id",
+            " supersedes_candidate_id, category)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) RETURNING id",
             (
                 user_id,
                 episode_id,
@@ -805,6 +819,7 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
                 created_by,
                 reason,
                 supersedes_candidate_id,
+                category_of(statement, category),
             ),
         )
         return await returned_id(cur)
@@ -830,7 +845,11 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
                     cid,
                     value_key(row["statement"]),
                     *(
-                        int(bool(row.get(f))) if f == "unsupported" else row.get(f, "" if f == "evidence" else None)
+                        int(bool(row.get(f)))
+                        if f == "unsupported"
+                        else category_of(row["statement"], row.get(f))
+                        if f == "category"
+                        else row.get(f, "" if f == "evidence" else None)
                         for f in _CANDIDATE_INSERT_FIELDS
                     ),
                 )
@@ -979,8 +998,11 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         newest_first: bool = False,
         assigned_to: str | None = None,
         sort: str = "age",
+        category: str | None = None,
     ) -> list[Candidate]:
-        where, args = queue_filters(user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to)
+        where, args = queue_filters(
+            user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to, category=category
+        )
         if sort not in QUEUE_SORTS:
             raise UserInputError(f"unknown queue order {sort!r}: use one of {', '.join(QUEUE_SORTS)}")
         order = "DESC" if newest_first else "ASC"
@@ -1364,6 +1386,16 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
             )
         ).fetchall()
         return {r[0]: knowledge_from_row(r) for r in rows}
+
+    async def user_episode_ids(self, user_id: str, limit: int) -> list[int]:
+        """The ids of the user's newest `limit` episodes, oldest first (the Messages view)."""
+        rows = await (
+            await self.conn.execute(
+                "SELECT id FROM episodes WHERE user_id = ? ORDER BY start_at DESC, id DESC LIMIT ?",
+                (user_id, int(limit)),
+            )
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
 
     async def episode_with_messages(self, episode_id: int) -> Episode | None:
         return (await self.episodes_with_messages([episode_id])).get(episode_id)

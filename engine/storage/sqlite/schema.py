@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ..sql.tx import STILL_TRUE_SQL
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 12
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -617,4 +617,28 @@ def _v9(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 4: _v4, 5: _v5, 6: _v6, 9: _v9}
+def _v12(dimensions: int) -> list[str]:
+    """Special categories (engine/categories.py): `candidates.category`, the GDPR article 9 class
+    (or criminal record) of a candidate's statement, NULL for none.
+
+    Why a column and not a computed label: the workstation filters the queue on it, and a review
+    policy must refuse to approve a special-category candidate with one check (`is_special`); the
+    model's own label, when it gave one, cannot be recomputed later. Candidates queued before this
+    version keep NULL (the rules run at insert, not as SQL)."""
+    del dimensions
+    return [
+        "ALTER TABLE candidates ADD COLUMN category TEXT",
+        "CREATE INDEX candidates_pending_category ON candidates(category) WHERE status = 'pending'",
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
+    1: _v1,
+    2: _v2,
+    3: _v3,
+    4: _v4,
+    5: _v5,
+    6: _v6,
+    9: _v9,
+    12: _v12,
+}

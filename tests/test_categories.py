@@ -1,0 +1,79 @@
+"""Special categories (issue 20 item 2): every path that queues a candidate sets `category` (the
+offline rules, or the LLM extractor's own label when it is a known one); the queue filters on it;
+the workstation shows it as a badge and its filter dialog selects it with real keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import ANY_SPECIAL, CATEGORIES, Memory
+from engine.categories import category_of, offline_category
+from engine.extraction.openai_extractor import ItemAnswer
+from tests.engine_helpers import sql
+
+
+@pytest.mark.parametrize(
+    ("statement", "category"),
+    [
+        ("User is allergic to penicillin", "health"),
+        ("User has type 1 diabetes", "health"),
+        ("User is a practising Muslim", "religion"),
+        ("User is bisexual", "sexual_orientation"),
+        ("User is of Hispanic origin", "ethnic_origin"),
+        ("User voted for the Green Party", "political_opinion"),
+        ("User is a trade union member", "trade_union"),
+        ("User had a DNA test with 23andMe", "genetic_biometric"),
+        ("User has a criminal record for theft", "criminal_record"),
+    ],
+)
+def test_each_special_category_is_found(statement: str, category: str) -> None:
+    assert offline_category(statement) == category
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "User works as a pharmacist at Boots",
+        "User likes white wine",
+        "User ran a race in Leeds",
+        "User's wife is called Anna",
+        "User is straight to the point in emails",
+    ],
+)
+def test_ordinary_facts_have_no_category(statement: str) -> None:
+    assert offline_category(statement) is None
+
+
+def test_a_models_label_is_taken_when_known_and_ignored_otherwise() -> None:
+    item = ItemAnswer.model_validate(
+        {"statement": "User sees Dr Ames monthly", "confidence": 0.8, "category": "Health"}
+    )
+    assert item.to_gap_item().category == "health"
+    odd = ItemAnswer.model_validate({"statement": "User is Muslim", "confidence": 0.8, "category": "spicy"})
+    assert odd.to_gap_item().category is None  # not a schema error: the offline rules still run
+    assert category_of("User is Muslim", odd.category) == "religion"
+    assert category_of("User sees Dr Ames monthly", None) is None  # what the label added
+
+
+async def test_every_queue_path_sets_the_category_and_the_queue_filters_on_it(store_target: str) -> None:
+    async with Memory(store_target) as mem:
+        await mem.add_exchange("ana", "I'm allergic to penicillin. I live in Leeds.", None)
+        await mem.process()
+        proposed = await mem.propose("ana", "User is a trade union member", "agent:t")
+        curated = await mem.queue_candidate("ana", "User has a criminal record")
+        plain = await mem.queue_candidate("ana", "User keeps three quokkas")
+        by_statement = {c.statement: c for c in await mem.review.pending(limit=100)}
+        assert proposed.candidate_id is not None
+        assert (await mem.review.get(proposed.candidate_id)).category == "trade_union"
+        assert (await mem.review.get(curated)).category == "criminal_record"
+        assert (await mem.review.get(plain)).category is None
+        extracted = [c for s, c in by_statement.items() if "penicillin" in s.lower()]
+        assert extracted and extracted[0].category == "health"
+        special = await mem.review.pending(category=ANY_SPECIAL, limit=100)
+        assert plain not in {c.id for c in special} and curated in {c.id for c in special}
+        assert [c.id for c in await mem.review.pending(category="criminal_record")] == [curated]
+        assert await mem.review.count(category="trade_union") == 1
+        async with sql(mem) as conn:  # the column itself, not only the model
+            rows = await (await conn.execute("SELECT category FROM candidates WHERE id = ?", [curated])).fetchall()
+        assert rows[0][0] == "criminal_record"
+    assert set(CATEGORIES) >= {"health", "religion", "criminal_record"}
