@@ -22,7 +22,8 @@ The definitions, once, so the header, the Reviewers view, the CLI and the tests 
   multiplicative hash of the id, so the sample is the same on every run and machine, needs no
   hook in the approval path and can be listed in SQL. The sample is re-queued to every reviewer but
   the one who approved it, BLIND: `blind_review` returns the fact, its evidence and its source
-  messages, never who approved it, how (plain, edited, superseding) or why. A second reviewer who
+  messages, never who approved it, how (plain, edited, superseding) or why; and until the verdict
+  every read that names the reviewer (`viewer=`, engine/blind.py) hides who decided it and why. A second reviewer who
   rejects it overturns it: the fact is retracted (with a tombstone, as a rejection would) in the
   same transaction that records the verdict; if the fact is no longer active the disagreement is
   recorded and nothing else changes. Changing the rate changes which approvals are in the sample.

@@ -294,7 +294,7 @@ async def test_the_knowledge_screen_is_blind_while_a_second_review_waits(tui_db:
         await settle(pilot)
         assert isinstance(app.screen, SecondReviewScreen)
         row_cells, audit = await knowledge_view(pilot)
-        assert row_cells[-1] == HIDDEN  # the By column
+        assert row_cells[-1] == "(hidden)"  # the By column (the audit pane says until when)
         assert "curator" not in audit and "she said so twice" not in audit
         assert "hidden until your second" in audit
         assert "create" in audit  # what happened stays; who and why do not
