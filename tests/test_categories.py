@@ -45,7 +45,9 @@ def test_ordinary_facts_have_no_category(statement: str) -> None:
 
 
 def test_a_models_label_is_taken_when_known_and_ignored_otherwise() -> None:
-    item = ItemAnswer.model_validate({"statement": "User sees Dr Ames monthly", "confidence": 0.8, "category": "Health"})
+    item = ItemAnswer.model_validate(
+        {"statement": "User sees Dr Ames monthly", "confidence": 0.8, "category": "Health"}
+    )
     assert item.to_gap_item().category == "health"
     odd = ItemAnswer.model_validate({"statement": "User is Muslim", "confidence": 0.8, "category": "spicy"})
     assert odd.to_gap_item().category is None  # not a schema error: the offline rules still run

@@ -1028,6 +1028,18 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         )
         return int(row[0]), int(row[1])
 
+    async def pending_age(self, cutoff_us: int, **filters: Any) -> tuple[int | None, int]:
+        """(created_at of the oldest candidate pending under the filters or None, how many of them
+        were created before `cutoff_us`): the queue's age against its SLA."""
+        where, args = _pending_where(filters)
+        [row] = await fetchall(
+            self.conn,
+            f"SELECT min(c.created_at), coalesce(sum(CASE WHEN c.created_at < ? THEN 1 ELSE 0 END), 0)"
+            f" FROM candidates c WHERE {where}",
+            [cutoff_us, *args],
+        )
+        return (None if row[0] is None else int(row[0])), int(row[1])
+
     async def insert_tombstone(
         self,
         *,
