@@ -117,6 +117,7 @@ class SettleRequiredError(UserInputError):
 
     def __init__(self, knowledge_id: int, statement: str) -> None:
         self.knowledge_id = knowledge_id
+        self.statement = statement
         super().__init__(
             f"fact {knowledge_id} of this user says {statement!r}, which this would replace: choose supersede"
             " (the world changed), correct (it was never true) or keep both"

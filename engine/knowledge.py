@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
+from .blind import blind_spots
 from .context import EngineContext
 from .credentials import refuse_credentials
 from .errors import (
@@ -335,9 +336,11 @@ class KnowledgeOps:
         search: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        viewer: str | None = None,
     ) -> list[Knowledge]:
+        """`viewer`: the reviewer reading, whose pending blind second reviews stay blind (engine/blind.py)."""
         async with self.ctx.store.reading() as tx:
-            return await tx.list_knowledge(
+            facts = await tx.list_knowledge(
                 user_id,
                 include_expired=include_expired,
                 at_time=to_us(at_time, "at_time"),
@@ -345,6 +348,7 @@ class KnowledgeOps:
                 limit=limit,
                 offset=offset,
             )
+            return (await blind_spots(tx, self.ctx.config, viewer, user_id)).facts(facts)
 
     async def episode(self, user_id: str, episode_id: int) -> Episode:
         """One episode of the user with its messages in order (the source of a candidate or of a
@@ -384,18 +388,24 @@ class KnowledgeOps:
         async with self.ctx.store.reading() as tx:
             return await tx.get_knowledge(user_id, knowledge_id)
 
-    async def versions(self, user_id: str, knowledge_id: int) -> list[Knowledge]:
-        """The fact's chain of versions, oldest first."""
+    async def versions(self, user_id: str, knowledge_id: int, *, viewer: str | None = None) -> list[Knowledge]:
+        """The fact's chain of versions, oldest first (`viewer`: as in `knowledge`)."""
         async with self.ctx.store.reading() as tx:
-            return await tx.version_chain(user_id, knowledge_id)
+            chain = await tx.version_chain(user_id, knowledge_id)
+            return (await blind_spots(tx, self.ctx.config, viewer, user_id)).facts(chain)
 
-    async def history(self, user_id: str, knowledge_id: int | None = None) -> list[AuditEvent]:
-        """Audit events of one user, or of one fact and every version in its chain."""
+    async def history(
+        self, user_id: str, knowledge_id: int | None = None, *, viewer: str | None = None
+    ) -> list[AuditEvent]:
+        """Audit events of one user, or of one fact and every version in its chain. `viewer`: the
+        reviewer reading; who decided what they must still second-review, and why, is redacted."""
         async with self.ctx.store.reading() as tx:
             if knowledge_id is None:
-                return await tx.audit_events(user_id)
-            chain = await tx.version_chain(user_id, knowledge_id)
-            return await tx.audit_events(user_id, "knowledge", [k.id for k in chain])
+                events = await tx.audit_events(user_id)
+            else:
+                chain = await tx.version_chain(user_id, knowledge_id)
+                events = await tx.audit_events(user_id, "knowledge", [k.id for k in chain])
+            return (await blind_spots(tx, self.ctx.config, viewer, user_id)).events(events)
 
     async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
         """One user's tombstones, or every user's with user_id=None (the curator's view)."""

@@ -713,12 +713,35 @@ class ReviewService:
 
             async def unreferenced(knowledge_id: int) -> None:
                 # Deleting the fact would leave another candidate's supersedes_id dangling (and the
-                # foreign key would refuse the DELETE with a bare IntegrityError).
-                naming = await tx.candidates_naming(knowledge_id, excluding=candidate_id)
-                if naming:
+                # foreign key would refuse the DELETE with a bare IntegrityError). A PENDING
+                # candidate naming it (queued after the approval, or back in the queue because its
+                # own decision was undone first: a chain unwinding in reverse order) is re-pointed
+                # at this candidate instead, the inverse of the chain re-point an approval does;
+                # a decided one is history that names the fact, so undo is refused.
+                naming = [
+                    await tx.get_candidate(i) for i in await tx.candidates_naming(knowledge_id, excluding=candidate_id)
+                ]
+                decided = [c.id for c in naming if c.status != "pending"]
+                if decided:
                     raise UndoRefusedError(
                         f"cannot undo the decision on candidate {candidate_id}: candidate(s)"
-                        f" {', '.join(map(str, naming))} refer to fact {knowledge_id}, which it created"
+                        f" {', '.join(map(str, decided))} refer to fact {knowledge_id}, which it created"
+                    )
+                for waiting in naming:
+                    await tx.set_candidate_target(
+                        waiting.id, kind=waiting.kind, supersedes_id=None, supersedes_candidate_id=candidate_id
+                    )
+                    await tx.audit(
+                        at=now_us,
+                        actor=reviewer,
+                        action="undo_chain",
+                        user_id=uid,
+                        entity="candidate",
+                        entity_id=waiting.id,
+                        before=waiting,
+                        after=await tx.get_candidate(waiting.id),
+                        reason=f"fact {knowledge_id} is undone: now replaces candidate {candidate_id}",
+                        note=note,
                     )
 
             uid = cand.user_id

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from .blind import SAMPLED_DECISIONS, BlindSpots, blind_spots, sample_bounds
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
@@ -71,8 +72,6 @@ DECISIONS: tuple[str, ...] = (
     "reject",
 )
 """Audit actions on a candidate that are a reviewer's decision."""
-SAMPLED_DECISIONS: tuple[str, ...] = ("approve", "edit_approve", "confirm_supersession", "keep_both")
-"""Approvals that created a fact and can therefore be second-reviewed (and overturned)."""
 LEANS = ("approve", "reject")
 _MIN_GAP_SECONDS = 1.0
 _DAY_US = 86_400_000_000
@@ -535,26 +534,16 @@ class TeamService:
 
     # -- second review --------------------------------------------------------------------------
 
-    def _threshold(self) -> int:
-        """The sample as a bound on the id hash (see `sample_point`)."""
-        return int(self._ctx.config.second_review_rate * HASH_SPACE)
-
-    async def _policy_thresholds(self, tx: SqlTx) -> dict[str, int]:
-        """Each review policy's own sample of its approvals (engine/policies.py), as id-hash bounds."""
-        return {actor: int(rate * HASH_SPACE) for actor, rate in policy_sample_rates(await tx.policy_settings())}
-
     async def _second_review_count(self, tx: SqlTx, reviewer: str) -> int:
-        return await tx.sampled_approval_count(
-            SAMPLED_DECISIONS, reviewer, self._threshold(), await self._policy_thresholds(tx)
-        )
+        threshold, by_actor = await sample_bounds(tx, self._ctx.config)
+        return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, threshold, by_actor)
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
         """Approvals in the sample that `reviewer` did not make and nobody has second-reviewed,
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
         async with self._ctx.store.reading() as tx:
-            rows = await tx.sampled_approval_rows(
-                SAMPLED_DECISIONS, reviewer, self._threshold(), limit, offset, await self._policy_thresholds(tx)
-            )
+            threshold, by_actor = await sample_bounds(tx, self._ctx.config)
+            rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, threshold, limit, offset, by_actor)
         return [
             BlindReview(
                 candidate_id=r[0],
@@ -573,6 +562,13 @@ class TeamService:
     async def second_review_count(self, reviewer: str) -> int:
         async with self._ctx.store.reading() as tx:
             return await self._second_review_count(tx, reviewer)
+
+    async def blind_spots(self, reviewer: str, user_id: str | None = None) -> BlindSpots:
+        """What `reviewer` may not see yet (engine/blind.py): the approvals waiting for their blind
+        second review, of one user or all. `Memory.history`, `knowledge` and `versions` apply it
+        with `viewer=`; a caller with rows of its own redacts them with `.events()` / `.facts()`."""
+        async with self._ctx.store.reading() as tx:
+            return await blind_spots(tx, self._ctx.config, reviewer, user_id)
 
     async def blind_review(self, candidate_id: int, reviewer: str) -> BlindReview:
         """One sampled approval with its source messages, for a reviewer who did not make it."""

@@ -187,16 +187,20 @@ class CredentialFile:
         self.path = Path(path)
         self._stamp: tuple[int, int] | None = None
         self._entries: dict[str, str] = {}
+        self.error: str | None = None
+        """Why the file is not usable now (None: it is); the server then fails closed."""
         self.reload()
 
     def reload(self) -> None:
         stat = self.path.stat() if self.path.exists() else None
         self._entries = load_credentials(self.path)
         self._stamp = (stat.st_mtime_ns, stat.st_size) if stat else None
+        self.error = None
 
     def current(self) -> dict[str, str]:
-        """The entries as the file holds them now. A file that turned bad keeps the last good
-        entries (the server stays up; the next good write is picked up)."""
+        """The entries as the file holds them now. A file that turned bad or went away holds no
+        entries (and `error` says why) until it is valid again: keeping the last good entries
+        would keep a reviewer the operator just removed."""
         try:
             stat = self.path.stat()
             stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
@@ -205,7 +209,6 @@ class CredentialFile:
         if stamp != self._stamp:
             try:
                 self.reload()
-            except CredentialsError:
-                if stamp is None:  # the file is gone: nobody may log in any more
-                    self._entries, self._stamp = {}, None
+            except CredentialsError as exc:
+                self._entries, self._stamp, self.error = {}, stamp, str(exc)
         return self._entries

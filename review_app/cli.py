@@ -28,8 +28,15 @@ from typing import Any, TypeVar
 
 import click
 
-from engine.errors import ConfigurationError, ConflictError, MemdeskError, ModelError, UserInputError
-from engine.storage import database_errors, inspect, is_postgres_url, masked
+from engine.errors import (
+    ConfigurationError,
+    ConflictError,
+    MemdeskError,
+    ModelError,
+    SettleRequiredError,
+    UserInputError,
+)
+from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -124,8 +131,17 @@ def _memdesk_version(db: str) -> int:
     return _run(inspect(db))[1]
 
 
+def _refuse_foreign_url(db: str) -> None:
+    """Exit 2 for a mysql:// (or any non-PostgreSQL) URL, before it is taken for a file name."""
+    try:
+        refuse_foreign_url(db)
+    except UserInputError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def existing_db(db: str) -> str:
     """An existing memdesk store (a path or a URL), or exit 2 with a message that says what to do."""
+    _refuse_foreign_url(db)
     if not is_postgres_url(db) and not Path(db).exists():
         raise BadInput(f"{db}: no such database (a database is created by `memdesk ingest DB FILE` or `memdesk demo`)")
     if _memdesk_version(db) == 0:
@@ -291,6 +307,7 @@ def demo(db: str, fresh: bool, no_open: bool, reviewer: str, keymap: str | None)
     """
     from review_app.demo import build_demo
 
+    _refuse_foreign_url(db)
     if is_postgres_url(db):
         _demo_in_postgres(db, fresh)
         if not no_open:
@@ -413,7 +430,32 @@ def _credentials_option(command: Any) -> Any:
     show_default=True,
     help="How long a login lasts.",
 )
-def serve(db: str, config: str, host: str, port: int, keymap: str | None, session_hours: float) -> None:
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name browsers use to reach this server (repeatable); the bound address, localhost "
+    "and 127.0.0.1 are always allowed. Behind a proxy: the public name.",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="The address of a reverse proxy (repeatable): only from it are X-Forwarded-For (the client, "
+    "for login throttling) and X-Forwarded-Proto (TLS: Secure __Host- cookie) believed.",
+)
+def serve(
+    db: str,
+    config: str,
+    host: str,
+    port: int,
+    keymap: str | None,
+    session_hours: float,
+    allow_hosts: tuple[str, ...],
+    trusted_proxies: tuple[str, ...],
+) -> None:
     """Serve the review workstation on DB to browsers, one login per reviewer.
 
     Reviewers log in with the name and password kept (hashed) in the credentials file; the name
@@ -444,7 +486,14 @@ def serve(db: str, config: str, host: str, port: int, keymap: str | None, sessio
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     if host not in ("127.0.0.1", "localhost", "::1"):
         echo(f"warning: listening on {host}: plain HTTP; reach it only through a TLS reverse proxy.", err=True)
-    server = WorkstationServer(db, credentials, keymap=keymap, session_seconds=session_hours * 3600)
+    server = WorkstationServer(
+        db,
+        credentials,
+        keymap=keymap,
+        session_seconds=session_hours * 3600,
+        allowed_hosts=allow_hosts,
+        trusted_proxies=trusted_proxies,
+    )
 
     def ready(url: str) -> None:
         echo(f"memdesk serves {masked(db)} on {url} (reviewers from {config}; Ctrl+C stops)")
@@ -559,6 +608,7 @@ def ingest(db: str, file: str, fmt: str, user: str | None, skip_bad: bool) -> No
     from engine.ingest import ingest as write
     from engine.ingest import parse_file
 
+    _refuse_foreign_url(db)
     path = None if is_postgres_url(db) else Path(db)
     if path is None:
         _memdesk_version(db)  # an unreachable server or a refused login, before the file is read
@@ -766,19 +816,26 @@ def reembed(db: str, embedder_name: str | None, batch_size: int, actor: str) -> 
 @click.option("--user", required=True, help="Whose fact it is.")
 @click.option("--valid-from", help="When it became true (ISO 8601; no zone = UTC); default: always.")
 @click.option(
+    "--settle",
+    type=click.Choice(["supersede", "correct", "keep-both"]),
+    help="When the fact would replace an active one: the world changed (supersede), the old one was never"
+    " true (correct), or both hold (keep-both).",
+)
+@click.option(
     "--actor",
     envvar="MEMDESK_REVIEWER",
     default=_os_user,
     show_default="$MEMDESK_REVIEWER or OS user",
     help="Who adds the fact (recorded in the audit log).",
 )
-def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) -> None:
+def add(db: str, statement: str, user: str, valid_from: str | None, settle: str | None, actor: str) -> None:
     """Add STATEMENT as an approved fact of USER: a fact the extractor missed (a support agent heard
     it on the phone, a curator read it in a message).
 
     It goes through the engine's one way in (`add_knowledge`): a tombstoned value, a duplicate of an
     active fact or an invalid statement is refused with a message (exit 2) and nothing is written.
-    The fact is audited under --actor.
+    A fact about something USER already has a fact for ("lives in Porto" while "lives in Lisbon" is
+    active) is refused until --settle says how it relates. The fact is audited under --actor.
     """
     existing_db(db)
     if not actor.strip():
@@ -789,7 +846,11 @@ def add(db: str, statement: str, user: str, valid_from: str | None, actor: str) 
         from engine import Memory
 
         async with Memory(db) as mem:
-            return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at)
+            how: Any = settle.replace("-", "_") if settle else None
+            try:
+                return await mem.add_knowledge(user, statement, actor=actor.strip(), valid_at=valid_at, settle=how)
+            except SettleRequiredError as exc:
+                raise BadInput(f"{exc}; pass --settle supersede, correct or keep-both") from None
 
     fact = _run(go())
     echo(
@@ -821,6 +882,7 @@ def migrate(src: str, dst: str, batch_size: int, as_json: bool) -> None:
     from engine.transfer import copy_store
 
     existing_db(src)
+    _refuse_foreign_url(dst)
     created = _new_file(dst)
     try:
         with Progress("Copying rows") as bar:
@@ -1112,7 +1174,13 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
 @main.command()
 @click.argument("db", required=False, type=click.Path(dir_okay=False))
 @click.option("--user", required=True, help="The one user this server serves; no tool can name another.")
-def mcp(db: str | None, user: str) -> None:
+@click.option(
+    "--agent",
+    default="mcp-agent",
+    show_default=True,
+    help="The name the audit log records as the proposer of this agent's proposals and forget requests.",
+)
+def mcp(db: str | None, user: str, agent: str) -> None:
     """Serve USER's memory to an agent over MCP (stdio), from DB or $MEMDESK_DB.
 
     \b
@@ -1125,13 +1193,18 @@ def mcp(db: str | None, user: str) -> None:
     db = db or os.environ.get("MEMDESK_DB")
     if not db:
         raise BadInput("give the database: memdesk mcp DB --user NAME, or set $MEMDESK_DB")
-    existing_db(db)
-    if not user.strip():
-        raise BadInput("--user is empty")
+    from review_app.auth import check_name
     from review_app.mcp_server import run
 
     try:
-        run(db, user)
+        check_name(agent)  # the same rule as reviewer names: safe in the audit log and on screen
+    except UserInputError as exc:
+        raise BadInput(f"--agent: {exc}") from None
+    existing_db(db)
+    if not user.strip():
+        raise BadInput("--user is empty")
+    try:
+        run(db, user, agent)
     except KeyboardInterrupt:
         pass
     except UserInputError as exc:

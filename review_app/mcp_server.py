@@ -13,6 +13,7 @@ pipeline's own gates: this module holds no rule of its own, only the wording of 
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import anyio
@@ -24,6 +25,16 @@ from engine import Memory
 from engine.errors import MemdeskError, NotFoundError, TombstonedError, UserInputError
 
 AGENT_ACTOR = "mcp-agent"
+"""The proposer recorded when `memdesk mcp` is not given --agent NAME."""
+
+
+def package_version() -> str:
+    """memdesk's own version, which the server reports to its client in `initialize`."""
+    try:
+        return version("memdesk")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking to. search_memory and list_memories read facts a "
@@ -32,11 +43,12 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(mem: Memory, user_id: str) -> MCPServer:
-    """An MCPServer whose four tools all act on `user_id` and only on it."""
+def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServer:
+    """An MCPServer whose four tools all act on `user_id` and only on it; proposals and forget
+    requests are recorded as `agent`'s (set by whoever starts the server, never by the model)."""
     if not user_id or not user_id.strip():
         raise UserInputError("the MCP server needs a user (--user)")
-    server: MCPServer = MCPServer("memdesk", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer("memdesk", instructions=INSTRUCTIONS, log_level="WARNING", version=package_version())
 
     @server.tool(structured_output=False)
     async def search_memory(
@@ -76,7 +88,7 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
         """Propose a new memory about the user. It goes to a human reviewer's queue and becomes
         searchable only once approved."""
         try:
-            outcome = await mem.propose(user_id, statement, AGENT_ACTOR)
+            outcome = await mem.propose(user_id, statement, agent)
         except TombstonedError:
             raise ToolError("refused: a reviewer already rejected this memory for this user") from None
         except MemdeskError as exc:
@@ -98,7 +110,7 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
         """Ask for a memory to be forgotten. A human reviewer decides; the memory stays until they
         approve the request."""
         try:
-            outcome = await mem.request_forget(user_id, knowledge_id, AGENT_ACTOR, reason)
+            outcome = await mem.request_forget(user_id, knowledge_id, agent, reason)
         except NotFoundError:
             raise ToolError(f"not found: there is no memory {knowledge_id}") from None
         except MemdeskError as exc:
@@ -112,11 +124,11 @@ def build_server(mem: Memory, user_id: str) -> MCPServer:
     return server
 
 
-async def serve(db_path: str, user_id: str) -> None:
+async def serve(db_path: str, user_id: str, agent: str = AGENT_ACTOR) -> None:
     """Open the store, then speak MCP on stdin/stdout until the client closes the pipe."""
     async with Memory(db_path) as mem:
-        await build_server(mem, user_id).run_stdio_async()
+        await build_server(mem, user_id, agent).run_stdio_async()
 
 
-def run(db_path: str, user_id: str) -> None:
-    anyio.run(serve, db_path, user_id)
+def run(db_path: str, user_id: str, agent: str = AGENT_ACTOR) -> None:
+    anyio.run(serve, db_path, user_id, agent)

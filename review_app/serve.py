@@ -15,8 +15,20 @@ starts the app to anyone, and runs one fixed command through a shell. Here:
   keystrokes from it.
 - POSTs and the websocket must come from this server's own origin (the Origin header matches the
   Host header): SameSite alone would let another port of the same host (same *site*) drive it.
-- Failed logins are throttled per name (a short wait after several failures, never a lockout that a
-  stranger could impose for long), and unknown names cost the same scrypt as known ones.
+- The cookie alone is not a session: cookies are not isolated by port, so a process on another port
+  of the same host receives it (and can plant one). The login response also hands the page a
+  session proof that it keeps in localStorage (scoped to scheme, host AND port); the page sends it
+  as the websocket's first message, and no workstation starts without the proof that matches the
+  cookie. Behind TLS the cookie is `__Host-memdesk_session`, Secure.
+- Requests whose Host is not on the allow-list are refused (DNS rebinding), and Origin must match
+  both the scheme and the host the browser used.
+- Failed logins are throttled per (client, name) and per client, decided and counted before any
+  hash is computed, with exponential backoff and a cap; the client is the peer address, or the
+  last X-Forwarded-For entry when the peer is a proxy named with --trusted-proxy. At most
+  SCRYPT_LANES scrypt checks run at once, and unknown names have a lane of their own, so a flood of
+  made-up names never queues ahead of a real reviewer's login.
+- A credentials file that turns invalid fails closed: every session ends, logins are refused, and
+  the reason is logged, until the file is valid again.
 
 Plain HTTP only: TLS belongs to a reverse proxy in front of it (README, "memdesk serve"), which is
 why it binds to 127.0.0.1 unless told otherwise.
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import html
 import json
 import logging
@@ -35,7 +48,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +64,22 @@ from .auth import NAME_PATTERN, CredentialFile, hash_password, verify_password
 log = logging.getLogger("memdesk.serve")
 
 COOKIE = "memdesk_session"
+TLS_COOKIE = "__Host-memdesk_session"
+"""Behind TLS: `__Host-` makes the browser refuse it unless Secure, Path=/ and without Domain."""
 SESSION_SECONDS = 12 * 3600
 MAX_APPS_PER_REVIEWER = 4
 """Each open tab is one workstation process (~100 MB); a reviewer rarely needs more than two."""
-THROTTLE_FAILURES, THROTTLE_SECONDS = 5, 30.0
-"""After this many consecutive failed logins for a name, its next attempts wait this long."""
+THROTTLE_FAILURES, THROTTLE_SECONDS, THROTTLE_CAP = 5, 30.0, 300.0
+"""After this many failed logins for one name from one client, the next attempt waits this long,
+doubling with every further failure up to the cap."""
+CLIENT_FAILURES = 20
+"""Failed logins from one client, whatever the names, before that client waits (same backoff)."""
+SCRYPT_LANES = 2
+"""scrypt checks that may run at once for known names (the machine's cores stay responsive)."""
+DECOY_QUEUE = 32
+"""Attempts for unknown names waiting for their own single lane; more are refused at once (503)."""
+PROOF_SECONDS = 10.0
+"""How long a websocket may take to send its session proof."""
 SWEEP_SECONDS = 10.0
 """How often open workstations are checked against their session (expiry, removed reviewer)."""
 MIN_COLS, MAX_COLS, MIN_ROWS, MAX_ROWS = 20, 500, 8, 200
@@ -66,6 +90,8 @@ STATIC_DIR = Path(textual_serve.__file__).parent / "static"
 @dataclass
 class Session:
     token: str
+    proof: str
+    """The second half of the session, held by the page in origin-scoped storage, never in a cookie."""
     reviewer: str
     credential: str
     """The reviewer's hash at login: a different hash now means the password changed."""
@@ -77,32 +103,58 @@ SESSION = web.RequestKey("session", Session)
 
 
 class LoginThrottle:
-    """Consecutive failures per submitted name; bounded, so a flood of made-up names cannot grow it."""
+    """Failures per key with exponential backoff and a cap. `admit` decides AND counts an attempt
+    in one step, before any hash is computed, so a burst sent at once gets no more checks than a
+    slow series would; a success then takes the attempt back. Bounded, so a flood of made-up
+    names cannot grow it."""
 
-    def __init__(self, clock: Callable[[], float], limit: int = 10_000) -> None:
+    def __init__(self, clock: Callable[[], float], free: int, limit: int = 10_000) -> None:
         self.clock = clock
+        self.free = free
         self.limit = limit
         self._failures: dict[str, tuple[int, float]] = {}
 
-    @staticmethod
-    def _key(name: str) -> str:
-        return name[:64].lower()  # longer names never log in; they must not grow the table either
-
-    def wait_left(self, name: str) -> float:
-        count, last = self._failures.get(self._key(name), (0, 0.0))
-        if count < THROTTLE_FAILURES:
+    def wait_left(self, key: str) -> float:
+        count, last = self._failures.get(key, (0, 0.0))
+        if count < self.free:
             return 0.0
-        return max(0.0, last + THROTTLE_SECONDS - self.clock())
+        delay = min(THROTTLE_CAP, THROTTLE_SECONDS * 2 ** (count - self.free))
+        return max(0.0, last + delay - self.clock())
 
-    def failed(self, name: str) -> None:
-        key = self._key(name)
+    def count(self, key: str) -> None:
         count, _ = self._failures.pop(key, (0, 0.0))
         if len(self._failures) >= self.limit:
             self._failures.pop(next(iter(self._failures)))  # the oldest entry
         self._failures[key] = (count + 1, self.clock())
 
-    def succeeded(self, name: str) -> None:
-        self._failures.pop(self._key(name), None)
+    def reset(self, key: str) -> None:
+        self._failures.pop(key, None)
+
+
+class LoginGate:
+    """Per (client, name) and per client: a stranger guessing dan's password from their own address
+    slows down only themselves; the real dan, from his address, is never kept out by it."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.by_name = LoginThrottle(clock, THROTTLE_FAILURES)
+        self.by_client = LoginThrottle(clock, CLIENT_FAILURES)
+
+    @staticmethod
+    def _name_key(client: str, name: str) -> str:
+        return f"{client} {name[:64].lower()}"  # longer names never log in; they must not grow it
+
+    def admit(self, client: str, name: str) -> float:
+        """0 when the attempt may be checked (and it is counted now), else the seconds to wait."""
+        key = self._name_key(client, name)
+        wait = max(self.by_name.wait_left(key), self.by_client.wait_left(client))
+        if wait == 0.0:
+            self.by_name.count(key)
+            self.by_client.count(client)
+        return wait
+
+    def succeeded(self, client: str, name: str) -> None:
+        self.by_name.reset(self._name_key(client, name))
+        self.by_client.reset(client)
 
 
 def _clamp(value: Any, low: int, high: int, default: int) -> int:
@@ -113,25 +165,15 @@ def _clamp(value: Any, low: int, high: int, default: int) -> int:
     return min(max(number, low), high)
 
 
-def _same_origin(request: web.Request) -> bool:
-    """A browser always sends Origin on POST and on a websocket; it must name this server as the
-    browser reached it (the Host header, which a reverse proxy must pass through). A client without
-    Origin is not a browser, so no other site can be acting through it."""
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return True
-    return urlsplit(origin).netloc.lower() == request.host.lower()
-
-
 def _redirect(location: str) -> web.Response:
     """A 303 that can carry a cookie (after a POST, the browser follows it with a GET)."""
     return web.Response(status=303, headers={"Location": location})
 
 
-def _origin_refused(request: web.Request) -> web.HTTPForbidden:
+def _origin_refused(request: web.Request, scheme: str) -> web.HTTPForbidden:
     return web.HTTPForbidden(
-        text=f"refused: Origin {request.headers.get('Origin')!r} is not this server ({request.host!r}). "
-        "Behind a reverse proxy, pass the Host header through."
+        text=f"refused: Origin {request.headers.get('Origin')!r} is not this server ({scheme}://{request.host}). "
+        "Behind a reverse proxy, pass the Host header through (and X-Forwarded-Proto, with --trusted-proxy)."
     )
 
 
@@ -171,8 +213,20 @@ _WORKSTATION_PAGE = """<!DOCTYPE html>
 <header id="bar"><span>memdesk · {db} · reviewing as <b id="reviewer">{reviewer}</b></span>
 <form method="post" action="/logout"><button type="submit" id="logout">Log out</button></form></header>
 <div id="terminal" class="textual-terminal" data-font-size="16"></div>
-<div id="ended">The workstation has closed. <a href="/">Open it again</a></div>
+<div id="ended"><span id="why">The workstation has closed.</span> <a href="/">Open it again</a></div>
 </body></html>
+"""
+
+_LOGGED_IN_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>memdesk: logging in</title><link rel="icon" href="data:,">
+<meta name="memdesk-proof" content="{proof}"><script src="/login.js"></script></head>
+<body><p>Logging in&hellip; <a href="/">continue</a></p></body></html>
+"""
+"""The login's answer: the page keeps the proof in localStorage (this origin only), then opens /."""
+
+_LOGIN_JS = """// memdesk: keep the session proof where only this origin (scheme, host, port) can read it.
+localStorage.setItem("memdesk-proof", document.querySelector('meta[name="memdesk-proof"]').content);
+window.location.replace("/");
 """
 
 _CSS = """@font-face { font-family: 'Roboto Mono'; src: url('/static/fonts/RobotoMono-VariableFont_wght.ttf'); }
@@ -193,6 +247,26 @@ _JS = """// memdesk: point textual.js at this server's websocket, as the browser
 // https -> wss behind a TLS proxy), and start only once the terminal font is loaded, so that the
 // terminal is measured with the glyphs it will draw.
 (function () {
+  // Every websocket this page opens sends the session proof first (textual.js adds its own "open"
+  // listener after construction, so this one runs before its first message), and the page says
+  // why it closed when the server gives a reason.
+  const Native = window.WebSocket;
+  window.WebSocket = function (url, protocols) {
+    const socket = protocols === undefined ? new Native(url) : new Native(url, protocols);
+    socket.addEventListener("open", function () {
+      socket.send(JSON.stringify(["proof", localStorage.getItem("memdesk-proof") || ""]));
+    });
+    socket.addEventListener("close", function (event) {
+      if (event.reason) {
+        document.getElementById("why").textContent = "The workstation has closed: " + event.reason + ".";
+      }
+    });
+    return socket;
+  };
+  window.WebSocket.prototype = Native.prototype;
+  document.addEventListener("submit", function (event) {
+    if (event.target.action.endsWith("/logout")) { localStorage.removeItem("memdesk-proof"); }
+  });
   const start = window.onload;
   window.onload = async function (event) {
     const terminal = document.getElementById("terminal");
@@ -324,13 +398,22 @@ class WorkstationServer:
         keymap: str | None = None,
         session_seconds: float = SESSION_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        allowed_hosts: Iterable[str] = (),
+        trusted_proxies: Iterable[str] = (),
     ) -> None:
         self.db_path = db_path if is_postgres_url(db_path) else str(Path(db_path).resolve())
         self.credentials = credentials
         self.keymap = str(Path(keymap).resolve()) if keymap else None
         self.session_seconds = session_seconds
         self.clock = clock
-        self.throttle = LoginThrottle(clock)
+        self.throttle = LoginGate(clock)
+        self.allowed_hosts = {"localhost", "127.0.0.1", "::1"} | {h.lower().strip("[]") for h in allowed_hosts}
+        """Host header names this server answers to; `serve` adds the address it binds."""
+        self.trusted_proxies = frozenset(trusted_proxies)
+        self._known_lane = asyncio.Semaphore(SCRYPT_LANES)
+        self._decoy_lane = asyncio.Semaphore(1)
+        self._decoy_waiting = 0
+        self._credentials_error: str | None = None
         self._sessions: dict[str, Session] = {}
         self._sockets: dict[web.WebSocketResponse, Session] = {}
         self._apps: set[WorkstationProcess] = set()
@@ -360,8 +443,50 @@ class WorkstationServer:
 
     # -- sessions ------------------------------------------------------------------------------
 
+    # -- who is asking ------------------------------------------------------------------------
+
+    def _via_proxy(self, request: web.Request) -> bool:
+        return request.remote is not None and request.remote in self.trusted_proxies
+
+    def client_of(self, request: web.Request) -> str:
+        """The peer address; behind a trusted proxy, the address that proxy saw (the LAST
+        X-Forwarded-For entry: the earlier ones are whatever the client chose to send)."""
+        if self._via_proxy(request):
+            forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+            if forwarded:
+                return forwarded
+        return request.remote or "?"
+
+    def scheme_of(self, request: web.Request) -> str:
+        """https when this server is reached through TLS: its own, or a trusted proxy's."""
+        if self._via_proxy(request):
+            proto = request.headers.get("X-Forwarded-Proto", "").split(",")[-1].strip().lower()
+            if proto in ("http", "https"):
+                return proto
+        return request.scheme
+
+    def cookie_name(self, request: web.Request) -> str:
+        return TLS_COOKIE if self.scheme_of(request) == "https" else COOKIE
+
+    def host_allowed(self, request: web.Request) -> bool:
+        """The Host header names this server: an address it binds, localhost, or --allow-host."""
+        host = urlsplit(f"//{request.host}").hostname if request.host else None
+        return host is not None and host.lower() in self.allowed_hosts
+
+    def same_origin(self, request: web.Request) -> bool:
+        """A browser always sends Origin on POST and on a websocket; it must name this server as the
+        browser reached it, scheme AND host (the Host header, which a reverse proxy must pass
+        through). A client without Origin is not a browser acting for another site."""
+        origin = request.headers.get("Origin")
+        if origin is None:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme == self.scheme_of(request) and parts.netloc.lower() == request.host.lower()
+
+    # -- sessions ------------------------------------------------------------------------------
+
     def session_of(self, request: web.Request) -> Session | None:
-        token = request.cookies.get(COOKIE)
+        token = request.cookies.get(self.cookie_name(request))
         session = self._sessions.get(token) if token else None
         if session is None:
             return None
@@ -370,26 +495,61 @@ class WorkstationServer:
             return None
         return session
 
+    def _current_credentials(self) -> dict[str, str] | None:
+        """The reviewers, or None while the file is invalid: then every session ends and logins
+        are refused (fail closed), and the reason is logged once per change."""
+        entries = self.credentials.current()
+        error = self.credentials.error
+        if error != self._credentials_error:
+            self._credentials_error = error
+            if error:
+                log.error("credentials file invalid, every session ended and logins refused: %s", error)
+            else:
+                log.warning("credentials file valid again: logins accepted")
+        if error:
+            self._sessions.clear()
+            return None
+        return entries
+
     def _still_valid(self, session: Session) -> bool:
-        return session.expires > self.clock() and self.credentials.current().get(session.reviewer) == session.credential
+        entries = self._current_credentials()
+        return (
+            entries is not None
+            and session.expires > self.clock()
+            and entries.get(session.reviewer) == session.credential
+        )
 
     def _new_session(self, reviewer: str, credential: str) -> Session:
         now = self.clock()
         for token in [t for t, s in self._sessions.items() if s.expires <= now]:
             del self._sessions[token]
-        session = Session(secrets.token_urlsafe(32), reviewer, credential, now + self.session_seconds)
+        session = Session(
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), reviewer, credential, now + self.session_seconds
+        )
         self._sessions[session.token] = session
         return session
 
-    async def _close_sockets(self, predicate: Callable[[Session], bool]) -> None:
+    async def _close_sockets(self, predicate: Callable[[Session], bool], why: str) -> None:
         for ws, session in list(self._sockets.items()):
             if predicate(session):
-                await ws.close(message=b"session ended")
+                await ws.close(message=why.encode("utf-8"))
+
+    def _why_ended(self, session: Session) -> str:
+        """What the page shows when a workstation is closed under its reviewer."""
+        if self._credentials_error:
+            return "the credentials file is invalid; ask the operator"
+        if session.expires <= self.clock():
+            return "the session expired; log in again"
+        if session.reviewer not in self.credentials.current():
+            return f"reviewer {session.reviewer} was removed"
+        return "the password changed; log in again"
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            await self._close_sockets(lambda s: not self._still_valid(s))
+            for ws, session in list(self._sockets.items()):
+                if not self._still_valid(session):
+                    await ws.close(message=self._why_ended(session).encode("utf-8"))
 
     # -- the application -----------------------------------------------------------------------
 
@@ -403,6 +563,7 @@ class WorkstationServer:
                 web.get("/", self._page),
                 web.get("/ws", self._websocket),
                 web.get("/memdesk.js", self._asset(_JS, "text/javascript")),
+                web.get("/login.js", self._asset(_LOGIN_JS, "text/javascript")),
                 web.get("/memdesk.css", self._asset(_CSS, "text/css")),
                 web.static("/static", STATIC_DIR, show_index=False, follow_symlinks=False),
             ]
@@ -417,8 +578,14 @@ class WorkstationServer:
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         """Every route but the login form needs a valid session; the page redirects to the form,
-        everything else (websocket, static files, unknown paths) answers 401."""
-        if request.path != "/login":
+        everything else (websocket, static files, unknown paths) answers 401. A Host that is not
+        this server's is refused first (DNS rebinding: evil.test resolving to 127.0.0.1)."""
+        if not self.host_allowed(request):
+            log.warning("refused a request for Host %r from %s", request.host, self.client_of(request))
+            raise web.HTTPMisdirectedRequest(
+                text=f"refused: Host {request.host!r} is not this server (memdesk serve --allow-host NAME adds one)"
+            )
+        if request.path not in ("/login", "/login.js"):
             session = self.session_of(request)
             if session is None:
                 if request.method == "GET" and request.path == "/":
@@ -437,7 +604,7 @@ class WorkstationServer:
     async def _shutdown(self, app: web.Application) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
-        await self._close_sockets(lambda s: True)
+        await self._close_sockets(lambda s: True, "the server is shutting down")
         # Each workstation quits (releasing its lease) before the server goes: none is orphaned.
         await asyncio.gather(*(app.stop() for app in list(self._apps)))
 
@@ -461,31 +628,39 @@ class WorkstationServer:
         return self._login_page()
 
     async def _login(self, request: web.Request) -> web.StreamResponse:
-        if not _same_origin(request):
-            raise _origin_refused(request)
+        if not self.same_origin(request):
+            raise _origin_refused(request, self.scheme_of(request))
         form = await request.post()
         name, password = form.get("name"), form.get("password")
         if not isinstance(name, str) or not isinstance(password, str):
             return self._login_page("Enter your reviewer name and password.", status=400)
         name = name.strip()
-        wait = self.throttle.wait_left(name)
+        client = self.client_of(request)
+        entries = self._current_credentials()
+        if entries is None:
+            return self._login_page(
+                "Logins are closed: the credentials file is invalid (see the server's log).", name, status=503
+            )
+        # Decided and counted here, before the hash and with no await in between: a burst cannot
+        # slip more attempts past the limit than a slow series would.
+        wait = self.throttle.admit(client, name)
         if wait > 0:
-            log.warning("login for %r refused: throttled after repeated failures", name)
+            log.warning("login for %r from %s refused: throttled after repeated failures", name, client)
             return self._login_page(f"Too many failed attempts; try again in {int(wait) + 1} s.", name, status=429)
-        stored = self.credentials.current().get(name) if NAME_PATTERN.fullmatch(name) else None
-        # scrypt takes ~50 ms of CPU: off the event loop, so open workstations keep drawing.
-        ok = await asyncio.to_thread(verify_password, password, stored or self._decoy)
+        stored = entries.get(name) if NAME_PATTERN.fullmatch(name) else None
+        ok = await self._check(password, stored)
+        if ok is None:
+            return self._login_page("The server is busy; try again in a moment.", name, status=503)
         if not (ok and stored):
-            self.throttle.failed(name)
-            log.warning("failed login for %r from %s", name, request.remote)
+            log.warning("failed login for %r from %s", name, client)
             return self._login_page("Wrong reviewer name or password.", name, status=401)
-        self.throttle.succeeded(name)
+        self.throttle.succeeded(client, name)
         session = self._new_session(name, stored)
-        log.info("%s logged in from %s", name, request.remote)
-        response = _redirect("/")
-        secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+        log.info("%s logged in from %s", name, client)
+        response = web.Response(text=_LOGGED_IN_PAGE.format(proof=session.proof), content_type="text/html")
+        secure = self.scheme_of(request) == "https"
         response.set_cookie(
-            COOKIE,
+            self.cookie_name(request),
             session.token,
             httponly=True,
             samesite="Strict",
@@ -495,15 +670,32 @@ class WorkstationServer:
         )
         return response
 
+    async def _check(self, password: str, stored: str | None) -> bool | None:
+        """scrypt (~50 ms of CPU) off the event loop, so open workstations keep drawing, with at
+        most SCRYPT_LANES checks for known names at once and ONE lane for unknown names (which
+        hash a decoy, so that a wrong name costs what a wrong password costs): a flood of made-up
+        names queues behind itself, not in front of a reviewer. None: too many unknown names wait."""
+        if stored is not None:
+            async with self._known_lane:
+                return await asyncio.to_thread(verify_password, password, stored)
+        if self._decoy_waiting >= DECOY_QUEUE:
+            return None
+        self._decoy_waiting += 1
+        try:
+            async with self._decoy_lane:
+                return await asyncio.to_thread(verify_password, password, self._decoy)
+        finally:
+            self._decoy_waiting -= 1
+
     async def _logout(self, request: web.Request) -> web.StreamResponse:
-        if not _same_origin(request):
-            raise _origin_refused(request)
+        if not self.same_origin(request):
+            raise _origin_refused(request, self.scheme_of(request))
         session = request[SESSION]
         self._sessions.pop(session.token, None)
-        await self._close_sockets(lambda s: s.token == session.token)
+        await self._close_sockets(lambda s: s.token == session.token, "you logged out")
         log.info("%s logged out", session.reviewer)
         response = _redirect("/login")
-        response.del_cookie(COOKIE, path="/")
+        response.del_cookie(self.cookie_name(request), path="/")
         return response
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
@@ -515,8 +707,8 @@ class WorkstationServer:
         """One workstation process per websocket, for the session's reviewer. Only the terminal
         size is read from the query string."""
         session = request[SESSION]
-        if not _same_origin(request):
-            raise _origin_refused(request)
+        if not self.same_origin(request):
+            raise _origin_refused(request, self.scheme_of(request))
         if sum(s.reviewer == session.reviewer for s in self._sockets.values()) >= MAX_APPS_PER_REVIEWER:
             raise web.HTTPTooManyRequests(text=f"at most {MAX_APPS_PER_REVIEWER} open workstations per reviewer")
         ws = web.WebSocketResponse(heartbeat=15, max_msg_size=64 * 1024)
@@ -524,6 +716,10 @@ class WorkstationServer:
         app: WorkstationProcess | None = None
         try:
             await ws.prepare(request)
+            if not await self._proven(ws, session):
+                log.warning("websocket for %s refused: no matching session proof", session.reviewer)
+                await ws.close(message=b"this browser did not log in on this page's origin; log in again")
+                return ws
             app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close, env=self.app_env())
             self._apps.add(app)
             await app.start(
@@ -539,6 +735,24 @@ class WorkstationServer:
                 self._apps.discard(app)
                 log.info("workstation closed for %s", session.reviewer)
         return ws
+
+    @staticmethod
+    async def _proven(ws: web.WebSocketResponse, session: Session) -> bool:
+        """The first message must be ["proof", P] with the session's proof: what the login gave
+        the page and the page kept in origin-scoped storage. A cookie alone (which any port of the
+        same host receives, and can plant) opens nothing."""
+        try:
+            message = await ws.receive(timeout=PROOF_SECONDS)
+            envelope = json.loads(message.data) if message.type == WSMsgType.TEXT else None
+        except (TimeoutError, ValueError):
+            return False
+        return (
+            isinstance(envelope, list)
+            and len(envelope) == 2
+            and envelope[0] == "proof"
+            and isinstance(envelope[1], str)
+            and hmac.compare_digest(envelope[1].encode("utf-8"), session.proof.encode("utf-8"))
+        )
 
     @staticmethod
     async def _relay(ws: web.WebSocketResponse, app: WorkstationProcess) -> None:
@@ -583,6 +797,7 @@ class WorkstationServer:
             raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
         await web.SockSite(runner, sock).start()
         bound_host, bound_port = sock.getsockname()[:2]
+        self.allowed_hosts |= {host.lower().strip("[]"), bound_host.lower()}
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         ready(f"http://{shown}:{bound_port}/")
         stop = asyncio.Event()

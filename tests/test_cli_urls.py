@@ -257,3 +257,22 @@ def test_a_database_without_a_memdesk_store_is_refused(pg_url: str) -> None:
     done = memdesk("stats", pg_url)
     assert done.returncode == 2
     assert "holds no memdesk store" in done.stderr
+
+
+BAD_URLS = {
+    # issue 18, failure 8: an impossible port was an OverflowError traceback, exit 1
+    "impossible port": (f"postgresql://memdesk:{SECRET}@127.0.0.1:99999/memdesk", "port must be 0-65535"),
+    "unknown host": (f"postgresql://memdesk:{SECRET}@no-such-host.invalid/memdesk", "cannot reach"),
+    "bad scheme": (f"mysql://memdesk:{SECRET}@127.0.0.1/memdesk", "cannot open a mysql:// URL"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_URLS))
+def test_every_bad_url_is_one_line_and_exit_2_in_every_command(kind: str, tmp_path: Path) -> None:
+    url, says = BAD_URLS[kind]
+    for command, argv in _command_lines(url, tmp_path).items():
+        done = memdesk(*argv, cwd=tmp_path)
+        message = done.stderr.strip()
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert message.count("\n") == 0 and says in message, (command, message)
+        assert SECRET not in done.stdout + done.stderr, command

@@ -1,8 +1,12 @@
-"""The README's roles for a team deployment, run as written against the test server: the
-application role can do everything reviewers, workers and agents do, and cannot rewrite the audit
-log or the schema; the erasure role can erase (and only the owner can compact the files).
+"""The README's roles for a team deployment, run as written against the test server, one
+capability each (issue 17, item 8): the agent proposes and reads facts and cannot make anything
+active; the worker ingests and processes and cannot decide; the reviewer decides and cannot
+rewrite the audit log or the schema; the erasure role erases (and only the owner compacts).
+Every audit row names the database role that wrote it, whatever the client sent.
 
-The GRANT block is read from README.md itself, so the README cannot drift from what is tested.
+Each must-not is tried with raw SQL as that role (asyncpg) and through the engine where the engine
+has the call, and is paired with the same role doing its own work (the positive control). The
+GRANT block is read from README.md itself, so the README cannot drift from what is tested.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import pytest
 
-from engine import HashingEmbedder, Memory
+from engine import HashingEmbedder, Memory, MemoryConfig
 from engine.erase import erase_user
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+ROLES = ("memdesk_base", "memdesk_agent", "memdesk_worker", "memdesk_reviewer", "memdesk_erase")
 _suffix = itertools.count(1)
+Urls = dict[str, str]
 
 
 def readme_grants() -> str:
@@ -40,118 +46,249 @@ def as_role(url: str, role: str) -> str:
     return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, parts.fragment))
 
 
+def _open(url: str) -> Memory:
+    return Memory(url, embedder=HashingEmbedder(), clock=lambda: T0)
+
+
 @pytest.fixture
-async def roles(pg_url: str) -> AsyncIterator[tuple[str, str, str]]:
-    """(owner URL, application URL, erasure URL) on a fresh database whose schema the owner made,
-    with the README's GRANTs applied (role names made unique: roles belong to the whole server)."""
-    n = next(_suffix)
-    app, eraser = f"memdesk_app_{n}_{id(pg_url) % 10_000}", f"memdesk_erase_{n}_{id(pg_url) % 10_000}"
+async def roles(pg_url: str) -> AsyncIterator[Urls]:
+    """URLs by capability ("owner", "agent", "worker", "reviewer", "erase") on a fresh database
+    whose schema the owner made, with the README's block applied (role names made unique: roles
+    belong to the whole server); "names" maps each capability to its role name."""
+    n = f"{next(_suffix)}_{id(pg_url) % 10_000}"
+    names = {role: f"{role}_{n}" for role in ROLES}
     database = urlsplit(pg_url).path.lstrip("/")
-    script = (
-        readme_grants()
-        .replace("memdesk_erase", eraser)
-        .replace("memdesk_app", app)
-        .replace("DATABASE memdesk ", f'DATABASE "{database}" ')
-    )
-    async with Memory(pg_url, embedder=HashingEmbedder(), clock=lambda: T0):
+    script = readme_grants().replace("DATABASE memdesk ", f'DATABASE "{database}" ')
+    script = re.sub(r"\b(memdesk_(?:base|agent|worker|reviewer|erase))\b", lambda m: names[m.group(1)], script)
+    async with _open(pg_url):
         pass  # the owner (the test server's superuser) creates the schema
     conn = await asyncpg.connect(pg_url)
     try:
         await conn.execute(script)
-        yield pg_url, as_role(pg_url, app), as_role(pg_url, eraser)
+        urls = {role.removeprefix("memdesk_"): as_role(pg_url, name) for role, name in names.items()}
+        yield {"owner": pg_url, **urls, **{f"{k.removeprefix('memdesk_')}_role": v for k, v in names.items()}}
     finally:
-        await conn.execute(f'REASSIGN OWNED BY "{eraser}", "{app}" TO CURRENT_USER')
-        await conn.execute(f'DROP OWNED BY "{eraser}", "{app}"')
+        quoted = ", ".join(f'"{name}"' for name in names.values())
+        await conn.execute(f"REASSIGN OWNED BY {quoted} TO CURRENT_USER")
+        await conn.execute(f"DROP OWNED BY {quoted}")
+        for name in reversed(names.values()):
+            await conn.execute(f'DROP ROLE IF EXISTS "{name}"')
         await conn.close()
-        admin = await asyncpg.connect(pg_url)
-        try:
-            await admin.execute(f'DROP ROLE IF EXISTS "{eraser}"')
-            await admin.execute(f'DROP ROLE IF EXISTS "{app}"')
-        finally:
-            await admin.close()
 
 
-async def test_the_application_role_does_the_daily_work(roles: tuple[str, str, str]) -> None:
-    _, app_url, _ = roles
-    async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+async def fetch(url: str, query: str, *args: object) -> list[tuple[object, ...]]:
+    conn = await asyncpg.connect(url)
+    try:
+        return [tuple(r) for r in await conn.fetch(query, *args)]
+    finally:
+        await conn.close()
+
+
+async def refused(url: str, *statements: str) -> None:
+    """Each statement, run as the URL's role, is refused by the server for want of privilege."""
+    conn = await asyncpg.connect(url)
+    try:
+        for statement in statements:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def seeded(owner_url: str) -> tuple[int, int]:
+    """As the owner: an active fact of ana and a pending candidate of hers. (fact id, candidate id)"""
+    async with _open(owner_url) as mem:
         fact = await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
         cid = await mem.queue_candidate("ana", "Ana keeps bees", actor="agent")
+    return fact.id, cid
+
+
+async def test_an_agent_proposes_and_reads_facts_and_cannot_make_anything_active(roles: Urls) -> None:
+    fact_id, cid = await seeded(roles["owner"])
+    before = await fetch(roles["owner"], "SELECT id, status, statement FROM knowledge ORDER BY id")
+    async with _open(roles["agent"]) as mem:
+        # positive control: the agent's daily work
+        outcome = await mem.propose("ana", "Ana plays the cello", actor="agent:mcp")
+        assert outcome.candidate_id is not None
+        forget = await mem.request_forget("ana", fact_id, "agent:mcp", "she moved")
+        assert forget.candidate_id is not None
+        found = await mem.retrieve("Lisbon", user_id="ana", top_k=3)
+        assert [i.knowledge.statement for i in found.items] == ["Ana lives in Lisbon"]
+        # an agent's credentials cannot approve: the engine's own call is refused, nothing changes
+        for call in (
+            lambda: mem.review.approve(cid, "agent:mcp"),
+            lambda: mem.review.approve(outcome.candidate_id or 0, "agent:mcp"),
+            lambda: mem.add_knowledge("ana", "Ana owns a boat", actor="agent:mcp"),
+            lambda: mem.retract("ana", fact_id, actor="agent:mcp", reason="gone"),
+        ):
+            with pytest.raises(asyncpg.InsufficientPrivilegeError, match="permission denied"):
+                await call()
+    assert await fetch(roles["owner"], "SELECT id, status, statement FROM knowledge ORDER BY id") == before
+    statuses = await fetch(roles["owner"], "SELECT status, created_by FROM candidates ORDER BY id")
+    assert statuses == [("pending", "agent"), ("pending", "agent:mcp"), ("pending", "agent:mcp")]
+
+    # raw SQL with the agent's credentials: no decision, no fact, no audit row but a proposal's
+    await refused(
+        roles["agent"],
+        f"UPDATE candidates SET status = 'approved', decided_by = 'ben' WHERE id = {cid}",
+        "INSERT INTO knowledge(user_id, statement, key, status, created_at, created_by)"
+        " VALUES ('ana', 'Ana is a pilot', 'ana is a pilot', 'active', 0, 'ben')",
+        f"UPDATE knowledge SET status = 'retracted' WHERE id = {fact_id}",
+        f"DELETE FROM knowledge WHERE id = {fact_id}",
+        # the one column of each it may UPDATE, to lock a row: no new row version passes
+        f"UPDATE candidates SET claimed_until = 0 WHERE id = {cid}",
+        f"UPDATE knowledge SET expired_at = 0 WHERE id = {fact_id}",
+        "INSERT INTO candidates(user_id, statement, key, kind, status, created_at, created_by, decided_by)"
+        " VALUES ('ana', 'Ana is a pilot', 'ana is a pilot', 'new', 'approved', 0, 'agent', 'ben')",
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+        f" VALUES (0, 'ben', 'approve', 'ana', 'candidate', {cid})",
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+        f" VALUES (0, 'ben', 'create', 'ana', 'knowledge', {fact_id})",
+        "SELECT reason FROM audit_log",
+        "SELECT content FROM messages",
+    )
+    assert await fetch(roles["owner"], "SELECT id, status, statement FROM knowledge ORDER BY id") == before
+
+
+async def test_every_audit_row_names_the_role_that_wrote_it_whatever_the_client_sent(roles: Urls) -> None:
+    _, cid = await seeded(roles["owner"])
+    async with _open(roles["agent"]) as mem:
+        proposed = await mem.propose("ana", "Ana plays the cello", actor="ben")  # a forged actor
+    async with _open(roles["reviewer"]) as mem:
+        await mem.review.approve(cid, "ana-reviewer")
+    rows = await fetch(roles["owner"], "SELECT actor, action, entity_id, db_role FROM audit_log ORDER BY id")
+    assert ("ben", "queue", proposed.candidate_id, roles["agent_role"]) in rows  # the actor lies, db_role not
+    assert ("ana-reviewer", "approve", cid, roles["reviewer_role"]) in rows
+    owner = await fetch(roles["owner"], "SELECT current_user")
+    assert {r[3] for r in rows if r[0] == "support"} == {owner[0][0]}  # the seed, written by the owner
+
+    # a forged db_role is overwritten by the server: by the agent's only row kind, and by a reviewer
+    forged = (
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, db_role)"
+        " VALUES (0, 'ben', 'queue', 'ana', 'candidate', $1, $2) RETURNING id"
+    )
+    for who in ("agent", "reviewer"):
+        conn = await asyncpg.connect(roles[who])
+        try:
+            row_id = await conn.fetchval(forged, cid, roles["reviewer_role"] if who == "agent" else "memdesk_owner")
+        finally:
+            await conn.close()
+        assert await fetch(roles["owner"], "SELECT actor, db_role FROM audit_log WHERE id = $1", row_id) == [
+            ("ben", roles[f"{who}_role"])
+        ]
+    # and nobody, the owner included, changes it afterwards (the append-only trigger)
+    conn = await asyncpg.connect(roles["owner"])
+    try:
+        with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="append-only"):
+            await conn.execute("UPDATE audit_log SET db_role = 'someone' WHERE action = 'queue'")
+    finally:
+        await conn.close()
+
+
+async def test_a_worker_ingests_and_processes_and_cannot_decide(roles: Urls) -> None:
+    fact_id, cid = await seeded(roles["owner"])
+    async with _open(roles["worker"]) as mem:
+        await mem.add_exchange("bob", "I moved to Porto last week.", "Noted.", at=T0)
+        await mem.process()
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await mem.review.approve(cid, "worker")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await mem.add_knowledge("ana", "Ana owns a boat", actor="worker")
+    runs = await fetch(roles["owner"], "SELECT status FROM episodes")
+    assert runs and all(r[0] != "pending" for r in runs), runs  # the episode was processed
+    assert await fetch(roles["owner"], "SELECT status FROM candidates WHERE id = $1", cid) == [("pending",)]
+    await refused(
+        roles["worker"],
+        f"UPDATE candidates SET status = 'approved' WHERE id = {cid}",
+        f"UPDATE knowledge SET status = 'retracted' WHERE id = {fact_id}",
+        "UPDATE audit_log SET reason = 'rewritten'",
+        "DELETE FROM candidates",
+    )
+
+
+async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema(roles: Urls) -> None:
+    fact_id, cid = await seeded(roles["owner"])
+    async with _open(roles["reviewer"]) as mem:
         approved = await mem.review.approve(cid, "rev")
         await mem.review.undo(cid, "rev")  # undo deletes the fact it created: DELETE is granted
         await mem.review.approve(cid, "rev")
-        await mem.add_exchange("bob", "I moved to Porto last week.", "Noted.", at=T0)
-        await mem.process()
-        await mem.retract("ana", fact.id, actor="support", reason="wrong person")
+        other = await mem.queue_candidate("ana", "Ana is a pilot", actor="rev")
+        await mem.review.reject(other, "rev", "not her", tombstone=True)
+        corrected = await mem.correct("ana", fact_id, "Ana lives in Porto", actor="support", reason="typo")
+        await mem.retract("ana", corrected.id, actor="support", reason="wrong person")
+        [stone] = [t for t in await mem.tombstones("ana") if t.statement == "Ana is a pilot"]
+        await mem.lift_tombstone("ana", stone.id, actor="support", reason="it was true after all")
+        flagged, bulk = (
+            await mem.queue_candidate("ana", "Ana owns a kayak"),
+            await mem.queue_candidate("ana", "Ana sails"),
+        )
+        await mem.team.flag(flagged, "rev", "is this her?")
+        await mem.review.approve(flagged, "rev2")
+        await mem.review.bulk_approve([bulk], "rev")
+        await mem.policies.add("boats", "lead", kinds=("proposed",))  # policies live in meta
+        await mem.policies.run("boats")
         await mem.team.take_user("ana", "rev")
         found = await mem.retrieve("bees", user_id="ana", top_k=3)
-        assert [i.knowledge.statement for i in found.items] == ["Ana keeps bees"]
+        assert found.items[0].knowledge.statement == "Ana keeps bees"
         assert approved.statement == "Ana keeps bees"
         assert await mem.history("ana")  # the audit log is readable
+    async with Memory(
+        roles["reviewer"], embedder=HashingEmbedder(), config=MemoryConfig(second_review_rate=1.0)
+    ) as mem:
+        await mem.team.second_review(flagged, "rev3", approve=False, reason="not her kayak")
+    states = await fetch(roles["owner"], "SELECT statement, status FROM knowledge WHERE user_id = 'ana' ORDER BY id")
+    assert ("Ana keeps bees", "active") in states and ("Ana sails", "active") in states
+    assert ("Ana owns a kayak", "retracted") in states  # overturned on second review
+    await refused(
+        roles["reviewer"],
+        "UPDATE audit_log SET reason = 'rewritten'",
+        "DELETE FROM audit_log",
+        "TRUNCATE audit_log",
+        "DROP TRIGGER audit_log_no_update ON audit_log",
+        "DROP TRIGGER audit_log_db_role ON audit_log",
+        "ALTER TABLE audit_log DISABLE ROW LEVEL SECURITY",
+        "CREATE TABLE sneaky (id int)",
+        "DELETE FROM messages",
+    )
 
 
-async def test_the_application_role_cannot_rewrite_the_audit_log_or_the_schema(
-    roles: tuple[str, str, str],
-) -> None:
-    _, app_url, _ = roles
-    async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
-        await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="support")
-    conn = await asyncpg.connect(app_url)
-    try:
-        for statement in (
-            "UPDATE audit_log SET reason = 'rewritten'",
-            "DELETE FROM audit_log",
-            "TRUNCATE audit_log",
-            "DROP TRIGGER audit_log_no_update ON audit_log",
-            "CREATE TABLE sneaky (id int)",
-        ):
-            with pytest.raises(asyncpg.InsufficientPrivilegeError):
-                await conn.execute(statement)
-        assert await conn.fetchval("SELECT count(*) FROM audit_log") >= 1  # positive control: it can read
-    finally:
-        await conn.close()
-
-
-async def test_the_erasure_role_erases_and_only_the_owner_compacts(roles: tuple[str, str, str]) -> None:
-    owner_url, app_url, erase_url = roles
-    async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+async def test_the_erasure_role_erases_and_only_the_owner_compacts(roles: Urls) -> None:
+    async with _open(roles["reviewer"]) as mem:
         for user in ("ana", "bob"):
             await mem.add_knowledge(user, f"{user} lives in Lisbon", actor="support")
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):  # the application role cannot redact
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):  # a reviewer cannot redact
             await erase_user(mem, "ana", actor="dpo")
-    async with Memory(erase_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+    async with _open(roles["worker"]) as mem:
+        await mem.add_exchange("ana", "I keep bees.", "Noted.", at=T0)
+    async with _open(roles["erase"]) as mem:
         report = await erase_user(mem, "ana", actor="dpo")
         assert report.knowledge == 1
         assert not report.wal_truncated  # VACUUM FULL needs the tables' owner: reported, not hidden
         assert await mem.knowledge("ana", include_expired=True) == []
-    async with Memory(owner_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+    assert await fetch(roles["owner"], "SELECT count(*) FROM messages WHERE user_id = 'ana'") == [(0,)]
+    redacted = await fetch(
+        roles["owner"],
+        "SELECT DISTINCT db_role, redacted_at IS NOT NULL FROM audit_log WHERE actor = 'support' AND user_id = 'ana'",
+    )
+    assert redacted == [(roles["reviewer_role"], True)]  # the redaction kept who wrote the row
+    async with _open(roles["owner"]) as mem:
         report = await erase_user(mem, "bob", actor="dpo")
         assert report.wal_truncated  # the owner's erasure compacts the tables
 
 
-async def test_settle_vacuums_as_the_owner_and_reports_what_another_role_cannot(
-    roles: tuple[str, str, str],
-) -> None:
+async def test_settle_vacuums_as_the_owner_and_reports_what_another_role_cannot(roles: Urls) -> None:
     """`Store.settle()` (after `memdesk migrate` or a bulk import) runs VACUUM ANALYZE on memdesk's
-    tables; the application role owns none of them, so it gets False and a warning, not an error."""
-    owner_url, app_url, _ = roles
+    tables; the other roles own none of them, so they get False and a warning, not an error."""
     vacuumed = "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'knowledge' AND last_vacuum IS NOT NULL"
-    async with Memory(app_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+    async with _open(roles["reviewer"]) as mem:
         await mem.add_knowledge_many("ana", ["Ana lives in Lisbon", "Ana keeps bees"], actor="import")
         assert await mem.store.settle() is False
-    conn = await asyncpg.connect(owner_url)
-    try:
-        assert await conn.fetchval(vacuumed) == 0
-    finally:
-        await conn.close()
-    async with Memory(owner_url, embedder=HashingEmbedder(), clock=lambda: T0) as mem:
+    assert await fetch(roles["owner"], vacuumed) == [(0,)]
+    async with _open(roles["owner"]) as mem:
         assert await mem.store.settle() is True
         assert len((await mem.retrieve("bees", user_id="ana", top_k=5)).items) == 2
-    conn = await asyncpg.connect(owner_url)
-    try:
-        for _ in range(50):  # the statistics collector reports asynchronously
-            if await conn.fetchval(vacuumed) == 1:
-                break
-            await asyncio.sleep(0.1)
-        assert await conn.fetchval(vacuumed) == 1
-    finally:
-        await conn.close()
+    for _ in range(50):  # the statistics collector reports asynchronously
+        if await fetch(roles["owner"], vacuumed) == [(1,)]:
+            break
+        await asyncio.sleep(0.1)
+    assert await fetch(roles["owner"], vacuumed) == [(1,)]

@@ -113,7 +113,7 @@ async def test_migrations_once_and_newer_schema_refused(pg_url: str) -> None:
         befores = await asyncio.gather(*(schema.migrate(c, 3) for c in conns))
         assert sorted(befores) == [0, schema.SCHEMA_VERSION, schema.SCHEMA_VERSION]
         rows = await conns[0].fetch("SELECT version FROM schema_migrations ORDER BY version")
-        assert [r[0] for r in rows] == list(range(1, schema.SCHEMA_VERSION + 1))
+        assert [r[0] for r in rows] == sorted(schema.MIGRATIONS)  # gaps are numbers other branches hold
         assert await conns[0].fetchval("SELECT value FROM meta WHERE key = 'embedding_dimensions'") == "3"
         await conns[0].execute("INSERT INTO schema_migrations(version) VALUES (99)")
     finally:

@@ -303,24 +303,26 @@ async def test_undo_is_refused_when_a_later_supersession_ended_the_fact(mem: Mem
     with pytest.raises(UndoRefusedError):
         await mem.review.undo(cid, reviewer="rev")
     assert await snapshot(mem) == before
-    # Undoing the later decision restores the fact, but the update (pending again) still names it.
+    # Undoing the later decision first restores the fact; then the earlier one undoes too (a chain
+    # unwinds in reverse order): the update, pending again, now replaces the candidate it named.
     await mem.review.undo(c2, reviewer="rev")
     assert (await mem.get_knowledge("ana", fact.id)).status == "active"
-    before = await snapshot(mem)
-    with pytest.raises(UndoRefusedError):
-        await mem.review.undo(cid, reviewer="rev")
-    assert await snapshot(mem) == before
+    await mem.review.undo(cid, reviewer="rev")
+    again = await mem.review.get(c2)
+    assert (again.status, again.supersedes_id, again.supersedes_candidate_id) == ("pending", None, cid)
 
 
 async def test_undo_is_refused_while_a_pending_candidate_would_supersede_the_fact(mem: Memory) -> None:
-    """Deleting the approved fact would leave the pending update pointing at nothing."""
+    """Deleting the approved fact must not leave a candidate pointing at nothing: a pending update
+    is re-pointed at the candidate (the chain it was before the approval); a decided one is history
+    that names the fact, so undo is refused."""
     cid = await mem.queue_candidate("ana", "Ana lives in Lisbon")
     fact = await mem.review.approve(cid, reviewer="rev")
     c2 = await mem.queue_candidate("ana", "Ana lives in Porto", kind="update", supersedes_id=fact.id)
-    before = await snapshot(mem)
-    with pytest.raises(UndoRefusedError):
-        await mem.review.undo(cid, reviewer="rev")
-    assert await snapshot(mem) == before
+    await mem.review.undo(cid, reviewer="rev")
+    assert (await mem.review.get(c2)).supersedes_candidate_id == cid
+    fact = await mem.review.approve(cid, reviewer="rev")  # the approval again re-points the chain
+    assert (await mem.review.get(c2)).supersedes_id == fact.id
     # Once decided, the update is history that still names the fact: undo stays refused, clearly.
     await mem.review.reject(c2, reviewer="rev", reason="not said", tombstone=False)
     with pytest.raises(UndoRefusedError, match=str(c2)):

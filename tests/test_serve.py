@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,15 @@ from click.testing import CliRunner
 
 from review_app.auth import CredentialFile, hash_password, load_credentials, verify_password, write_credentials
 from review_app.cli import main
-from review_app.serve import COOKIE, THROTTLE_FAILURES, THROTTLE_SECONDS, WorkstationServer
+from review_app.serve import (
+    CLIENT_FAILURES,
+    COOKIE,
+    THROTTLE_CAP,
+    THROTTLE_FAILURES,
+    THROTTLE_SECONDS,
+    TLS_COOKIE,
+    WorkstationServer,
+)
 from tests.pilot_helpers import sqlite3  # the engine's own SQLite library (see there)
 from tests.tui_seed import SeededDb
 
@@ -213,10 +222,22 @@ async def login(client: TestClient, name: str, password: str, *, from_origin: st
     )
 
 
-async def session_cookie(client: TestClient, name: str = REVIEWER, password: str = PASSWORD) -> dict[str, str]:
+def proof_in(page: str) -> str:
+    """The session proof the login's answer hands the page (to keep in localStorage)."""
+    match = re.search(r'<meta name="memdesk-proof" content="([^"]+)">', page)
+    assert match, page
+    return match.group(1)
+
+
+async def logged_in(client: TestClient, name: str = REVIEWER, password: str = PASSWORD) -> tuple[dict[str, str], str]:
+    """The Cookie header and the session proof of a fresh login."""
     response = await login(client, name, password)
-    assert response.status == 303, await response.text()
-    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}
+    assert response.status == 200, await response.text()
+    return {"Cookie": f"{COOKIE}={response.cookies[COOKIE].value}"}, proof_in(await response.text())
+
+
+async def session_cookie(client: TestClient, name: str = REVIEWER, password: str = PASSWORD) -> dict[str, str]:
+    return (await logged_in(client, name, password))[0]
 
 
 PROTECTED = ["/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/memdesk.js", "/memdesk.css"]
@@ -262,7 +283,7 @@ async def test_a_wrong_password_or_unknown_name_gets_no_session(tui_db: SeededDb
             assert COOKIE not in response.cookies
             assert "Wrong reviewer name or password." in await response.text()
         response = await login(client, REVIEWER, PASSWORD)  # positive control
-        assert (response.status, response.headers["Location"]) == (303, "/")
+        assert response.status == 200 and len(proof_in(await response.text())) >= 40
         cookie = response.cookies[COOKIE]
         assert len(cookie.value) >= 40
         assert cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == "/"
@@ -311,14 +332,148 @@ async def test_repeated_failures_throttle_a_name_for_a_short_while(tui_db: Seede
     async with running(tui_db[0], creds, clock=clock) as (_, client):
         for _ in range(THROTTLE_FAILURES - 1):
             assert (await login(client, REVIEWER, "guess")).status == 401
-        assert (await login(client, REVIEWER, PASSWORD)).status == 303  # below the limit; success resets it
+        assert (await login(client, REVIEWER, PASSWORD)).status == 200  # below the limit; success resets it
         for _ in range(THROTTLE_FAILURES):
             assert (await login(client, REVIEWER, "guess")).status == 401
         throttled = await login(client, REVIEWER, PASSWORD)
         assert throttled.status == 429 and COOKIE not in throttled.cookies
-        assert (await login(client, "ben", "ben's own password")).status == 303  # other names are not affected
+        assert (await login(client, "ben", "ben's own password")).status == 200  # other names are not affected
         clock.now += THROTTLE_SECONDS + 1
-        assert (await login(client, REVIEWER, PASSWORD)).status == 303
+        assert (await login(client, REVIEWER, "guess")).status == 401  # one more failure: the wait doubles
+        clock.now += THROTTLE_SECONDS + 1
+        assert (await login(client, REVIEWER, PASSWORD)).status == 429
+        clock.now += THROTTLE_SECONDS
+        assert (await login(client, REVIEWER, PASSWORD)).status == 200
+        for _ in range(THROTTLE_FAILURES + 20):  # a long series: the wait never grows past the cap
+            clock.now += THROTTLE_CAP + 1
+            assert (await login(client, REVIEWER, "guess")).status == 401
+        clock.now += THROTTLE_CAP + 1
+        assert (await login(client, REVIEWER, PASSWORD)).status == 200
+
+
+async def test_a_burst_gets_no_more_checks_than_the_limit(tui_db: SeededDb, creds: Path) -> None:
+    """Failure 1: 60 wrong passwords and the right one, sent at once. The throttle decides and
+    counts before hashing, so only THROTTLE_FAILURES of the 61 are checked at all."""
+    async with running(tui_db[0], creds) as (_, client):
+        attempts = [login(client, REVIEWER, f"guess {i}") for i in range(60)]
+        attempts.insert(30, login(client, REVIEWER, PASSWORD))
+        statuses = [r.status for r in await asyncio.gather(*attempts)]
+        assert statuses.count(401) == THROTTLE_FAILURES and statuses.count(429) == 61 - THROTTLE_FAILURES
+        assert 200 not in statuses
+
+
+PROXY = {"trusted_proxies": ["127.0.0.1"]}
+
+
+async def proxied_login(client: TestClient, name: str, password: str, address: str) -> ClientResponse:
+    return await client.post(
+        "/login",
+        data={"name": name, "password": password},
+        allow_redirects=False,
+        headers={"Origin": origin(client), "X-Forwarded-For": address},
+    )
+
+
+async def test_a_stranger_cannot_keep_a_reviewer_out(tui_db: SeededDb, creds: Path) -> None:
+    """Failure 2: a stranger keeps failing as ana from their own address; ana, from hers, logs in.
+    X-Forwarded-For counts only from a proxy named with --trusted-proxy."""
+    clock = Clock()
+    async with running(tui_db[0], creds, clock=clock, **PROXY) as (_, client):
+        for _ in range(3):  # the stranger keeps the name's wait going ...
+            for _ in range(THROTTLE_FAILURES):
+                await proxied_login(client, REVIEWER, "guess", "203.0.113.66")
+            assert (await proxied_login(client, REVIEWER, PASSWORD, "203.0.113.66")).status == 429
+            # ... and ana, from her own address, is let in every time
+            assert (await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")).status == 200
+            clock.now += THROTTLE_SECONDS + 1
+        # a client that tries many names is throttled as a client
+        for i in range(CLIENT_FAILURES):
+            assert (await proxied_login(client, f"name{i}", "guess", "203.0.113.9")).status == 401
+        assert (await proxied_login(client, "ben", "ben's own password", "203.0.113.9")).status == 429
+        assert (await proxied_login(client, "ben", "ben's own password", "198.51.100.8")).status == 200
+    async with running(tui_db[0], creds, clock=clock) as (_, client):  # no trusted proxy: the header is ignored
+        for i in range(THROTTLE_FAILURES):
+            await proxied_login(client, REVIEWER, "guess", f"203.0.113.{i}")
+        assert (await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")).status == 429
+
+
+async def test_a_flood_of_made_up_names_delays_a_real_login_by_under_a_second(tui_db: SeededDb, creds: Path) -> None:
+    """Failure 5a: 200 junk-name logins from 200 addresses (through the trusted proxy), then ana's."""
+    async with running(tui_db[0], creds, **PROXY) as (_, client):
+        flood = [
+            asyncio.ensure_future(proxied_login(client, f"junk{i}", "whatever pw", f"10.0.{i // 250}.{i % 250}"))
+            for i in range(200)
+        ]
+        await asyncio.sleep(0.3)  # the flood is queued and hashing
+        started = time.monotonic()
+        response = await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")
+        took = time.monotonic() - started
+        statuses = [r.status for r in await asyncio.gather(*flood)]
+        assert response.status == 200
+        assert took < 1.0, f"the real login took {took:.2f} s during the flood"
+        assert set(statuses) <= {401, 503} and 401 in statuses  # checked (slowly) or refused at once
+
+
+async def test_a_foreign_host_or_an_origin_of_another_scheme_is_refused(tui_db: SeededDb, creds: Path) -> None:
+    """Failure 4 (DNS rebinding): Host evil.test pointing at this server, and an https Origin on
+    plain HTTP. --allow-host adds a name; behind a trusted TLS proxy the https Origin is the right one."""
+    async with running(tui_db[0], creds) as (_, client):
+        evil = f"evil.test:{client.port}"
+        refused = await client.post(
+            "/login",
+            data={"name": REVIEWER, "password": PASSWORD},
+            allow_redirects=False,
+            headers={"Host": evil, "Origin": f"http://{evil}"},
+        )
+        assert refused.status == 421 and COOKIE not in refused.cookies
+        assert (await client.get("/login", headers={"Host": evil})).status == 421
+        https = await login(client, REVIEWER, PASSWORD, from_origin=f"https://127.0.0.1:{client.port}")
+        assert https.status == 403 and COOKIE not in https.cookies
+        cookie = await session_cookie(client)  # positive control: the right host and scheme
+        assert (await client.get("/", headers={**cookie, "Host": f"localhost:{client.port}"})).status == 200
+    async with running(tui_db[0], creds, allowed_hosts=["review.example"], **PROXY) as (_, client):
+        tls = await client.post(
+            "/login",
+            data={"name": REVIEWER, "password": PASSWORD},
+            allow_redirects=False,
+            headers={"Host": "review.example", "Origin": "https://review.example", "X-Forwarded-Proto": "https"},
+        )
+        assert tls.status == 200 and COOKIE not in tls.cookies
+        cookie = tls.cookies[TLS_COOKIE]
+        assert cookie["secure"] and cookie["path"] == "/" and not cookie["domain"]
+        plain = await client.post(
+            "/login",
+            data={"name": REVIEWER, "password": PASSWORD},
+            allow_redirects=False,
+            headers={"Host": "review.example", "Origin": "http://review.example", "X-Forwarded-Proto": "https"},
+        )
+        assert plain.status == 403
+
+
+async def test_a_bad_credentials_file_ends_every_session_until_it_is_valid(
+    tui_db: SeededDb, creds: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failure 5b: a file edited into invalid TOML (removing ben on the way) fails closed."""
+    async with running(tui_db[0], creds) as (_, client):
+        ana, ben = await session_cookie(client), await session_cookie(client, "ben", "ben's own password")
+        good = creds.read_text()
+        creds.write_text(good.replace('[reviewers."ben"]', "[reviewers.ben").replace("hash", "hash ="))
+        caplog.set_level("ERROR", logger="memdesk.serve")
+        assert (await client.get("/", headers=ana, allow_redirects=False)).status == 303
+        assert (await client.get("/", headers=ben, allow_redirects=False)).status == 303
+        refused = await login(client, REVIEWER, PASSWORD)
+        assert refused.status == 503 and COOKIE not in refused.cookies
+        assert any("credentials file invalid" in r.getMessage() and "TOML" in r.getMessage() for r in caplog.records)
+        entries = load_credentials_text(good)
+        del entries["ben"]
+        write_credentials(creds, entries)  # valid again, without ben
+        assert (await client.get("/", headers=ana, allow_redirects=False)).status == 303  # ended, not resumed
+        assert (await login(client, REVIEWER, PASSWORD)).status == 200
+        assert (await login(client, "ben", "ben's own password")).status == 401
+
+
+def load_credentials_text(text: str) -> dict[str, str]:
+    return {name: entry["hash"] for name, entry in tomllib.loads(text)["reviewers"].items()}
 
 
 async def test_sessions_end_on_expiry_removal_or_password_change(tui_db: SeededDb, creds: Path) -> None:
@@ -340,7 +495,7 @@ async def test_sessions_end_on_expiry_removal_or_password_change(tui_db: SeededD
         write_credentials(creds, entries)
         assert (await client.get("/", headers=ben, allow_redirects=False)).status == 303
         assert (await login(client, "ben", "ben's own password")).status == 401
-        assert (await login(client, REVIEWER, "a brand new password")).status == 303
+        assert (await login(client, REVIEWER, "a brand new password")).status == 200
 
 
 async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_says(
@@ -350,10 +505,21 @@ async def test_the_workstation_runs_as_the_logged_in_reviewer_whatever_the_page_
     names the session's reviewer, not the one in the query string. Logging out closes it."""
     path, ids = tui_db
     async with running(path, creds) as (server, client):
-        cookie = await session_cookie(client)
+        cookie, proof = await logged_in(client)
+        # the cookie alone (as another port of this host receives it) opens nothing
+        bare = await client.ws_connect("/ws", headers=cookie)
+        await bare.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
+        shut = await bare.receive(timeout=WAIT)
+        assert shut.type == WSMsgType.CLOSE and "did not log in" in shut.extra
+        wrong = await client.ws_connect("/ws", headers=cookie)
+        await wrong.send_str(json.dumps(["proof", proof[:-1] + ("A" if proof[-1] != "A" else "B")]))
+        assert (await wrong.receive(timeout=WAIT)).type == WSMsgType.CLOSE
+        assert row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,)
+
         ws = await client.ws_connect(
             "/ws?width=120&height=36&reviewer=mallory&name=mallory", headers={**cookie, "Origin": origin(client)}
         )
+        await ws.send_str(json.dumps(["proof", proof]))
         stream = bytearray()
 
         async def read_until(needle: str) -> None:
@@ -568,4 +734,162 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
             server.wait()
         log.close()
         print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
+    assert server.returncode == 0
+
+
+class PortNeighbour:
+    """Another server on another port of the same host (failure 3's "logger at :3000"): it records
+    the Cookie headers browsers send it, and answers /plant with a Set-Cookie of its choosing."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        self.cookies: list[str] = []
+        self.plant = ""
+        neighbour = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                neighbour.cookies.append(self.headers.get("Cookie", ""))
+                self.send_response(200)
+                if self.path == "/plant":
+                    self.send_header("Set-Cookie", f"{COOKIE}={neighbour.plant}; Path=/")
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(b"<p>a neighbour</p>")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stolen(self) -> str:
+        match = re.search(rf"{COOKIE}=([^;\s]+)", " ".join(self.cookies))
+        assert match, self.cookies
+        return match.group(1)
+
+
+def _open_with_cookie(url: str, token: str, proof: str | None) -> tuple[int, str]:
+    """A websocket from outside any browser (no Origin), as curl or a script on the host would open
+    it: (terminal bytes received, close reason)."""
+    import aiohttp
+
+    async def go() -> tuple[int, str]:
+        async with aiohttp.ClientSession(cookie_jar=DummyCookieJar()) as session:
+            ws = await session.ws_connect(url.replace("http", "ws") + "ws", headers={"Cookie": f"{COOKIE}={token}"})
+            await ws.send_str(json.dumps(["proof", proof] if proof is not None else ["resize", {"width": 80}]))
+            received = 0
+            while True:
+                message = await ws.receive(timeout=WAIT)
+                if message.type == WSMsgType.BINARY:
+                    received += len(message.data)
+                    if received > 2000:
+                        await ws.close()
+                        return received, ""
+                else:
+                    return received, str(message.extra or "")
+
+    result: list[tuple[int, str]] = []  # in a thread of its own: playwright's loop runs in this one
+    worker = threading.Thread(target=lambda: result.append(asyncio.run(go())))
+    worker.start()
+    worker.join(WAIT)
+    assert result, "the websocket never answered"
+    return result[0]
+
+
+def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
+    tui_db: SeededDb, creds: Path, tmp_path: Path
+) -> None:
+    """Failures 3 and 4 in a real browser. Cookies are not isolated by port, so a neighbour on
+    another port of 127.0.0.1 receives ana's cookie and can plant one; neither opens a workstation,
+    because the session proof lives in the page's localStorage, which is scoped to the port. And a
+    name that resolves to 127.0.0.1 (DNS rebinding) is refused by the Host allow-list."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no Chromium executable")
+    from playwright.sync_api import sync_playwright
+
+    path, _ = tui_db
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    neighbour = PortNeighbour()
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", _first_line(server, WAIT))
+        assert match
+        url, port = match.group(0), match.group(1)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                args=["--no-sandbox", "--host-resolver-rules=MAP evil.test 127.0.0.1"],
+                timeout=WAIT * 1000,
+            )
+            try:
+                ana = browser.new_context().new_page()
+                ana.set_default_timeout(WAIT * 1000)
+                ana_stream = TerminalStream()
+                ana.on("websocket", ana_stream.on_websocket)
+                ana.goto(url)
+                ana.fill("#name", REVIEWER)
+                ana.fill("#password", PASSWORD)
+                ana.click("#login")
+                ana.wait_for_url(url)
+                ana_stream.wait_for(ana, "pending")  # positive control: her own page opens it
+                proof = ana.evaluate("localStorage.getItem('memdesk-proof')")
+                assert proof and proof not in (ana.content() or "")
+
+                ana.goto(neighbour.url)  # any page on another port receives her cookie ...
+                stolen = neighbour.stolen()
+                received, why = _open_with_cookie(url, stolen, None)  # ... which alone opens nothing
+                assert received == 0 and "did not log in" in why
+                assert _open_with_cookie(url, stolen, proof)[0] > 2000  # cookie + proof: it would
+
+                ben_context = browser.new_context()
+                ben = ben_context.new_page()
+                ben.goto(url)
+                ben.fill("#name", "ben")
+                ben.fill("#password", "ben's own password")
+                ben.click("#login")
+                ben.wait_for_url(url)
+                neighbour.plant = next(c["value"] for c in ben_context.cookies() if c["name"] == COOKIE)
+                ben_context.close()
+                poll(
+                    lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = 'ben'") == (0,),
+                    "ben's workstation to close",
+                )
+                audit_before = row(path, "SELECT count(*) FROM audit_log WHERE actor = 'ben'")
+
+                ana.goto(neighbour.url + "plant")  # the neighbour plants ben's session in ana's browser
+                ana.goto(url)
+                ana.wait_for_selector("#ended", state="visible")
+                assert "did not log in on this page's origin" in ana.inner_text("#why")
+                ana.keyboard.press("a")
+                time.sleep(1)
+                assert row(path, "SELECT count(*) FROM candidates WHERE claimed_by = 'ben'") == (0,)
+                assert row(path, "SELECT count(*) FROM audit_log WHERE actor = 'ben'") == audit_before
+
+                rebind = browser.new_context().new_page()
+                refused = rebind.goto(f"http://evil.test:{port}/login")
+                assert refused is not None and refused.status == 421
+                allowed = rebind.goto(f"http://localhost:{port}/login")  # positive control
+                assert allowed is not None and allowed.status == 200
+            finally:
+                browser.close()
+    finally:
+        neighbour.server.shutdown()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
     assert server.returncode == 0

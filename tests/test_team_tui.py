@@ -257,3 +257,69 @@ def test_the_blind_view_of_an_agent_proposal_shows_no_confidence() -> None:
         invalid_at=None,
     )
     assert "confidence 0.80" in blind_text(extracted).plain
+
+
+async def test_the_knowledge_screen_is_blind_while_a_second_review_waits(tui_db: SeededDb) -> None:
+    """Issue 17, item 7: `v`, Esc, `2` (Knowledge) must not answer the blind review. The fact's
+    author and its audit rows read "hidden" for ana, who must second-review it; after her verdict
+    (the real keys), the same screen names the curator and the reason (positive control)."""
+    from engine.blind import HIDDEN
+    from review_app.screens.knowledge import KnowledgeScreen
+    from tests.test_tui_screens import move_to, shown
+    from tests.test_tui_screens import table_rows as knowledge_rows
+
+    path, ids = tui_db
+    config = MemoryConfig(second_review_rate=1.0)
+    async with Memory(path, clock=fixed_clock, config=config) as mem:
+        bees = await mem.review.approve(ids["bees"], "curator", reason="she said so twice")
+
+    async def knowledge_view(pilot: Any) -> tuple[list[str], str]:
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        await settle_until(pilot, lambda: str(bees.id) in knowledge_rows(screen.table), "the facts")
+        move_to(screen.table, bees.id)
+        await settle_until(
+            pilot, lambda: f"#{bees.id}" in str(screen.query_one("#knowledge-audit-box").border_title), "the history"
+        )
+        return knowledge_rows(screen.table)[str(bees.id)], shown(screen.query_one("#knowledge-audit", Static))
+
+    app = ReviewApp(path, "ana", clock=fixed_clock, config=config)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, SecondReviewScreen)
+        row_cells, audit = await knowledge_view(pilot)
+        assert row_cells[-1] == HIDDEN  # the By column
+        assert "curator" not in audit and "she said so twice" not in audit
+        assert "hidden until your second" in audit
+        assert "create" in audit  # what happened stays; who and why do not
+
+        # the verdict, with the keys: 1 (the queue), v, the bees item, a; then the same view shows it all
+        await pilot.press("1")
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        review_screen = app.screen
+        assert isinstance(review_screen, SecondReviewScreen)
+        table = review_screen.query_one("#sr-list", DataTable)
+        await settle_until(pilot, lambda: str(ids["bees"]) in [str(k.value) for k in table.rows], "the list")
+        table.move_cursor(row=table.get_row_index(str(ids["bees"])))
+        await settle_until(
+            pilot,
+            lambda: review_screen.current is not None and review_screen.current.candidate_id == ids["bees"],
+            "the bees item",
+        )
+        await pilot.press("a")
+        await settle_until(pilot, lambda: any("approved by curator" in n for n in notes(app)), "the reveal")
+        row_cells, audit = await knowledge_view(pilot)
+        assert row_cells[-1] == "curator"
+        assert "she said so twice" in audit and HIDDEN not in audit
+    assert row(path, "SELECT reviewer, verdict FROM second_reviews WHERE candidate_id = ?", ids["bees"]) == (
+        "ana",
+        "agree",
+    )

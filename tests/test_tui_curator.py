@@ -19,7 +19,7 @@ from engine import Memory, TombstonedError
 from engine.models import Knowledge
 from review_app.app import ReviewApp
 from review_app.keymap import KeymapError, load_keymap
-from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult
+from review_app.modals import TOMBSTONE_OFF_NOTE, EditModal, ReasonModal, ReasonResult, ReplaceChoiceModal
 from review_app.registry import binding_classes, bindings_of
 from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.knowledge import KnowledgeScreen
@@ -28,6 +28,7 @@ from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.literal import visible
 from review_app.widgets.user_picker import UserPickerModal, matching
+from tests.pilot_helpers import db as db_rows
 from tests.pilot_helpers import keys, settle
 from tests.test_cli import memdesk
 from tests.test_tui_screens import open_mode, shown, table_rows
@@ -158,6 +159,47 @@ async def test_n_on_the_knowledge_screen_adds_a_fact_audited_under_the_reviewer(
     events = await mem.history("u-ana", fact.id)
     await mem.close()
     assert [e.actor for e in events] == ["sam"]
+
+
+@pytest.mark.parametrize(("choice", "old_status"), [("s", "superseded"), ("c", "superseded"), ("k", "active")])
+async def test_an_added_fact_that_would_replace_one_asks_first(tui_db: SeededDb, choice: str, old_status: str) -> None:
+    """`n` with a statement about something the user already has a fact for asks the queue's
+    question (supersede, correct, keep both) and adds it that way; Escape adds nothing."""
+    db, _ = tui_db
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_mode(pilot, "2")
+        for statement in ("User lives in Leeds", "User lives in Glasgow"):
+            await keys(pilot, "n")
+            await pilot.press(*statement)
+            await keys(pilot, "enter")
+        assert isinstance(app.screen, ReplaceChoiceModal)
+        await keys(pilot, "escape")  # nothing added
+        assert "User lives in Glasgow" not in await facts_of(db, "u-ana")
+        await keys(pilot, "n")
+        await pilot.press(*"User lives in Glasgow")
+        await keys(pilot, "enter", choice)
+        assert isinstance(app.screen, KnowledgeScreen)
+    facts = await facts_of(db, "u-ana")
+    glasgow = facts["User lives in Glasgow"]
+    rows = db_rows(
+        db, "SELECT status, end_reason, superseded_by FROM knowledge WHERE statement = ?", "User lives in Leeds"
+    )
+    expected = {"s": ("superseded", "superseded", glasgow.id), "c": ("superseded", "corrected", glasgow.id)}
+    assert rows == [expected.get(choice, ("active", None, None))] and rows[0][0] == old_status
+    assert glasgow.created_by == "sam"
+
+
+def test_memdesk_add_asks_how_a_replacement_settles(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    asyncio.run(_make_db(str(db)))
+    assert memdesk("add", db, "--user", "ana", "User lives in Leeds", "--actor", "kim").returncode == 0
+    asked = memdesk("add", db, "--user", "ana", "User lives in Glasgow", "--actor", "kim")
+    assert asked.returncode == 2 and "pass --settle supersede, correct or keep-both" in asked.stderr
+    assert "User lives in Glasgow" not in asyncio.run(facts_of(str(db), "ana"))
+    done = memdesk("add", db, "--user", "ana", "User lives in Glasgow", "--actor", "kim", "--settle", "supersede")
+    assert done.returncode == 0, done.stderr
+    assert "User lives in Leeds" not in asyncio.run(facts_of(str(db), "ana"))  # superseded: not active
 
 
 async def test_a_refused_add_says_why_and_changes_nothing(tui_db: SeededDb, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,16 @@ def is_postgres_url(target: str | os.PathLike[str]) -> bool:
     return isinstance(target, str) and bool(_URL.match(target))
 
 
+def refuse_foreign_url(target: str | os.PathLike[str]) -> None:
+    """UserInputError for a URL of a scheme memdesk has no store for (mysql://, http://...), which
+    would otherwise be taken for a relative file path. The URL is not repeated: it may hold a password."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", target) if isinstance(target, str) else None
+    if scheme and not is_postgres_url(target):
+        raise UserInputError(
+            f"memdesk cannot open a {scheme.group(1)}:// URL; give a SQLite file path or a postgresql:// URL"
+        )
+
+
 def masked(target: str) -> str:
     """The target for messages: a URL's password replaced by ***. Masks generously rather than
     parse as one driver does: everything from the user's ':' to the LAST '@' before the query
@@ -73,6 +83,7 @@ async def inspect(target: str | os.PathLike[str]) -> tuple[bool, int]:
     Raises UserInputError for what the caller can fix (not a SQLite file; a PostgreSQL server that
     cannot be reached, refuses the login, or has no such database; a malformed URL), with the URL's
     password masked, and MemdeskError where the file sits on a read-only file system."""
+    refuse_foreign_url(target)
     if is_postgres_url(target):
         return await _inspect_postgres(str(target))
     return _inspect_sqlite(Path(target))
@@ -127,7 +138,8 @@ async def _inspect_postgres(url: str) -> tuple[bool, int]:
     except (OSError, TimeoutError) as exc:
         why = exc.strerror or type(exc).__name__ if isinstance(exc, OSError) else "timed out"
         raise UserInputError(f"{shown}: cannot reach the PostgreSQL server ({why})") from None
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError, OverflowError) as exc:
+        # OverflowError: a port past 65535 reaches the socket layer unchecked
         raise UserInputError(f"{shown}: cannot open ({_without(str(exc), url)})") from None
     try:
         return True, await schema.current_version(conn)

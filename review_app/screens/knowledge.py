@@ -14,21 +14,23 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from engine import Memory
-from engine.errors import DuplicateFactError, TombstonedError, UserInputError
+from engine.errors import DuplicateFactError, SettleRequiredError, TombstonedError, UserInputError
+from engine.knowledge import Settle
 from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
-from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult
+from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult, ReplaceChoiceModal
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import (
@@ -105,20 +107,39 @@ def row_cells(k: Knowledge) -> dict[str, Text | str]:
     }
 
 
-async def add_fact(memory: Memory, user: str, result: EditResult, actor: str) -> Knowledge | str:
-    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words.
+async def add_fact(
+    memory: Memory, user: str, result: EditResult, actor: str, settle: Settle | None = None
+) -> Knowledge | str | SettleRequiredError:
+    """`add_knowledge` for a reviewer: the new fact, or why nothing was added, in words, or the
+    question to ask first (the statement would replace an active fact: `ask_settle`).
 
     Shared by every place a reviewer adds a fact (the Knowledge screen, the Messages view)."""
     try:
         return await memory.add_knowledge(
-            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at
+            user, result.statement, actor=actor, valid_at=result.valid_at, invalid_at=result.invalid_at, settle=settle
         )
+    except SettleRequiredError as exc:
+        return exc
     except TombstonedError as exc:
         return f"Not added: {exc}. Lift the tombstone (Tombstones screen, 3) first if the value is true now."
     except DuplicateFactError as exc:
         return f"Not added: {exc}; nothing to add."
     except UserInputError as exc:
         return f"Not added: {exc}."
+
+
+def ask_settle(
+    screen: Screen[Any], question: SettleRequiredError, statement: str, retry: Callable[[Settle], None]
+) -> None:
+    """A fact added by hand that would replace an active one asks what the queue asks of a
+    replacement (supersede, correct or keep both), then adds it that way; Escape adds nothing."""
+
+    def chosen(choice: str | None) -> None:
+        if choice in ("supersede", "correct", "keep_both"):
+            retry(cast("Settle", choice))
+
+    title = f"The new fact would replace fact #{question.knowledge_id}"
+    screen.app.push_screen(ReplaceChoiceModal(title, question.statement, statement), chosen)
 
 
 class KnowledgeScreen(UserListScreen):
@@ -232,6 +253,7 @@ class KnowledgeScreen(UserListScreen):
             at_time=self.as_of,
             search=self.search_text or None,
             limit=MAX_ROWS + 1,
+            viewer=self.reviewer,
         )
         if gen != self._load_gen:
             return
@@ -272,8 +294,9 @@ class KnowledgeScreen(UserListScreen):
         gen = self._history_gen
         if kid is None:
             return
-        chain = await self.memory.versions(user_id, kid)
-        events = await self.memory.history(user_id, kid)
+        # viewer: what this reviewer must still second-review blind reads "hidden" (engine/blind.py)
+        chain = await self.memory.versions(user_id, kid, viewer=self.reviewer)
+        events = await self.memory.history(user_id, kid, viewer=self.reviewer)
         fact = next((k for k in chain if k.id == kid), None)
         if fact is None or gen != self._history_gen:
             return
@@ -364,13 +387,16 @@ class KnowledgeScreen(UserListScreen):
 
         self.app.push_screen(MessagesScreen(self.user_id), callback=lambda _: self.reload())
 
-    def _added(self, user: str, result: EditResult | None) -> None:
+    def _added(self, user: str, result: EditResult | None, settle: Settle | None = None) -> None:
         if result is None:
             return
-        self._work(partial(self._do_add, user, result), f"Adding a fact for {user}", "action")
+        self._work(partial(self._do_add, user, result, settle), f"Adding a fact for {user}", "action")
 
-    async def _do_add(self, user: str, result: EditResult) -> None:
-        message = await add_fact(self.memory, user, result, self.reviewer)
+    async def _do_add(self, user: str, result: EditResult, settle: Settle | None = None) -> None:
+        message = await add_fact(self.memory, user, result, self.reviewer, settle)
+        if isinstance(message, SettleRequiredError):
+            ask_settle(self, message, result.statement, lambda how: self._added(user, result, how))
+            return
         if isinstance(message, str):
             self._status(message)
             tell(self, message, severity="error", title="Nothing was added")

@@ -24,6 +24,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from engine.errors import SettleRequiredError
+from engine.knowledge import Settle
 from engine.models import Candidate, Discarded, EpisodeYield, Message
 
 from ..modals import EditModal, EditResult
@@ -31,7 +33,7 @@ from ..widgets.keybar import KeyBar
 from ..widgets.knowledge_format import fmt_time
 from ..widgets.literal import literal, tell
 from .base import WorkstationScreen
-from .knowledge import add_fact
+from .knowledge import add_fact, ask_settle
 
 EPISODES = 200
 """The newest episodes read at once (about a few thousand messages)."""
@@ -230,15 +232,21 @@ class MessagesScreen(WorkstationScreen):
         modal = EditModal("", title=f"Add a fact for user {self.user_id}{said}", save_label="Add the fact")
         self.app.push_screen(modal, callback=self._added)
 
-    def _added(self, result: EditResult | None) -> None:
+    def _added(self, result: EditResult | None, settle: Settle | None = None) -> None:
         if result is None:
             return
         self.run_worker(
-            self._do_add(result), name=f"Adding a fact for {self.user_id}", group="messages-add", exit_on_error=False
+            self._do_add(result, settle),
+            name=f"Adding a fact for {self.user_id}",
+            group="messages-add",
+            exit_on_error=False,
         )
 
-    async def _do_add(self, result: EditResult) -> None:
-        added = await add_fact(self.memory, self.user_id, result, self.reviewer)
+    async def _do_add(self, result: EditResult, settle: Settle | None = None) -> None:
+        added = await add_fact(self.memory, self.user_id, result, self.reviewer, settle)
+        if isinstance(added, SettleRequiredError):
+            ask_settle(self, added, result.statement, lambda how: self._added(result, how))
+            return
         status = self.query_one("#messages-status", Static)
         if isinstance(added, str):
             status.update(literal(added))

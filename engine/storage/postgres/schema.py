@@ -441,6 +441,56 @@ def _v3(dimensions: int) -> list[str]:
     ]
 
 
+_V5 = """
+ALTER TABLE audit_log ADD COLUMN db_role TEXT COLLATE "C";
+
+-- Who wrote the row, as the server knows it: the login role of the session. Set on every INSERT,
+-- whatever the client sent (a forged db_role is overwritten), so an audit row whose actor a
+-- client made up still names the credentials that wrote it.
+CREATE FUNCTION audit_log_db_role() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.db_role := session_user;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER audit_log_db_role BEFORE INSERT ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION audit_log_db_role();
+
+-- The one UPDATE the log allows (erasure's redaction) leaves db_role as it was, too.
+CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE'
+       AND OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL
+       AND NEW.id = OLD.id AND NEW.at = OLD.at AND NEW.actor = OLD.actor AND NEW.action = OLD.action
+       AND NEW.user_id = OLD.user_id AND NEW.entity = OLD.entity
+       AND NEW.entity_id IS NOT DISTINCT FROM OLD.entity_id
+       AND NEW.db_role IS NOT DISTINCT FROM OLD.db_role
+       AND NEW.before IS NULL AND NEW.after IS NULL AND NEW.reason IS NULL AND NEW.note IS NULL
+    THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'audit_log is append-only: % refused', TG_OP USING ERRCODE = 'integrity_constraint_violation';
+END
+$$;
+"""
+
+
+def _v5(dimensions: int) -> list[str]:
+    """`audit_log.db_role`: the database role that wrote each row, set by a trigger on INSERT
+    (session_user), whatever the client sent.
+
+    Why: on a server, reviewers, workers and agents connect as roles of their own (README, "Roles"),
+    and `actor` is whatever the client wrote. With db_role the database itself says which
+    credentials wrote a row, so an agent that writes an audit row under a reviewer's name is
+    still seen as the agent. session_user, not current_user: the login role, which SET ROLE and
+    SECURITY DEFINER functions do not change. Rows written before this migration read NULL (not
+    known). `memdesk migrate` leaves the column out of its copies (store._DERIVED): a row copied
+    into a server is written by the role that runs the copy, and says so. SQLite has no roles and
+    no such column."""
+    del dimensions
+    return [_V5]
+
+
 def _v7(dimensions: int) -> list[str]:
     """Special categories (engine/categories.py): `candidates.category`, the GDPR article 9 class
     (or criminal record) of a candidate's statement, NULL for none.
@@ -459,7 +509,7 @@ def _v7(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 7: _v7}
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 7: _v7}
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 

@@ -242,6 +242,28 @@ class TeamOps:
             ).fetchall()
         )
 
+    async def blind_spot_rows(
+        self,
+        decisions: Sequence[str],
+        reviewer: str,
+        threshold: int,
+        by_actor: Mapping[str, int],
+        user_id: str | None,
+    ) -> list[Any]:
+        """The approvals `sampled_approval_count` counts (of one user, or all), every one:
+        (candidate id, knowledge id, user_id, decided_by, decided_at)."""
+        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
+        scope, scope_args = (" AND c.user_id = ?", [user_id]) if user_id is not None else ("", [])
+        return list(
+            await (
+                await self.conn.execute(
+                    "SELECT c.id, c.knowledge_id, c.user_id, c.decided_by, c.decided_at FROM candidates c"
+                    f" JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}{scope}",
+                    (*args, *scope_args),
+                )
+            ).fetchall()
+        )
+
     async def second_reviewer_of(self, candidate_id: int, knowledge_id: int) -> str | None:
         """Who already second-reviewed this approval (of this fact), if anyone."""
         row = await (
