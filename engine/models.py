@@ -80,6 +80,9 @@ class GapItem:
     evidence: str = ""
     # The model's own special-category label (engine.categories.CATEGORIES), when it gives one.
     category: str | None = None
+    # The offline extractor's rule (its slot family) that made the item: its confidence is
+    # calibrated on the reviewers' decisions about that rule's past candidates.
+    rule: str | None = None
 
 
 @dataclass(slots=True)

@@ -118,6 +118,10 @@ class Progress:
     flagged_by_me: int  # pending, in the filter, waiting for someone else's opinion
     second_opinions: int  # pending, in the filter, flagged by another reviewer: this reviewer may decide them
     second_reviews: int  # approvals waiting for this reviewer's blind second review
+    # Queue age in the filter: how long its oldest pending item has waited, and how many have
+    # waited longer than MemoryConfig.review_sla_hours (a rotting queue shows in the header).
+    oldest_pending_seconds: float | None = None
+    past_sla: int = 0
 
     @property
     def total(self) -> int:
@@ -337,6 +341,9 @@ class TeamService:
             others = await tx.live_flag_count(filters, reviewer, by_reviewer=False)
             times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
+            now_us: int = to_us(self._ctx.now())
+            sla_us = int(self._ctx.config.review_sla_hours * 3_600_000_000)
+            oldest, past_sla = await tx.pending_age(now_us - sla_us, **filters)
         return Progress(
             reviewer=reviewer,
             since=start,
@@ -347,6 +354,8 @@ class TeamService:
             flagged_by_me=flagged_by_me,
             second_opinions=others,
             second_reviews=waiting,
+            oldest_pending_seconds=None if oldest is None else (now_us - oldest) / 1_000_000,
+            past_sla=past_sla,
         )
 
     async def figures(

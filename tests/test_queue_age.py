@@ -72,3 +72,17 @@ async def test_stats_calibration_is_the_approval_rate_per_confidence_bucket(stor
             ">=0.9": {"approved": 3, "rejected": 0, "approval_rate": 1.0},
         }
     }
+
+
+async def test_the_workstation_header_shows_the_queue_rotting(store_target: str) -> None:
+    from review_app.widgets.progress import progress_text
+
+    await _queue(store_target, [1])
+    async with Memory(store_target) as mem:
+        fresh = await mem.team.progress("rev")
+        assert fresh.past_sla == 0 and "SLA" not in progress_text(fresh).plain  # the control: a fresh queue
+        await mem.queue_candidate("ana", "Keeps 40 quokkas", created_at=NOW - timedelta(hours=50))
+        late = await mem.team.progress("rev")
+    assert late.past_sla == 1 and late.oldest_pending_seconds is not None and late.oldest_pending_seconds > 49 * 3600
+    assert "⏰ 1 past SLA, oldest 50h00" in progress_text(late).plain
+    assert "⏰1 late, oldest 50h00" in progress_text(late, compact=True).plain

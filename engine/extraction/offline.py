@@ -15,8 +15,10 @@ How a person talks is honoured before anything is compared: a message that start
 withdraws the one before it, "I said married ... not married" withdraws the claims with that word,
 and within a sentence a new value ("joined Etihad") makes the implied end of the old one ("quit
 Emirates") redundant. Firmness sets the confidence: hedges and hypotheticals 0.4, jokes and sarcasm
-0.3, a claim dated after its own message (a plan) 0.4, everything else 0.9; the pipeline's 0.7
-gate counts the low ones instead of queueing them.
+0.3, a claim dated after its own message (a plan) 0.4, everything else 0.9; that firmness is the
+prior of each rule's confidence, which the reviewers' decisions on the rule's past candidates then
+calibrate (`calibrated`, PRIOR_STRENGTH). The pipeline's 0.7 gate counts the low ones instead of
+queueing them.
 
 `existing == []` is the cold start: prediction "" and every claim is an item. The pattern table
 lives in `offline_rules.py` (its version, `RULES_VERSION`, is the `prompt_version` every run
@@ -107,6 +109,27 @@ def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> lis
     return [c for claims in per_message for c in claims]
 
 
+PRIOR_STRENGTH = 10.0
+"""How many reviewer decisions the prior is worth. The prior is Beta(c·n, (1−c)·n) with n this
+strength and c the sentence's firmness (0.9 firm, 0.4 hedged or planned, 0.3 joking): a rule
+with no history keeps its firmness; after n decisions the reviewers' approval rate weighs as much
+as the prior, and it dominates from there on."""
+
+
+def rule_of(claim: Claim) -> str:
+    """The rule a claim came from, for calibration: its slot family ("lives_in", "is", "job"...),
+    the part of the slot before any value, so "is:vegetarian" and "is:teacher" share a rule."""
+    return claim.slot.split(":", 1)[0]
+
+
+def calibrated(firmness: float, approved: int, rejected: int) -> float:
+    """The posterior mean approval rate of a rule under the Beta prior of PRIOR_STRENGTH centred
+    on the sentence's firmness: (c·n + approved) / (n + approved + rejected), rounded to 4 places.
+    A hedge stays below the gate unless reviewers approve that rule's candidates nearly always."""
+    alpha = firmness * PRIOR_STRENGTH + approved
+    return round(alpha / (PRIOR_STRENGTH + approved + rejected), 4)
+
+
 R = TypeVar("R")
 
 
@@ -186,6 +209,11 @@ class OfflineExtractor:
     prompt_version: str = rules.RULES_VERSION
     batchable = True  # in-process and never waits: the pipeline may extract inside a write transaction
 
+    def __init__(self) -> None:
+        # {rule: (approved, rejected)}: the reviewers' decisions on each rule's past candidates,
+        # set by the pipeline before a run (Pipeline._calibrate); empty means the priors alone.
+        self.calibration: dict[str, tuple[int, int]] = {}
+
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         facts = known_facts(existing)
         claims = episode_claims(episode, rules.people(f.claim for f in facts if f.claim is not None))
@@ -201,13 +229,15 @@ class OfflineExtractor:
                 items.append(self._item(sc, kind, str(fact.ref.id) if fact is not None else None))
         return Extraction(prediction=_prediction(claims, facts), items=items, covered=covered)
 
-    @staticmethod
-    def _item(sc: SourcedClaim, kind: GapKind, supersedes: str | None) -> GapItem:
+    def _item(self, sc: SourcedClaim, kind: GapKind, supersedes: str | None) -> GapItem:
+        rule = rule_of(sc.claim)
+        approved, rejected = self.calibration.get(rule, (0, 0))
         return GapItem(
             statement=sc.claim.statement,
             kind=kind,
             supersedes=supersedes,
-            confidence=sc.confidence,
+            confidence=calibrated(sc.confidence, approved, rejected),
+            rule=rule,
             valid_at=sc.span.valid_at,
             invalid_at=sc.span.invalid_at,
             evidence=sc.evidence,

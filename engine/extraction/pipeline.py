@@ -161,6 +161,7 @@ class Pipeline:
         self._token = f"proc-{uuid.uuid4().hex[:12]}"
         self._lease_holders = 0
         self._renewer: asyncio.Task[None] | None = None
+        self._calibrated = False
 
     # -- capture ----------------------------------------------------------------------------------
 
@@ -295,6 +296,7 @@ class Pipeline:
             user_ids = [user_id]
         gate = asyncio.Semaphore(concurrency)
         done = 0
+        self._calibrated = False  # re-read the reviewers' decisions once per call (_calibrate)
 
         async def one(uid: str) -> ProcessReport:
             nonlocal done
@@ -462,14 +464,32 @@ class Pipeline:
             "started_at": to_us(self._ctx.now()),
         }
         extraction: Extraction | None = None
+        table = await self._calibrate()
         try:
             extraction = await self.extractor.extract(episode, existing)
+            used = sorted({i.rule for i in extraction.items if i.rule is not None})
+            if table is not None:  # the calibration this run used, per rule: [approved, rejected]
+                run["calibration"] = json.dumps({r: list(table.get(r, (0, 0))) for r in used})
         except Exception as exc:
             run.update(error=f"{type(exc).__name__}: {exc}", finished_at=to_us(self._ctx.now()))
         seconds = time.perf_counter() - started
         # read after the call: an OpenAI extractor configured by URL alone learns its model then
         run.update(duration_ms=seconds * 1000, model=getattr(self.extractor, "model", None))
         return _Outcome(run, extraction, seconds)
+
+    async def _calibrate(self) -> dict[str, tuple[int, int]] | None:
+        """Give an extractor that calibrates (it has a `calibration` table: the offline one) the
+        reviewers' decisions per rule of its past candidates, read once per `process` call;
+        None for an extractor that reports its own confidence (a model's is taken as given)."""
+        if not isinstance(getattr(self.extractor, "calibration", None), dict):
+            return None
+        if not self._calibrated:
+            name = getattr(self.extractor, "name", type(self.extractor).__name__)
+            async with self._ctx.store.reading() as tx:
+                self.extractor.calibration = await tx.rule_decisions(name)
+            self._calibrated = True
+        table: dict[str, tuple[int, int]] = self.extractor.calibration
+        return table
 
     def _lost(self, episode_id: int) -> ProcessReport:
         lost = ProcessReport(leased_elsewhere=1)
@@ -585,6 +605,7 @@ class Pipeline:
                     "unsupported": cand.unsupported,
                     "created_by": actor,
                     "category": cand.category,
+                    "rule": s.item.rule,
                 }
             )
             writes.audits.append(

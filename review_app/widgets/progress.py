@@ -70,6 +70,12 @@ def progress_text(p: Progress, compact: bool = False) -> Text:
             f" · ◎{p.second_reviews} 2nd review (v)" if compact else f" · ◎ {p.second_reviews} to second-review (v)",
             style="cyan",
         )
+    if p.past_sla:  # only when the queue rots: a fresh queue keeps the line as it was
+        oldest = duration_text(p.oldest_pending_seconds or 0.0)
+        out.append(
+            f" · ⏰{p.past_sla} late, oldest {oldest}" if compact else f" · ⏰ {p.past_sla} past SLA, oldest {oldest}",
+            style="bold red",
+        )
     if p.flagged_by_me:
         out.append(
             f" · ⚑{p.flagged_by_me} yours out" if compact else f" · ⚑ {p.flagged_by_me} of yours with others",

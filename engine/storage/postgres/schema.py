@@ -496,6 +496,9 @@ def _v7(dimensions: int) -> list[str]:
     return [
         'ALTER TABLE candidates ADD COLUMN category TEXT COLLATE "C"',
         "CREATE INDEX candidates_pending_category ON candidates(category) WHERE status = 'pending'",
+        # the offline extractor's rule that made it, and each run's calibration (confidence)
+        'ALTER TABLE candidates ADD COLUMN rule TEXT COLLATE "C"',
+        "ALTER TABLE extraction_runs ADD COLUMN calibration TEXT",
     ]
 
 

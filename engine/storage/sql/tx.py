@@ -71,6 +71,7 @@ _CANDIDATE_INSERT_FIELDS = (
     "reason",
     "supersedes_candidate_id",
     "category",
+    "rule",
 )
 
 
@@ -320,6 +321,7 @@ _RUN_FIELDS: dict[str, Any] = {
     "finished_at": None,
     "duration_ms": None,
     "error": None,
+    "calibration": None,
 }
 
 
@@ -1027,6 +1029,31 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
             self.conn, f"SELECT count(*), coalesce(max(c.id), 0) FROM candidates c WHERE {where}", args
         )
         return int(row[0]), int(row[1])
+
+    async def rule_decisions(self, extractor: str) -> dict[str, tuple[int, int]]:
+        """{rule: (approved, rejected)} over the decided candidates of `extractor`'s runs that
+        name their rule: what the offline extractor calibrates its confidence on."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT c.rule, sum(CASE WHEN c.status = 'approved' THEN 1 ELSE 0 END),"
+            " sum(CASE WHEN c.status = 'rejected' THEN 1 ELSE 0 END) FROM candidates c"
+            " JOIN extraction_runs r ON r.id = c.run_id WHERE r.extractor = ? AND c.rule IS NOT NULL"
+            " AND c.status IN ('approved', 'rejected') GROUP BY c.rule",
+            [extractor],
+        )
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    async def pending_age(self, cutoff_us: int, **filters: Any) -> tuple[int | None, int]:
+        """(created_at of the oldest candidate pending under the filters or None, how many of them
+        were created before `cutoff_us`): the queue's age against its SLA."""
+        where, args = _pending_where(filters)
+        [row] = await fetchall(
+            self.conn,
+            f"SELECT min(c.created_at), coalesce(sum(CASE WHEN c.created_at < ? THEN 1 ELSE 0 END), 0)"
+            f" FROM candidates c WHERE {where}",
+            [cutoff_us, *args],
+        )
+        return (None if row[0] is None else int(row[0])), int(row[1])
 
     async def insert_tombstone(
         self,

@@ -629,6 +629,9 @@ def _v12(dimensions: int) -> list[str]:
     return [
         "ALTER TABLE candidates ADD COLUMN category TEXT",
         "CREATE INDEX candidates_pending_category ON candidates(category) WHERE status = 'pending'",
+        # the offline extractor's rule that made it, and each run's calibration (confidence)
+        "ALTER TABLE candidates ADD COLUMN rule TEXT",
+        "ALTER TABLE extraction_runs ADD COLUMN calibration TEXT",
     ]
 
 
