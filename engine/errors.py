@@ -50,6 +50,11 @@ class EmbeddingDimensionError(EmbedderMismatchError):
     pass
 
 
+class IncompleteStoreError(ConfigurationError):
+    """The store is a copy an interrupted `memdesk migrate` left behind: it holds only part of its
+    source, so it is never opened (its next ids would be different rows' ids in the source)."""
+
+
 class UserInputError(MemdeskError):
     pass
 

@@ -20,6 +20,13 @@ The rules:
   a type that does not round-trip (a float narrowed, a time shifted) fails the copy loudly
   (`TransferError`), naming the first row and column that differ.
 
+All or nothing: before the first row, the destination's `meta` gets `migrate_incomplete` (naming
+the source); it is deleted only once the verification has passed. Until then every command and
+`Memory` refuse to open the destination (IncompleteStoreError, naming how to restart), so a copy
+killed half way is never taken for a store whose next ids would be other rows' ids in the source.
+Running migrate again into such a destination starts the copy over: a SQLite file is made anew,
+a PostgreSQL database has its memdesk tables emptied (`clear_copy`).
+
 Run it while nothing writes to the source: a row written mid-copy is either missed or copied,
 and the verification then fails rather than report a copy that is not one.
 """
@@ -32,10 +39,11 @@ import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import MemdeskError, UserInputError
-from .storage import Store, inspect, masked, open_store
+from .storage import MIGRATE_INCOMPLETE, Store, inspect, is_postgres_url, masked, open_store
 from .storage.base import TABLES
 
 Progress = Callable[[int, int], None]
@@ -123,13 +131,32 @@ async def copy_store(
         width = meta.get("embedding_dimensions")
         if width is None:
             raise UserInputError(f"{src.target} records no embedding width: is it a memdesk store?")
-        dst = await open_store(destination, dimensions=int(width), embedder=meta.get("embedder", "hashing"))
+        dst = await _open_destination(destination, int(width), meta.get("embedder", "hashing"))
         try:
             return await _copy(src, dst, meta, batch=batch, progress=progress, started=started)
         finally:
             await dst.close()
     finally:
         await src.close()
+
+
+async def _open_destination(destination: str, width: int, embedder: str) -> Store:
+    """The destination, emptied first when an interrupted migrate left it incomplete."""
+    dst = await open_store(destination, dimensions=width, embedder=embedder, allow_incomplete=True)
+    async with dst.reading() as tx:
+        incomplete = await tx.meta_value(MIGRATE_INCOMPLETE)
+    if incomplete is None:
+        return dst
+    if is_postgres_url(destination):
+        from .storage.postgres.store import PostgresStore
+
+        assert isinstance(dst, PostgresStore)
+        await dst.clear_copy()
+        return dst
+    await dst.close()
+    for suffix in ("", "-wal", "-shm"):  # a file of our own making: made anew
+        Path(f"{destination}{suffix}").unlink(missing_ok=True)
+    return await open_store(destination, dimensions=width, embedder=embedder)
 
 
 async def _copy(
@@ -156,6 +183,8 @@ async def _copy(
             f"{dst.target} was created for {dst_meta['embedding_dimensions']}-dimensional vectors and"
             f" {src.target} holds {meta['embedding_dimensions']}-dimensional ones: give an empty database"
         )
+    async with dst.transaction() as tx:  # before the first row: refused by every opener until verified
+        await tx.set_meta(MIGRATE_INCOMPLETE, masked(src.target))
     expected = await src.counts()
     # the bar counts every row twice: once copied, once read back from the destination to verify it
     rows_total = sum(expected.values())
@@ -192,6 +221,8 @@ async def _copy(
     settled = await dst.settle()  # statistics and visibility for the copied rows, before anyone reads them
     tick = None if progress is None else (lambda n: progress(done + n, max(total, done + n)))
     tables = await _verify(src, dst, expected, copied, digests, batch=batch, tick=tick)
+    async with dst.transaction() as tx:
+        await tx.conn.execute("DELETE FROM meta WHERE key = ?", (MIGRATE_INCOMPLETE,))
     if progress is not None:
         progress(total, total)
     return TransferReport(src.target, dst.target, tables, round(time.perf_counter() - started, 2), settled)

@@ -276,3 +276,43 @@ def test_every_bad_url_is_one_line_and_exit_2_in_every_command(kind: str, tmp_pa
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         assert message.count("\n") == 0 and says in message, (command, message)
         assert SECRET not in done.stdout + done.stderr, command
+
+
+def test_a_server_that_goes_away_mid_command_is_named_with_what_was_kept(pg_url: str) -> None:
+    """Issue 18, failure 8: `process` while PostgreSQL restarted said only "cannot call
+    Transaction.__aexit__(): the underlying connection is closed". The connection here is ended by
+    the server (pg_terminate_backend, what a restart does to every session) inside a transaction."""
+    import asyncpg
+    import click
+
+    from review_app.cli import _run
+
+    async def interrupted() -> None:
+        conn = await asyncpg.connect(pg_url)
+        admin = await asyncpg.connect(pg_url)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT 1")
+                await admin.execute("SELECT pg_terminate_backend($1)", conn.get_server_pid())
+                await asyncio.sleep(0.2)
+                await conn.execute("SELECT 1")
+        finally:
+            await admin.close()
+            await conn.close()
+
+    with pytest.raises(click.ClickException) as failed:
+        _run(interrupted())
+    message = failed.value.message
+    assert failed.value.exit_code == 1 and message.count("\n") == 0
+    assert "server went away" in message and "Kept: everything committed before" in message
+
+    async def wrong_sql() -> None:  # positive control: a database error that is not a lost server
+        conn = await asyncpg.connect(pg_url)
+        try:
+            await conn.execute("SELECT no_such_column FROM pg_class")
+        finally:
+            await conn.close()
+
+    with pytest.raises(click.ClickException) as other:
+        _run(wrong_sql())
+    assert other.value.message.startswith("database error:")

@@ -195,3 +195,68 @@ def _us(value: datetime) -> int:
     from engine.timeutil import to_us
 
     return to_us(value)  # type: ignore[return-value]
+
+
+def _data_files_holding(data_dir: Path, words: list[str]) -> dict[str, list[str]]:
+    """word -> files (relative to the data directory) holding it, outside pg_wal, as
+    `grep -rl -a WORD $PGDATA --exclude-dir=pg_wal` lists them."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(data_dir.rglob("*")):
+        relative = path.relative_to(data_dir)
+        if relative.parts[0] == "pg_wal" or not path.is_file():
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:  # a file the server removed while we walked
+            continue
+        for word in words:
+            if word.encode() in data:
+                found.setdefault(word, []).append(str(relative))
+    return found
+
+
+async def test_erasure_on_postgresql_leaves_no_text_in_the_data_directory(pg_url: str) -> None:
+    """Issue 18, failure 6: 30 exchanges and 30 facts for the victim among 30 other users,
+    VACUUM ANALYZE, erasure, CHECKPOINT: `pg_statistic` (base/<db>/2619) held the victim's
+    statements, readable through pg_stats. Paired with the same search finding them before."""
+    import os
+    import secrets
+
+    if os.environ.get("MEMDESK_TEST_PG_URL"):
+        pytest.skip("reads the server's data files: only with the session's own pgserver")
+    letters = "bcdfghjklmnpqrstvwxz"  # no vowels: the English stemmer keeps such words whole
+    words = ["zx" + "".join(secrets.choice(letters) for _ in range(10)) for _ in range(30)]
+    others = ["zx" + "".join(secrets.choice(letters) for _ in range(10)) for _ in range(30)]
+    async with Memory(pg_url) as mem:
+        for word in words:
+            await mem.add_exchange("victim", f"I told you about {word} once", f"Noted {word}.", at=T0)
+            await mem.add_knowledge("victim", f"Victim keeps {word} in the shed", actor="seed")
+        for i, word in enumerate(others):
+            await mem.add_knowledge(f"user{i}", f"User keeps {word} in the shed", actor="seed")
+        conn = await asyncpg_connect(pg_url)
+        try:
+            await conn.execute("VACUUM ANALYZE")
+            await conn.execute("CHECKPOINT")
+            data_dir = Path(await conn.fetchval("SHOW data_directory"))
+            assert set(_data_files_holding(data_dir, words)) == set(words)  # positive control
+            report = await erase_user(mem, "victim", actor="dpo")
+            assert report.knowledge == 30 and report.messages == 60
+            await conn.execute("CHECKPOINT")
+            leaks = _data_files_holding(data_dir, words)
+            stats = await conn.fetchval(
+                "SELECT count(*) FROM pg_stats WHERE array_to_string(most_common_vals, ' ') LIKE '%zx%'"
+                " OR array_to_string(histogram_bounds, ' ') LIKE '%zx%'"
+                " OR array_to_string(most_common_elems, ' ') LIKE '%zx%'"
+            )
+            kept = _data_files_holding(data_dir, others)
+        finally:
+            await conn.close()
+    assert leaks == {}, f"{len(leaks)} of the erased words are still in the data directory: {leaks}"
+    assert stats == 0
+    assert set(kept) == set(others)  # the other users' text is still there (the search can find)
+
+
+async def asyncpg_connect(url: str):  # type: ignore[no-untyped-def]
+    import asyncpg
+
+    return await asyncpg.connect(url)

@@ -320,3 +320,96 @@ def test_a_sqlite_copy_rebuilds_the_vector_and_text_index_rows_exactly(source: s
     assert {r[3] for r in before[0]} == {"active", "superseded", "retracted"}
     assert {r[8] for r in before[0]} == {0, 1} and any(r[5] != r[9] for r in before[0])  # a closed valid time
     assert after == before
+
+
+# -- interrupted copies (issue 18, failure 7) --------------------------------------------------------
+
+_KILLING_MIGRATE = """
+import os, signal, sys
+from engine import transfer
+from engine.storage.postgres.store import PostgresStore
+from engine.storage.sqlite.store import SqliteStore
+
+point, args = sys.argv[1], sys.argv[2:]
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if point == "verify":  # every row copied, the check not passed yet
+    async def verify(*a, **k):
+        die()
+    transfer._verify = verify
+else:  # half of the first batch of table `point` written, then killed
+    for cls in (SqliteStore, PostgresStore):
+        def patch(cls=cls, original=cls.load):
+            async def load(self, table, rows):
+                if table == point:
+                    await original(self, table, rows[: max(1, len(rows) // 2)])
+                    die()
+                await original(self, table, rows)
+            cls.load = load
+        patch()
+
+from review_app.cli import main
+sys.argv = ["memdesk", "migrate", *args]
+main()
+"""
+
+KILL_POINTS = ["meta", "candidates", "audit_log", "verify"]
+
+
+def _killed_migrate(point: str, src: str, dst: str) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLING_MIGRATE, point, src, dst, "--batch-size", "7"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == -signal.SIGKILL, (done.returncode, done.stderr)
+
+
+def _assert_refused_then_restarted(src: str, dst: str) -> None:
+    from engine.errors import IncompleteStoreError
+
+    async def open_it() -> None:
+        async with Memory(dst):
+            pass
+
+    with pytest.raises(IncompleteStoreError, match=r"interrupted.*memdesk migrate SOURCE"):
+        asyncio.run(open_it())
+    stats = CliRunner().invoke(main, ["stats", dst])
+    assert stats.exit_code != 0 and "Run `memdesk migrate SOURCE" in stats.output, stats.output
+    assert "Traceback" not in stats.output
+    again = CliRunner().invoke(main, ["migrate", src, dst])  # starts the copy over
+    assert again.exit_code == 0, again.output
+    assert asyncio.run(_dump(dst)) == asyncio.run(_dump(src)) or _same_but_meta(src, dst)
+    asyncio.run(open_it())  # positive control: a verified copy opens
+
+
+def _same_but_meta(src: str, dst: str) -> bool:
+    before, after = asyncio.run(_dump(src)), asyncio.run(_dump(dst))
+    return all(after[t] == before[t] for t in TABLES if t != "meta")
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_migrate_killed_into_sqlite_leaves_a_store_nothing_opens_until_rerun(
+    point: str, source: str, pg_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL -> SQLite, SIGKILL at `point`: before, the partial file read as a normal store."""
+    asyncio.run(copy_store(source, pg_url))
+    dst = str(tmp_path / "copy.db")
+    _killed_migrate(point, pg_url, dst)
+    _assert_refused_then_restarted(pg_url, dst)
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_migrate_killed_into_postgresql_leaves_a_store_nothing_opens_until_rerun(
+    point: str, source: str, pg_url: str
+) -> None:
+    """SQLite -> PostgreSQL, SIGKILL at `point`: before, an approval created fact 8001 in the half copy."""
+    _killed_migrate(point, source, pg_url)
+    _assert_refused_then_restarted(source, pg_url)

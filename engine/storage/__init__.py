@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import MemdeskError, UserInputError
+from ..errors import IncompleteStoreError, MemdeskError, UserInputError
 from .base import NEW_CANDIDATES, TABLES, Store, Verify
 from .sql.tx import GateView, SqlTx
 
@@ -155,22 +155,48 @@ def _without(text: str, url: str) -> str:
     return text.replace(url, masked(url))
 
 
+MIGRATE_INCOMPLETE = "migrate_incomplete"
+"""The meta key `memdesk migrate` writes into its destination before the first row and deletes
+once the row-for-row check has passed; its value names the source."""
+
+
 async def open_store(
-    target: str | os.PathLike[str], *, dimensions: int, embedder: str, verify: Verify | None = None
+    target: str | os.PathLike[str],
+    *,
+    dimensions: int,
+    embedder: str,
+    verify: Verify | None = None,
+    allow_incomplete: bool = False,
 ) -> Store:
     """Open (creating and migrating as needed) the store at `target`: a filesystem path, ":memory:",
     or a postgresql:// URL. `dimensions` and `embedder` describe a NEW store's vectors; `verify`
-    runs on an existing store before any migration (Memory's embedder check)."""
+    runs on an existing store before any migration (Memory's embedder check). A store an
+    interrupted `memdesk migrate` left is refused (IncompleteStoreError) unless `allow_incomplete`
+    (only migrate itself, to start the copy over)."""
+    store: Store
     if is_postgres_url(target):
         from .postgres.store import PostgresStore
 
-        return await PostgresStore.open(str(target), dimensions=dimensions, embedder=embedder, verify=verify)
-    from .sqlite.store import SqliteStore
+        store = await PostgresStore.open(str(target), dimensions=dimensions, embedder=embedder, verify=verify)
+    else:
+        from .sqlite.store import SqliteStore
 
-    return await SqliteStore.open(str(target), dimensions=dimensions, embedder=embedder, verify=verify)
+        store = await SqliteStore.open(str(target), dimensions=dimensions, embedder=embedder, verify=verify)
+    if not allow_incomplete:
+        async with store.reading() as tx:
+            source = await tx.meta_value(MIGRATE_INCOMPLETE)
+        if source is not None:
+            await store.close()
+            shown = masked(str(target)) if is_postgres_url(target) else str(target)
+            raise IncompleteStoreError(
+                f"{shown} is an incomplete copy of {source}: a `memdesk migrate` into it was interrupted. "
+                f"Run `memdesk migrate SOURCE {shown}` again to start the copy over."
+            )
+    return store
 
 
 __all__ = [
+    "MIGRATE_INCOMPLETE",
     "NEW_CANDIDATES",
     "TABLES",
     "GateView",
@@ -181,4 +207,5 @@ __all__ = [
     "is_postgres_url",
     "masked",
     "open_store",
+    "refuse_foreign_url",
 ]

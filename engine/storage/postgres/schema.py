@@ -502,7 +502,51 @@ def _v7(dimensions: int) -> list[str]:
     ]
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 7: _v7}
+_FREE_TEXT: dict[str, tuple[str, ...]] = {
+    "messages": ("content",),
+    "episodes": ("title", "narrative", "error"),
+    "extraction_runs": ("prediction", "error"),
+    "candidates": ("statement", "key", "evidence", "reason"),
+    "knowledge": ("statement", "key", "end_reason", "search"),
+    "tombstones": ("statement", "key", "reason", "lift_reason"),
+    "audit_log": ("before", "after", "reason", "note"),
+    "discarded": ("statement", "evidence", "matched_statement"),
+    "flags": ("note",),
+    "second_reviews": ("reason", "note"),
+}
+"""Every column that holds what users, models or reviewers wrote (and `knowledge.search`, whose
+lexemes are the statement's words)."""
+
+
+def _v6(dimensions: int) -> list[str]:
+    """No statistics on free-text columns: `ALTER COLUMN ... SET STATISTICS 0` on each of
+    `_FREE_TEXT`, then `ALTER COLUMN ... TYPE` to the same type, which drops the column's existing
+    pg_statistic row.
+
+    Why: ANALYZE (autovacuum's, or the VACUUM ANALYZE an operator runs) copies each column's most
+    common values and histogram bounds into pg_statistic: whole statements and messages, and a
+    tsvector's most common lexemes. Erasure deletes the rows and VACUUM FULL rewrites the tables,
+    but the statistics rows live in the catalog's own file (base/<db>/2619), which only a
+    superuser can vacuum, and the application role can read them back through `pg_stats`; an
+    erased user's words were found there (issue 18). With target 0, ANALYZE never samples these
+    columns, so no text reaches the catalog. What the planner loses: selectivity estimates for a
+    condition on the text itself, which no memdesk query plans on (they filter by user_id,
+    status, ids and the GIN index, whose columns keep their statistics). Dead catalog rows of
+    statistics taken before this migration stay in that file until autovacuum processes
+    pg_statistic (README, "Erasure")."""
+    del dimensions
+    statements = []
+    for table, columns in _FREE_TEXT.items():
+        for column in columns:
+            kind = "tsvector" if column == "search" else 'TEXT COLLATE "C"'
+            statements += [
+                f'ALTER TABLE {table} ALTER COLUMN "{column}" SET STATISTICS 0',
+                f'ALTER TABLE {table} ALTER COLUMN "{column}" TYPE {kind}',
+            ]
+    return statements
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 6: _v6, 7: _v7}
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 

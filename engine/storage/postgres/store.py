@@ -299,6 +299,17 @@ class PostgresStore(Store):
         first and those tables are not attempted)."""
         return await self._vacuum("FULL, ANALYZE", ERASE_TABLES, "compact")
 
+    async def clear_copy(self) -> None:
+        """Empty every memdesk table but `meta` of a destination an interrupted `memdesk migrate`
+        left (engine/transfer.py), so the copy starts over. The audit log refuses TRUNCATE by a
+        trigger of its own, which is disabled for this one statement (owner only, as the copy's
+        creator is) inside the same transaction: nothing else can write between."""
+        tables = [t for t in (*self.TABLES, "knowledge_stats") if t != "meta"]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("ALTER TABLE audit_log DISABLE TRIGGER USER")
+            await conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            await conn.execute("ALTER TABLE audit_log ENABLE TRIGGER USER")
+
     async def settle(self) -> bool:
         """VACUUM (ANALYZE) every memdesk table. Right after a bulk load the rows carry no hint
         bits (the first query to read each row checks the commit log and writes the page back),
