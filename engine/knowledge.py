@@ -81,28 +81,56 @@ async def tombstone_in(
     now_us: int,
     candidate_id: int | None = None,
     note: str | None = None,
-) -> None:
+) -> Tombstone:
     """Tombstone an ended fact's value for its user (audited), so nothing brings it back unasked."""
+    return await write_tombstone(
+        tx,
+        fact.user_id,
+        fact.statement,
+        actor,
+        reason,
+        now_us,
+        knowledge_id=fact.id,
+        candidate_id=candidate_id,
+        note=note,
+    )
+
+
+async def write_tombstone(
+    tx: SqlTx,
+    user_id: str,
+    statement: str,
+    actor: str,
+    reason: str,
+    now_us: int,
+    *,
+    knowledge_id: int | None = None,
+    candidate_id: int | None = None,
+    note: str | None = None,
+) -> Tombstone:
+    """One tombstone and its audit row: a rejection's, a retraction's, a sure correction's."""
     tid = await tx.insert_tombstone(
-        user_id=fact.user_id,
-        statement=fact.statement,
+        user_id=user_id,
+        statement=statement,
         reason=reason,
         created_by=actor,
         created_at=now_us,
-        knowledge_id=fact.id,
+        knowledge_id=knowledge_id,
         candidate_id=candidate_id,
     )
+    stone = await tx.get_tombstone(user_id, tid)
     await tx.audit(
         at=now_us,
         actor=actor,
         action="create",
-        user_id=fact.user_id,
+        user_id=user_id,
         entity="tombstone",
         entity_id=tid,
-        after=await tx.get_tombstone(fact.user_id, tid),
+        after=stone,
         reason=reason,
         note=note,
     )
+    return stone
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from .errors import (
     UserInputError,
 )
 from .gate import Admission, EndReason, activate, refuse_tombstone_over_active, same_state
-from .knowledge import retract_in
+from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
 from .stated import candidate_stated_at
@@ -535,25 +535,8 @@ class ReviewService:
             stone: Tombstone | None = None
             if tombstone and current.kind != "retraction":
                 await refuse_tombstone_over_active(tx, current.user_id, current.statement)
-                tid = await tx.insert_tombstone(
-                    user_id=current.user_id,
-                    statement=current.statement,
-                    reason=why,
-                    created_by=reviewer,
-                    created_at=now_us,
-                    candidate_id=current.id,
-                )
-                stone = await tx.get_tombstone(current.user_id, tid)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="create",
-                    user_id=current.user_id,
-                    entity="tombstone",
-                    entity_id=tid,
-                    after=stone,
-                    reason=why,
-                    note=note,
+                stone = await write_tombstone(
+                    tx, current.user_id, current.statement, reviewer, why, now_us, candidate_id=current.id, note=note
                 )
             await tx.mark_decided(
                 current.id,
