@@ -7,6 +7,7 @@ its own beyond the embedder check at open.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -32,10 +33,12 @@ from .models import (
 from .policies import PolicyService
 from .retrieval import retrieve as _retrieve
 from .review import ReviewService
-from .storage import NEW_CANDIDATES, SqlTx, Store, masked, open_store
+from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permission_error, masked, open_store
 from .storage.sql.tx import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, system_clock
+
+_log = logging.getLogger("memdesk")
 
 
 class Memory(KnowledgeOps):
@@ -197,7 +200,14 @@ class Memory(KnowledgeOps):
         mark = await self._newest_candidate()
         outcome = await super().propose(user_id, statement, actor)
         if outcome.candidate_id is not None:
-            await self.policies.after_queue(mark)
+            try:
+                await self.policies.after_queue(mark)
+            except database_errors() as exc:
+                # An agent's PostgreSQL login may queue but not judge (README, "Roles"): the
+                # proposal stands, and `memdesk policy run` judges it from a reviewer's login.
+                if not is_permission_error(exc):
+                    raise
+                _log.info("review policies skipped for candidate %s: %s", outcome.candidate_id, exc)
         return outcome
 
     async def _newest_candidate(self) -> int:

@@ -292,3 +292,19 @@ async def test_settle_vacuums_as_the_owner_and_reports_what_another_role_cannot(
             break
         await asyncio.sleep(0.1)
     assert await fetch(roles["owner"], vacuumed) == [(1,)]
+
+
+async def test_an_agents_proposal_stands_while_policies_run_and_a_reviewer_judges_it(roles: Urls) -> None:
+    """Policies need the reviewer's rights: under an agent's login the pass that follows a proposal
+    is skipped (the proposal stands, nothing half-written); a reviewer's `policy run` judges it."""
+    async with _open(roles["owner"]) as mem:
+        await mem.policies.add("routine", "lead", kinds=("proposed",))
+    async with _open(roles["agent"]) as mem:
+        outcome = await mem.propose("ana", "Ana plays the cello", actor="agent:mcp")
+        assert outcome.candidate_id is not None
+    verdicts = "SELECT count(*) FROM audit_log WHERE action = 'policy_verdict'"
+    assert await fetch(roles["owner"], verdicts) == [(0,)]
+    async with _open(roles["reviewer"]) as mem:
+        assert (await mem.policies.run("routine")).judged == 1
+        assert (await mem.review.get(outcome.candidate_id)).status == "pending"  # shadow: decides nothing
+    assert await fetch(roles["owner"], verdicts) == [(1,)]

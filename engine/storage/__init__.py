@@ -50,6 +50,12 @@ def masked(target: str) -> str:
     return f"{scheme}://{head}{tail}"
 
 
+def is_permission_error(error: BaseException) -> bool:
+    """Whether the database refused the statement for the connecting role's rights (PostgreSQL's
+    SQLSTATE 42501, insufficient_privilege): an agent's login running a reviewer's statement."""
+    return getattr(error, "sqlstate", None) == "42501"
+
+
 def database_errors() -> tuple[type[Exception], ...]:
     """The exceptions a database driver raises, for callers that must turn them into a message
     without importing a driver themselves: sqlite3's DatabaseError (and pysqlite3's, a different
