@@ -8,7 +8,7 @@ its own beyond the embedder check at open.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -165,7 +165,7 @@ class Memory(KnowledgeOps):
     ) -> list[int]:
         return (await self.add_exchanges([(user_id, user_msg, assistant_msg, at)]))[0]
 
-    async def add_exchanges(self, exchanges: list[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
+    async def add_exchanges(self, exchanges: Sequence[tuple[str, str, str | None, datetime | None]]) -> list[list[int]]:
         """(user_id, user_msg, assistant_msg, at) tuples in ONE transaction: all stored or none.
 
         Every exchange is checked first (`limits.check_exchange`: sizes, Unicode, the date range),
@@ -224,10 +224,15 @@ class Memory(KnowledgeOps):
 
     # -- knowledge operations ---------------------------------------------------------------------
 
-    async def subscribe_new_candidates(self, callback: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def subscribe_new_candidates(self, callback: Callable[[], object]) -> Callable[[], Awaitable[None]]:
         """Call `callback()` on this event loop when candidates may have reached the queue from
         any process, so an open workstation shows new work without polling the tables; returns the
         coroutine function that stops it. PostgreSQL announces each commit that queued candidates
         (LISTEN/NOTIFY); SQLite has no server, so its store reports every commit to the file (a
-        cheap PRAGMA data_version watcher): a call means "look again", not "something is new"."""
-        return await self.store.subscribe(NEW_CANDIDATES, lambda _payload: callback())
+        cheap PRAGMA data_version watcher): a call means "look again", not "something is new".
+        Whatever `callback` returns is ignored."""
+
+        def announce(_payload: str) -> None:
+            callback()
+
+        return await self.store.subscribe(NEW_CANDIDATES, announce)

@@ -28,17 +28,13 @@ from engine import Memory, MemoryConfig
 from engine.errors import ConflictError, MemdeskError, UserInputError
 
 from .modals import ErrorModal
-from .widgets.literal import literal, tell
-
-try:  # the SCREENS engineer's modules; until they exist the modes say so instead of failing
-    from .screens.help import HelpScreen
-    from .screens.knowledge import KnowledgeScreen
-    from .screens.stats import StatsScreen
-    from .screens.tombstones import TombstonesScreen
-except ImportError:  # pragma: no cover - only while the other screens are being written
-    HelpScreen = KnowledgeScreen = StatsScreen = TombstonesScreen = None  # type: ignore[assignment,misc]
 from .screens.discarded import DiscardedScreen
+from .screens.help import HelpScreen
+from .screens.knowledge import KnowledgeScreen
 from .screens.queue import QueueScreen
+from .screens.stats import StatsScreen
+from .screens.tombstones import TombstonesScreen
+from .widgets.literal import literal
 
 BLINK_ENV = "MEMDESK_CURSOR_BLINK"
 
@@ -53,21 +49,6 @@ class OpeningScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(literal(f"Opening {self.target} …"), id="opening")
-
-
-class UnavailableScreen(Screen[None]):
-    """A mode whose screen module is not installed in this build."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.mode_name = name
-
-    def compose(self) -> ComposeResult:
-        yield Static(literal(f"The {self.mode_name} screen is not available in this build."))
-
-
-def _mode(cls: type[Screen[Any]] | None, name: str) -> Callable[[], Screen[Any]]:
-    return cls if cls is not None else partial(UnavailableScreen, name)
 
 
 def what_was_kept(error: BaseException) -> str:
@@ -86,13 +67,13 @@ class ReviewApp(App[None]):
     CSS_PATH = "app.tcss"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
         "queue": QueueScreen,
-        "knowledge": _mode(KnowledgeScreen, "knowledge"),
-        "tombstones": _mode(TombstonesScreen, "tombstones"),
-        "stats": _mode(StatsScreen, "stats"),
+        "knowledge": KnowledgeScreen,
+        "tombstones": TombstonesScreen,
+        "stats": StatsScreen,
         "discarded": DiscardedScreen,
     }
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-medium"), (130, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (36, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (130, "-wide")]  # noqa: RUF012 - Textual declares these `ClassVar[...] | None`
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]  # noqa: RUF012 - as above
     """Screen classes by terminal size (public Textual breakpoints): 80x24 is the smallest terminal
     the workstation serves fully, so dialogs and tables compact themselves below 36 rows."""
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -197,9 +178,6 @@ class ReviewApp(App[None]):
             await self.switch_mode(mode)
 
     def action_help(self) -> None:
-        if HelpScreen is None:  # pragma: no cover - only while the help screen is being written
-            tell(self, "Help is not available in this build.", severity="warning")
-            return
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

@@ -77,7 +77,9 @@ def _escaping(call: Any) -> Any:
     try:
         return call()
     except click.ClickException as exc:
-        exc.message = visible(exc.message)
+        # click types `message` Final, yet its own show() prints it: this is the one place where
+        # the text click built from what was typed is made visible before it is printed.
+        exc.message = visible(exc.message)  # type: ignore[misc]
         raise
 
 
@@ -946,7 +948,7 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
         from engine.export import export_user
 
         async with Memory(db) as mem:
-            return await export_user(mem, user, include_messages=include_messages)
+            return await export_user(mem.ctx, user, include_messages=include_messages)
 
     text = _json(_run(go()))
     if output:
@@ -978,7 +980,7 @@ def erase(db: str, user: str, actor: str, yes: bool) -> None:
         from engine.erase import erase_user
 
         async with Memory(db) as mem:
-            return await erase_user(mem, user, actor)
+            return await erase_user(mem.ctx, user, actor)
 
     report = _run(go())
     echo(

@@ -195,8 +195,8 @@ class OfflineExtractor:
     def _item(sc: SourcedClaim, kind: str, supersedes: str | None) -> GapItem:
         return GapItem(
             statement=sc.claim.statement,
-            kind=kind,
-            supersedes=supersedes,  # type: ignore[arg-type]
+            kind=kind,  # type: ignore[arg-type]
+            supersedes=supersedes,
             confidence=sc.confidence,
             valid_at=sc.span.valid_at,
             invalid_at=sc.span.invalid_at,

@@ -525,10 +525,10 @@ class Pipeline:
             if s.unsupported:
                 confidence = max(0.0, confidence - cfg.unsupported_penalty)
             cand = Candidate(
-                id=s.candidate_id,
+                id=s.candidate_id,  # type: ignore[arg-type]
                 user_id=user_id,
                 statement=s.item.statement,
-                kind=s.item.kind,  # type: ignore[arg-type]
+                kind=s.item.kind,
                 status="pending",
                 confidence=round(confidence, 4),
                 created_at=created,

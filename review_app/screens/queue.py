@@ -30,6 +30,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
@@ -395,7 +396,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if table.row_count == 0:
             return None
         try:
-            key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         except Exception:  # the cursor is outside the rows while the table is rebuilt
             return None
         return int(key) if key is not None else None
@@ -403,7 +404,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     def _previous_of(self, index: int) -> Candidate | None:
         if index <= 0:
             return None
-        key = self.query_one(PendingTable).coordinate_to_cell_key((index - 1, 0)).row_key.value
+        key = self.query_one(PendingTable).coordinate_to_cell_key(Coordinate(index - 1, 0)).row_key.value
         return self.candidates.get(int(key)) if key is not None else None
 
     def _redraw_row(self, index: int) -> None:
@@ -411,7 +412,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table = self.query_one(PendingTable)
         if not 0 <= index < table.row_count:
             return
-        key = table.coordinate_to_cell_key((index, 0)).row_key
+        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key
         cand = self.candidates.get(int(key.value)) if key.value is not None else None
         if cand is None:
             return
@@ -466,7 +467,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             index = min(previous_row, table.row_count - 1)
         table.move_cursor(row=index, animate=False)
         self._show_line()
-        self._request(int(cast("str", table.coordinate_to_cell_key((index, 0)).row_key.value)))
+        self._request(int(cast("str", table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value)))
 
     async def _empty_text(self) -> str:
         """What an empty list means: a finished queue, or a search or filter that matches nothing
@@ -647,7 +648,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._redraw_row(index)  # it may now be the first of its group
         table.move_cursor(row=index, animate=False)
         self._show_line()
-        key = table.coordinate_to_cell_key((index, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value
         if key is not None:
             self._request(int(key))
         if index >= table.row_count - PREFETCH:

@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
@@ -134,7 +135,7 @@ class QueueTeamActions:
             return None
         if index + 1 >= table.row_count:
             return None
-        key = table.coordinate_to_cell_key((index + 1, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(index + 1, 0)).row_key.value
         return int(key) if key is not None else None
 
     def action_my_queue(self) -> None:

@@ -9,7 +9,6 @@ chart on every run.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, ClassVar, cast
 
 from rich.text import Text
@@ -88,7 +87,7 @@ class StatsScreen(WorkstationScreen):
         change every number here."""
         self._gen += 1
         self.run_worker(
-            partial(self._load_users_and_stats, self._gen),
+            self._load_users_and_stats(self._gen),
             name="Reading the statistics",
             group="stats-load",
             exit_on_error=False,
@@ -111,7 +110,7 @@ class StatsScreen(WorkstationScreen):
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         self._gen += 1
         self.run_worker(
-            partial(self._load, self._gen),
+            self._load(self._gen),
             name=f"Reading the statistics of {scope}",
             group="stats-load",
             exit_on_error=False,
