@@ -7,6 +7,7 @@ from .config import MemoryConfig
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
     AlreadyDecidedError,
+    AssignedError,
     ChainOrderError,
     ClaimedError,
     ConfigurationError,
@@ -22,6 +23,7 @@ from .errors import (
     MemdeskError,
     ModelError,
     NotFoundError,
+    SecondOpinionError,
     StaleSupersessionError,
     TombstonedError,
     UndoRefusedError,
@@ -53,6 +55,7 @@ from .review import KEEP, ReviewService
 __all__ = [
     "KEEP",
     "AlreadyDecidedError",
+    "AssignedError",
     "AuditEvent",
     "BulkResult",
     "Candidate",
@@ -94,6 +97,7 @@ __all__ = [
     "RetrievalResult",
     "RetrievedItem",
     "ReviewService",
+    "SecondOpinionError",
     "StaleSupersessionError",
     "Tombstone",
     "TombstonedError",

@@ -23,23 +23,3 @@ class MoreRowsWanted(Message):
     """The cursor reached the end of the loaded rows: load the next page."""
 
     loaded: int
-
-
-@dataclass
-class FiltersChanged(Message):
-    """The reviewer changed the queue filters or the search text."""
-
-    user_id: str | None
-    kind: str | None
-    min_confidence: float | None
-    max_confidence: float | None
-    unsupported_only: bool
-    search: str
-
-
-@dataclass
-class DecisionApplied(Message):
-    """A decision reached the database (shown in the header's 'decided this session')."""
-
-    candidate_id: int
-    decision: str

@@ -45,7 +45,7 @@ from engine.errors import (
 from engine.models import Candidate, CandidateContext, QueueMark
 from engine.review import replaces
 
-from ..messages import CandidateSelected, DecisionApplied, MoreRowsWanted
+from ..messages import CandidateSelected, MoreRowsWanted
 from ..modals import (
     ConfirmModal,
     EditModal,
@@ -700,7 +700,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 self.current_id, self.current = None, None
             self.undo_stack.append([cid])
             self.decided += 1
-            self.post_message(DecisionApplied(cid, decision))
             self._remove_row(cid)
         finally:
             self._deciding = False
