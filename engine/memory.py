@@ -45,8 +45,13 @@ class Memory(KnowledgeOps):
         *,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        store: Store | None = None,
     ) -> None:
+        """`store`: an already opened `Store` to use instead of opening `path` (like httpx's
+        `transport=`): tests and embedders of memdesk inject one this way. The embedder check
+        still runs on it at `open()`, and `close()` closes it: the Memory owns it from then on."""
         self.path = str(path)
+        self._given_store = store
         embedder = embedder if embedder is not None else default_embedder()
         self.ctx = EngineContext(
             embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock, target=masked(str(path))
@@ -76,12 +81,15 @@ class Memory(KnowledgeOps):
         alone, which opens a store in order to move it to `self.embedder`."""
         if self.ctx._store is not None:
             return self
-        self.ctx._store = await open_store(
-            self.path,
-            dimensions=self.embedder.dimensions,
-            embedder=embedder_name(self.embedder),
-            verify=self._check_embedder if check_embedder else None,
-        )
+        if self._given_store is not None:
+            self.ctx._store, self._given_store = self._given_store, None
+        else:
+            self.ctx._store = await open_store(
+                self.path,
+                dimensions=self.embedder.dimensions,
+                embedder=embedder_name(self.embedder),
+                verify=self._check_embedder if check_embedder else None,
+            )
         if check_embedder:
             try:
                 async with self.store.reading() as tx:

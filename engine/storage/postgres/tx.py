@@ -33,6 +33,7 @@ from ...models import Candidate, Knowledge
 from ...text import value_key
 from ..sql.records import CANDIDATE_COLS, CANDIDATE_FROM, KNOWLEDGE_COLS, MAX_ID, candidate_from_row, knowledge_from_row
 from ..sql.tx import _WORDS, IdSource, SqlTx, _belief_filter, _UserStats, fetchall, fts_tokens
+from .connection import PgConn
 
 # Advisory locks are (int4, int4) pairs; memdesk's user locks use this first half ("md").
 _USER_LOCK_CLASS = 0x6D64
@@ -97,7 +98,7 @@ class _IdentityIds(IdSource):
 class PostgresTx(SqlTx):
     backend = "postgres"
 
-    def __init__(self, conn: Any, text_stats: dict[str, _UserStats] | None = None, *, writing: bool = False) -> None:
+    def __init__(self, conn: PgConn, text_stats: dict[str, _UserStats] | None = None, *, writing: bool = False) -> None:
         super().__init__(conn, text_stats)
         self.writing = writing
         self._locked: set[str] = set()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import aiosqlite
 import sqlite_vec
 
 from ...text import value_key
@@ -52,6 +53,8 @@ class _SequenceIds(IdSource):
 
 class SqliteTx(SqlTx):
     backend = "sqlite"
+    conn: aiosqlite.Connection
+    """SqlConn, and the SQLite-only parts used here (`total_changes`, a cursor's `lastrowid`)."""
 
     async def insert_knowledge(
         self,
@@ -225,7 +228,7 @@ class SqliteTx(SqlTx):
     async def store_generation(self) -> Any:
         """PRAGMA data_version moves when ANOTHER connection commits; this connection's own
         total_changes when it writes. While neither moved, cached statistics hold."""
-        row = await (await self.conn.execute("PRAGMA data_version")).fetchone()
+        [row] = await fetchall(self.conn, "PRAGMA data_version")
         return (int(row[0]), self.conn.total_changes)
 
     async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
