@@ -216,6 +216,9 @@ class Memory(KnowledgeOps):
         known_at: datetime | None = None,
         include_expired: bool = False,
     ) -> RetrievalResult:
+        """The user's facts most relevant to `query` (engine.retrieval.retrieve), under
+        `MemoryConfig.relevance_floor`: an empty result means nothing of the user is relevant to
+        the question (`MemoryConfig(relevance_floor=None)`: always the nearest facts)."""
         check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
             self.store,
@@ -228,6 +231,7 @@ class Memory(KnowledgeOps):
             include_expired=include_expired,
             vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
+            relevance_floor=self.config.relevance_floor,
         )
 
     # -- knowledge operations ---------------------------------------------------------------------

@@ -102,6 +102,14 @@ def _essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
     return [t for t, _ in sorted(bounds.items(), key=lambda kv: (kv[1], kv[0]))[skipped:]]
 
 
+def _informative(stats: _UserStats, terms: list[str], tokens: dict[str, list[str]]) -> list[str]:
+    """`informative_terms`' rule on statistics already read (`tokens`: each term's search tokens,
+    all counted in `stats`)."""
+    if stats.docs < 2 * COMMON_TERM_MIN_FACTS:
+        return terms
+    return [t for t in terms if all(2 * stats.terms[x] < stats.docs for x in tokens[t])]
+
+
 class _UserStats:
     """One user's BM25 statistics as of one store generation: their fact count, the total of their
     statements' lengths in tokens, and the document frequency of each term asked about so far."""
@@ -199,8 +207,16 @@ class TextArmOps:
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        informative: bool = False,
+        min_score: float = 0.0,
     ) -> list[int]:
         """BM25 over this user's facts only, with this user's statistics.
+
+        `informative=True` first drops the terms `informative_terms` drops, with the SAME
+        statistics (retrieval's path: one look at the store generation instead of two).
+        `min_score`: rows scoring below it are left out (retrieval's relevance floor: a row
+        matched only by terms at the floor IDF, in half or more of the user's facts, is no
+        evidence that it answers the question).
 
         FTS5's own bm25() counts document frequencies and the average length over the whole table,
         every user's rows included: 300 facts of another user holding a word lowered that word's IDF
@@ -213,10 +229,14 @@ class TextArmOps:
         terms are found in each row's statement as FTS5's tokenizer would find them (the term
         frequencies), and its length is counted in words. The formula and parameters are FTS5's
         (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
-        wanted = list(dict.fromkeys(token for term in terms for token in fts_tokens(term)))
+        tokens = {t: fts_tokens(t) for t in terms}
+        wanted = list(dict.fromkeys(token for term in terms for token in tokens[term]))
         if not wanted:
             return []
         stats = await self.user_text_stats(user_id, wanted)
+        if informative:
+            kept = _informative(stats, terms, tokens)
+            wanted = list(dict.fromkeys(token for term in kept for token in tokens[term]))
         n, avgdl = stats.docs, stats.avgdl
         wanted = [t for t in wanted if stats.terms[t]]
         if not wanted:
@@ -259,7 +279,7 @@ class TextArmOps:
             threshold = -heapq.nsmallest(limit, scored)[-1][0] if len(scored) >= limit else 0.0
             if needed := _essential_terms({t: weight[t] * (BM25_K1 + 1) for t in rest}, threshold):
                 score(await self.text_rows(user_id, needed, condition, args, excluding=[rarest]))
-        return [kid for _, kid in heapq.nsmallest(limit, scored)]
+        return [kid for value, kid in heapq.nsmallest(limit, scored) if -value >= min_score]
 
     async def informative_terms(self, user_id: str, terms: list[str]) -> list[str]:
         """Drop the query terms found in at least half of THIS user's facts, when the user has at
@@ -272,6 +292,4 @@ class TextArmOps:
         exact: there, matching a half-common word is still a signal worth a text rank."""
         tokens = {t: fts_tokens(t) for t in terms}
         stats = await self.user_text_stats(user_id, [x for parts in tokens.values() for x in parts])
-        if stats.docs < 2 * COMMON_TERM_MIN_FACTS:
-            return terms
-        return [t for t in terms if all(2 * stats.terms[x] < stats.docs for x in tokens[t])]
+        return _informative(stats, terms, tokens)

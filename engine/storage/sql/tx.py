@@ -330,9 +330,12 @@ class SqlTx(TextArmOps, TeamOps, StatsOps):
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        max_distance: float | None = None,
     ) -> list[int]:
         """The k nearest facts of this user that pass the belief rule (`_belief_filter`), nearest
-        first, with every predicate applied BEFORE k is cut (top_k is always full)."""
+        first, with every predicate applied BEFORE k is cut (top_k is always full). `max_distance`
+        (cosine distance, 1 - similarity): the nearest facts farther than that are left out (the
+        relevance floor), so the list may then be shorter than k."""
         raise NotImplementedError
 
     def id_source(self, table: str) -> IdSource:

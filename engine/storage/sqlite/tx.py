@@ -205,6 +205,7 @@ class SqliteTx(SqlTx):
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        max_distance: float | None = None,
     ) -> list[int]:
         """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status
         and times) applied by the index before k is cut. The belief rule is `_belief_filter`'s,
@@ -221,9 +222,11 @@ class SqliteTx(SqlTx):
             where += ["valid_from <= ?", ("believed_to > ?" if known_at is not None else "valid_to > ?")]
             args += [at_time, at_time]
         rows = await fetchall(
-            self.conn, f"SELECT knowledge_id FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance", args
+            self.conn,
+            f"SELECT knowledge_id, distance FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance",
+            args,
         )
-        return [r[0] for r in rows]
+        return [r[0] for r in rows if max_distance is None or r[1] <= max_distance]
 
     async def store_generation(self) -> Any:
         """PRAGMA data_version moves when ANOTHER connection commits; this connection's own
