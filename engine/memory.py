@@ -50,8 +50,13 @@ class Memory(KnowledgeOps):
         *,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        store: Store | None = None,
     ) -> None:
+        """`store`: an already opened `Store` to use instead of opening `path` (like httpx's
+        `transport=`): tests and embedders of memdesk inject one this way. The embedder check
+        still runs on it at `open()`, and `close()` closes it: the Memory owns it from then on."""
         self.path = str(path)
+        self._given_store = store
         embedder = embedder if embedder is not None else default_embedder()
         self.ctx = EngineContext(
             embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock, target=masked(str(path))
@@ -82,12 +87,15 @@ class Memory(KnowledgeOps):
         alone, which opens a store in order to move it to `self.embedder`."""
         if self.ctx._store is not None:
             return self
-        self.ctx._store = await open_store(
-            self.path,
-            dimensions=self.embedder.dimensions,
-            embedder=embedder_name(self.embedder),
-            verify=self._check_embedder if check_embedder else None,
-        )
+        if self._given_store is not None:
+            self.ctx._store, self._given_store = self._given_store, None
+        else:
+            self.ctx._store = await open_store(
+                self.path,
+                dimensions=self.embedder.dimensions,
+                embedder=embedder_name(self.embedder),
+                verify=self._check_embedder if check_embedder else None,
+            )
         if check_embedder:
             try:
                 async with self.store.reading() as tx:
@@ -238,6 +246,9 @@ class Memory(KnowledgeOps):
         known_at: datetime | None = None,
         include_expired: bool = False,
     ) -> RetrievalResult:
+        """The user's facts most relevant to `query` (engine.retrieval.retrieve), under
+        `MemoryConfig.relevance_floor`: an empty result means nothing of the user is relevant to
+        the question (`MemoryConfig(relevance_floor=None)`: always the nearest facts)."""
         check_query(query if isinstance(query, str) else "", self.config)
         return await _retrieve(
             self.store,
@@ -250,14 +261,20 @@ class Memory(KnowledgeOps):
             include_expired=include_expired,
             vector_weight=self.config.vector_weight,
             text_weight=self.config.text_weight,
+            relevance_floor=self.config.relevance_floor,
         )
 
     # -- knowledge operations ---------------------------------------------------------------------
 
-    async def subscribe_new_candidates(self, callback: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def subscribe_new_candidates(self, callback: Callable[[], object]) -> Callable[[], Awaitable[None]]:
         """Call `callback()` on this event loop when candidates may have reached the queue from
         any process, so an open workstation shows new work without polling the tables; returns the
         coroutine function that stops it. PostgreSQL announces each commit that queued candidates
         (LISTEN/NOTIFY); SQLite has no server, so its store reports every commit to the file (a
-        cheap PRAGMA data_version watcher): a call means "look again", not "something is new"."""
-        return await self.store.subscribe(NEW_CANDIDATES, lambda _payload: callback())
+        cheap PRAGMA data_version watcher): a call means "look again", not "something is new".
+        Whatever `callback` returns is ignored."""
+
+        def announce(_payload: str) -> None:
+            callback()
+
+        return await self.store.subscribe(NEW_CANDIDATES, announce)

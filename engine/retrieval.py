@@ -18,11 +18,14 @@ from datetime import datetime
 from .embedders import Embedder
 from .errors import UserInputError
 from .limits import check_unicode
-from .models import RetrievalResult, RetrievedItem
+from .models import Knowledge, RetrievalResult, RetrievedItem
 from .storage import Store
 from .timeutil import check_representable, to_us
 
 RRF_K = 60
+TEXT_EVIDENCE = 1e-3
+"""Under a relevance floor, the least BM25 score a text-arm row must reach: above what terms at the
+floor IDF (1e-6 each, terms in half or more of the user's facts) can add up to."""
 MAX_TOP_K = 1000
 _TERM = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -83,7 +86,22 @@ async def retrieve(
     include_expired: bool = False,
     vector_weight: float = 1.0,
     text_weight: float = 1.0,
+    relevance_floor: float | None = None,
 ) -> RetrievalResult:
+    """The user's `top_k` facts most relevant to `query`, best first, under the belief rule for
+    `at_time` / `known_at` / `include_expired` (see `_belief_filter`), fused from both arms.
+
+    `relevance_floor` (cosine similarity): facts less similar than that are not taken from the
+    vector arm, and the text arm keeps only rows with a term that is not in half or more of the
+    user's facts; when nothing passes, the result is empty: "nothing of this user is relevant".
+    None: no floor, and the list holds min(top_k, matching facts).
+
+    Work per call, ordered to cut database round trips (each aiosqlite call is a hop to its
+    thread): two read transactions at once, one per arm, each reading the rows of the facts it
+    ranked (before: a third read transaction for the fused rows, and the text arm's statistics
+    looked up twice). A small user's query on SQLite: BEGIN, the KNN, its rows, COMMIT on one
+    connection; BEGIN, data_version, the term counts, the matching rows, their fact rows, COMMIT on
+    the other (the user's fact count too when something was committed since)."""
     if not isinstance(user_id, str) or not user_id:
         raise UserInputError("retrieve needs a user_id")
     if not isinstance(query, str):
@@ -99,29 +117,43 @@ async def retrieve(
     terms = query_terms(query)
     fetch = min(pool, 4096)
 
-    async def vector() -> list[int]:
-        async with store.reading() as tx:
-            return await tx.vector_arm(
-                user_id, embedding, fetch, at_time=at_us, known_at=known_us, include_expired=include_expired
-            )
+    max_distance = None if relevance_floor is None else 1.0 - relevance_floor
+    min_score = 0.0 if relevance_floor is None else TEXT_EVIDENCE
 
-    async def text() -> list[int]:
+    async def vector() -> tuple[list[int], dict[int, Knowledge]]:
         async with store.reading() as tx:
-            return await tx.text_arm(
+            ids = await tx.vector_arm(
                 user_id,
-                await tx.informative_terms(user_id, terms),
+                embedding,
+                fetch,
+                at_time=at_us,
+                known_at=known_us,
+                include_expired=include_expired,
+                max_distance=max_distance,
+            )
+            return ids, await tx.knowledge_by_ids(ids)
+
+    async def text() -> tuple[list[int], dict[int, Knowledge]]:
+        async with store.reading() as tx:
+            ids = await tx.text_arm(
+                user_id,
+                terms,
                 pool,
                 at_time=at_us,
                 known_at=known_us,
                 include_expired=include_expired,
+                informative=True,
+                min_score=min_score,
             )
+            return ids, await tx.knowledge_by_ids(ids)
 
-    # The two arms on two read connections at once (each waits on its own database work).
-    vec_ids, text_ids = await asyncio.gather(vector(), text())
+    # The two arms on two read connections at once (each waits on its own database work), each
+    # reading the rows of the facts it ranked: every fused fact is in one of the two lists, so no
+    # third read transaction is needed.
+    (vec_ids, vec_facts), (text_ids, facts) = await asyncio.gather(vector(), text())
+    facts.update(vec_facts)
     fused = rrf([vec_ids, text_ids], weights=[vector_weight, text_weight])[:top_k]
-    async with store.reading() as tx:
-        facts = await tx.knowledge_by_ids([kid for kid, _ in fused])
-    # a fact erased between the arms and this read is left out, not reported as a KeyError
+    # each arm read its rows in the snapshot it ranked in, so every fused id has its row; kept as a guard
     fused = [(kid, score) for kid, score in fused if kid in facts]
     vec_rank = {kid: i for i, kid in enumerate(vec_ids, start=1)}
     text_rank = {kid: i for i, kid in enumerate(text_ids, start=1)}

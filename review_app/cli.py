@@ -99,7 +99,9 @@ def _escaping(call: Any) -> Any:
     try:
         return call()
     except click.ClickException as exc:
-        exc.message = visible(exc.message)  # type: ignore[misc]  # click types it Final; it is a plain attribute
+        # click types `message` Final, yet its own show() prints it: this is the one place where
+        # the text click built from what was typed is made visible before it is printed.
+        exc.message = visible(exc.message)  # type: ignore[misc]
         raise
 
 

@@ -5,7 +5,8 @@ kept, and erasure's compaction leaving no deleted text in the table files."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,18 @@ from engine.storage import masked
 from engine.storage.postgres import schema
 from engine.storage.postgres.connection import PgConn, _status_count, connect, to_dollar
 from engine.storage.postgres.store import PostgresStore
+from engine.storage.postgres.tx import PostgresTx
 
 
-def _raw_tx(conn: PgConn, writing: bool) -> PgConn:
-    """Transactions hand out the bare PgConn here: these tests speak SQL, not engine operations."""
-    return conn
+@asynccontextmanager
+async def _sql(opened: AbstractAsyncContextManager[PostgresTx]) -> AsyncIterator[PgConn]:
+    """The bare PgConn of a store's transaction or read: these tests speak SQL, not engine operations."""
+    async with opened as tx:
+        yield tx.conn
 
 
 async def _open(url: str) -> PostgresStore:
-    return await PostgresStore.open(url, dimensions=3, tx_factory=_raw_tx)
+    return await PostgresStore.open(url, dimensions=3)
 
 
 def test_placeholders_outside_literals_only() -> None:
@@ -54,7 +58,7 @@ def test_masked_url() -> None:
 async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:
     store = await _open(pg_url)
     try:
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             cur = await conn.execute(
                 "INSERT INTO messages(user_id, role, content, at) VALUES (?, 'user', 'a ? b', ?), (?, 'user', 'c', ?)"
                 " RETURNING id",
@@ -73,7 +77,7 @@ async def test_cursor_api_rowcount_and_rows(pg_url: str) -> None:
             assert [r[0] for r in found] == [ids[0]]
             row = await (await conn.execute("SELECT id, content FROM messages WHERE id = ?", (ids[0],))).fetchone()
             assert row is not None and row[1] == "a ? b" and row["id"] == ids[0]
-        async with store.reading() as conn:
+        async with _sql(store.reading()) as conn:
             rows = await (await conn.execute("SELECT at FROM messages ORDER BY id")).fetchall()
         assert [r[0] for r in rows] == [2, 3]
     finally:
@@ -84,12 +88,12 @@ async def test_transaction_rolls_back_on_error(pg_url: str) -> None:
     store = await _open(pg_url)
     try:
         with pytest.raises(RuntimeError):
-            async with store.transaction() as conn:
+            async with _sql(store.transaction()) as conn:
                 await conn.execute("INSERT INTO meta(key, value) VALUES ('gone', 'x')")
                 raise RuntimeError("boom")
-        async with store.transaction() as conn:  # positive control: a clean exit commits
+        async with _sql(store.transaction()) as conn:  # positive control: a clean exit commits
             await conn.execute("INSERT INTO meta(key, value) VALUES ('kept', 'x')")
-        async with store.reading() as conn:
+        async with _sql(store.reading()) as conn:
             keys = {r[0] for r in await (await conn.execute("SELECT key FROM meta")).fetchall()}
         assert "kept" in keys and "gone" not in keys
     finally:
@@ -100,7 +104,7 @@ async def test_reading_is_read_only(pg_url: str) -> None:
     store = await _open(pg_url)
     try:
         with pytest.raises(asyncpg.exceptions.ReadOnlySQLTransactionError):
-            async with store.reading() as conn:
+            async with _sql(store.reading()) as conn:
                 await conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
     finally:
         await store.close()
@@ -126,7 +130,7 @@ async def test_migrations_once_and_newer_schema_refused(pg_url: str) -> None:
 async def test_audit_log_append_only_but_redactable(pg_url: str) -> None:
     store = await _open(pg_url)
     try:
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             cur = await conn.execute(
                 "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
                 " VALUES (1, 'ann', 'approve', 'u1', 'candidate', 7, '{\"s\": 1}', '{}', 'why', 'n') RETURNING id"
@@ -140,20 +144,20 @@ async def test_audit_log_append_only_but_redactable(pg_url: str) -> None:
             " action = 'reject' WHERE id = ?",
         ):
             with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError, match="append-only"):
-                async with store.transaction() as conn:
+                async with _sql(store.transaction()) as conn:
                     await conn.execute(bad, (aid,))
         with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError, match="append-only"):
-            async with store.transaction() as conn:
+            async with _sql(store.transaction()) as conn:
                 await conn.execute("TRUNCATE audit_log")
         redact = (
             "UPDATE audit_log SET before = NULL, after = NULL, reason = NULL, note = NULL, redacted_at = ? WHERE id = ?"
         )
-        async with store.transaction() as conn:  # erasure's redaction: allowed, once
+        async with _sql(store.transaction()) as conn:  # erasure's redaction: allowed, once
             assert (await conn.execute(redact, (9, aid))).rowcount == 1
         with pytest.raises(asyncpg.exceptions.IntegrityConstraintViolationError):
-            async with store.transaction() as conn:
+            async with _sql(store.transaction()) as conn:
                 await conn.execute(redact, (10, aid))
-        async with store.reading() as conn:
+        async with _sql(store.reading()) as conn:
             row = await (
                 await conn.execute("SELECT actor, before, redacted_at FROM audit_log WHERE id = ?", (aid,))
             ).fetchone()
@@ -169,10 +173,10 @@ async def test_new_candidates_notify_after_commit_only(pg_url: str) -> None:
     insert = "INSERT INTO candidates(user_id, statement, key, kind, created_at) VALUES (?, 's', 'k', 'new', 1)"
     try:
         with pytest.raises(RuntimeError):
-            async with store.transaction() as conn:
+            async with _sql(store.transaction()) as conn:
                 await conn.execute(insert, ("rolled-back",))
                 raise RuntimeError("abort")
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             await conn.executemany(insert, [("alice",), ("bob",), ("alice",)])
         for _ in range(50):
             if len(got) >= 2:
@@ -180,7 +184,7 @@ async def test_new_candidates_notify_after_commit_only(pg_url: str) -> None:
             await asyncio.sleep(0.02)
         assert sorted(got) == ["alice", "bob"]
         await stop()
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             await conn.execute(insert, ("carol",))
         await asyncio.sleep(0.1)
         assert "carol" not in got  # unsubscribed
@@ -209,21 +213,21 @@ async def test_a_lost_listening_connection_is_opened_again(pg_url: str) -> None:
         raise AssertionError(f"not reached; got {got}")
 
     try:
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             await conn.execute(insert, ("before",))
         await until(lambda: got == ["before"])
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             [(pid,)] = await conn.execute_fetchall(listening)
             await conn.execute("SELECT pg_terminate_backend(?)", (pid,))
         await until(lambda: "" in got)
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             [(new_pid,)] = await conn.execute_fetchall(listening)
             assert new_pid != pid
             await conn.execute(insert, ("after",))
         await until(lambda: "after" in got)
         assert got == ["before", "", "after"]
         await stop()
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             assert await conn.execute_fetchall(listening) == []
             await conn.execute(insert, ("stopped",))
         await asyncio.sleep(0.2)
@@ -235,7 +239,7 @@ async def test_a_lost_listening_connection_is_opened_again(pg_url: str) -> None:
 async def _fill(store: PostgresStore) -> None:
     """Rows whose references point forward in TABLES order: a message into a later-loaded
     episode, candidate <-> fact, and a fact superseded by a later fact."""
-    async with store.transaction() as conn:
+    async with _sql(store.transaction()) as conn:
         await conn.execute(
             "INSERT INTO episodes(id, user_id, title, narrative, created_at) VALUES (5, 'alice', 't', 'n', 1)"
         )
@@ -280,7 +284,7 @@ async def test_dump_and_load_keep_ids_and_references(pg_server: Any) -> None:
             for table in src.TABLES:
                 again = [r async for batch in dst.dump(table) for r in batch]
                 assert again == dumped.get(table, []), table
-            async with dst.transaction() as conn:
+            async with _sql(dst.transaction()) as conn:
                 # the identity sequences moved past the loaded ids
                 cur = await conn.execute(
                     "INSERT INTO episodes(user_id, title, narrative, created_at)"
@@ -325,10 +329,10 @@ async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_ser
     store = await _open(pg_url)
     secret = "zq-erased-secret-7781"
     try:
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             await conn.execute("INSERT INTO messages(user_id, role, content, at) VALUES ('u', 'user', ?, 1)", (secret,))
             await conn.execute("INSERT INTO messages(user_id, role, content, at) VALUES ('v', 'user', 'kept', 1)")
-        async with store.transaction() as conn:
+        async with _sql(store.transaction()) as conn:
             await conn.execute("DELETE FROM messages WHERE user_id = 'u'")
         async with store.pool.acquire() as raw:
             await raw.execute("CHECKPOINT")
@@ -348,7 +352,7 @@ async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_ser
                 if r[0]
             ]
         assert not _file_holds(data_dir, rels, secret.encode())
-        async with store.reading() as conn:
+        async with _sql(store.reading()) as conn:
             assert [r[0] for r in await (await conn.execute("SELECT content FROM messages")).fetchall()] == ["kept"]
     finally:
         await store.close()

@@ -29,7 +29,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
@@ -39,10 +39,12 @@ from ..sql.reembed import VectorSwap
 from . import schema
 from .connection import Conn, PgConn, connect, create_pool
 
+if TYPE_CHECKING:
+    from ..sql.text_arm import _UserStats
+    from .tx import PostgresTx
+
 log = logging.getLogger(__name__)
 
-TxFactory = Callable[[PgConn, bool], Any]
-"""Makes the transaction object from (connection, writing); tests that speak SQL pass their own."""
 Verify = Callable[[Any], Awaitable[None]]
 
 # Tables an erasure deletes from or redacts: what compact() rewrites.
@@ -79,14 +81,13 @@ class PostgresStore(Store):
     backend = "postgres"
     TABLES = TABLES
 
-    def __init__(self, url: str, pool: asyncpg.Pool, tx_factory: TxFactory | None = None) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool) -> None:
         self.url = url
         self.target = masked(url)
         self.pool = pool
-        self._tx_factory = tx_factory
         # BM25 statistics per user, shared by every pooled connection: each use re-checks them
         # against the user's fact count and largest id (PostgresTx.store_generation).
-        self._stats: dict[str, Any] = {}
+        self._stats: dict[str, _UserStats] = {}
         self._columns: dict[str, list[str]] = {}
         # Forward references `load` could not set yet: (table, column, target) -> {row id: value}.
         self._pending_refs: dict[tuple[str, str, str], dict[int, int]] = {}
@@ -103,7 +104,6 @@ class PostgresStore(Store):
         max_version: int | None = None,
         min_size: int = 1,
         max_size: int = 10,
-        tx_factory: TxFactory | None = None,
     ) -> PostgresStore:
         """Migrate the database (creating the schema in an empty one), then open the pool. A
         database of a newer schema is refused before anything is written to it, and so is one
@@ -115,7 +115,7 @@ class PostgresStore(Store):
             async def check(version: int) -> None:
                 if version >= 1 and verify is not None:
                     async with conn.transaction(isolation="repeatable_read", readonly=True):
-                        await verify(_make_tx(tx_factory, PgConn(conn), {}, writing=False))
+                        await verify(_make_tx(PgConn(conn), {}, writing=False))
 
             await schema.migrate(
                 conn, dimensions, embedder=embedder, max_version=max_version, target=masked(url), verify=check
@@ -123,15 +123,15 @@ class PostgresStore(Store):
         finally:
             await conn.close()
         pool = await create_pool(url, min_size=min_size, max_size=max_size)
-        return cls(url, pool, tx_factory)
+        return cls(url, pool)
 
-    def _tx(self, conn: Conn, *, writing: bool) -> Any:
-        return _make_tx(self._tx_factory, PgConn(conn), self._stats, writing=writing)
+    def _tx(self, conn: Conn, *, writing: bool) -> PostgresTx:
+        return _make_tx(PgConn(conn), self._stats, writing=writing)
 
     # -- transactions ---------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
+    async def transaction(self) -> AsyncIterator[PostgresTx]:
         """One write transaction on a pooled connection, READ COMMITTED; committed on exit, rolled
         back on any exception (a cancelled caller included: asyncpg resets the connection before
         the pool hands it out again)."""
@@ -139,7 +139,7 @@ class PostgresStore(Store):
             yield self._tx(conn, writing=True)
 
     @asynccontextmanager
-    async def reading(self) -> AsyncIterator[Any]:
+    async def reading(self) -> AsyncIterator[PostgresTx]:
         """A consistent read-only snapshot (REPEATABLE READ READ ONLY): every statement of the read
         sees the same committed state, and no writer waits for it."""
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
@@ -424,9 +424,7 @@ async def _close_quietly(conn: Conn) -> None:
         await asyncio.wait_for(conn.close(), timeout=5)
 
 
-def _make_tx(factory: TxFactory | None, conn: PgConn, stats: dict[str, Any], *, writing: bool) -> Any:
-    if factory is not None:
-        return factory(conn, writing)
+def _make_tx(conn: PgConn, stats: dict[str, _UserStats], *, writing: bool) -> PostgresTx:
     from .tx import PostgresTx
 
     return PostgresTx(conn, stats, writing=writing)

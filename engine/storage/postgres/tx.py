@@ -33,6 +33,7 @@ from ...models import Candidate, Knowledge
 from ...text import value_key
 from ..sql.records import CANDIDATE_COLS, CANDIDATE_FROM, KNOWLEDGE_COLS, MAX_ID, candidate_from_row, knowledge_from_row
 from ..sql.tx import _WORDS, IdSource, SqlTx, _belief_filter, _UserStats, fetchall, fts_tokens
+from .connection import PgConn
 
 # Advisory locks are (int4, int4) pairs; memdesk's user locks use this first half ("md").
 _USER_LOCK_CLASS = 0x6D64
@@ -97,7 +98,7 @@ class _IdentityIds(IdSource):
 class PostgresTx(SqlTx):
     backend = "postgres"
 
-    def __init__(self, conn: Any, text_stats: dict[str, _UserStats] | None = None, *, writing: bool = False) -> None:
+    def __init__(self, conn: PgConn, text_stats: dict[str, _UserStats] | None = None, *, writing: bool = False) -> None:
         super().__init__(conn, text_stats)
         self.writing = writing
         self._locked: set[str] = set()
@@ -265,6 +266,7 @@ class PostgresTx(SqlTx):
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        max_distance: float | None = None,
     ) -> list[int]:
         """Exact cosine KNN over this user's facts that pass the belief rule (`_belief_filter`,
         the text arm's own SQL), cut at k only after every predicate: top_k is always full. The
@@ -281,13 +283,13 @@ class PostgresTx(SqlTx):
         await self.conn.execute("SET LOCAL enable_seqscan = off")
         rows = await fetchall(
             self.conn,
-            f"SELECT k.id FROM knowledge k WHERE k.user_id = ? AND k.embedding IS NOT NULL"
-            f" AND {_condition(condition)} ORDER BY k.embedding <=> ?, k.id LIMIT ?",
-            (user_id, *args, list(embedding), int(k)),
+            f"SELECT k.id, k.embedding <=> ? FROM knowledge k WHERE k.user_id = ? AND k.embedding IS NOT NULL"
+            f" AND {_condition(condition)} ORDER BY 2, k.id LIMIT ?",
+            (list(embedding), user_id, *args, int(k)),
         )
         if self.writing:  # the rest of a write transaction plans as usual
             await self.conn.execute("SET LOCAL enable_seqscan = DEFAULT")
-        return [int(r[0]) for r in rows]
+        return [int(r[0]) for r in rows if max_distance is None or float(r[1]) <= max_distance]
 
     async def store_generation(self) -> Any:
         """PostgreSQL has no cheap "did anything commit since" counter (`user_text_stats` reads

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .conn import SqlConn
+
 RUN_GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicates")
 """The extraction_runs columns counting what each gate dropped, in the order of `run_totals`."""
 
@@ -50,7 +52,7 @@ class StatsRows:
 class StatsOps:
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
-    conn: Any
+    conn: SqlConn
 
     async def stats_figures(self, user_id: str | None, sla_cutoff_us: int = 0) -> StatsRows:
         """Every figure of engine/stats.py for one user or (None) the whole store; `past_sla`

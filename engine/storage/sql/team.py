@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .conn import SqlConn
+
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
 HASH_SPACE = 4_294_967_296
 SAMPLE_SQL = f"((c.id * {HASH_MULTIPLIER}) % {HASH_SPACE}) < ?"
@@ -49,7 +51,7 @@ def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'p
 class TeamOps:
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
-    conn: Any
+    conn: SqlConn
 
     async def _count(self, sql: str, args: Sequence[Any]) -> int:
         row = await (await self.conn.execute(sql, args)).fetchone()

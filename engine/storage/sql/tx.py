@@ -11,12 +11,7 @@ rows) is declared here and written in `engine/storage/sqlite/tx.py` and
 
 from __future__ import annotations
 
-import heapq
 import json
-import math
-import re
-import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +21,7 @@ from ...errors import NotFoundError, UserInputError
 from ...models import AuditEvent, Candidate, CandidateContext, Discarded, Episode, Knowledge, Tombstone, to_jsonable
 from ...text import ValueIndex, value_key
 from ...timeutil import from_us, to_us
+from .conn import SqlConn
 from .policies import PolicyOps
 from .records import (
     AUDIT_COLS,
@@ -43,16 +39,17 @@ from .records import (
 )
 from .stats import StatsOps
 from .team import TeamOps
-
-STILL_TRUE_SQL = (
-    "CASE WHEN {k}.status = 'active' OR ({k}.status = 'superseded'"
-    " AND {k}.end_reason IN ('superseded', 'contradicted')) THEN 1 ELSE 0 END"
+from .text_arm import (  # noqa: F401 - re-exported: the backends, tests and benchmarks import them from here
+    _WORDS,
+    BM25_B,
+    BM25_K1,
+    COMMON_TERM_MIN_FACTS,
+    STILL_TRUE_SQL,
+    TextArmOps,
+    _belief_filter,
+    _UserStats,
+    fts_tokens,
 )
-"""1 when a fact is still believed true for its valid period: active, or superseded because the
-world changed (end_reason superseded / contradicted). 0 when it was ended as wrong: corrected, or
-retracted (whose end_reason is the free-text reason, so the status is tested too). The one
-definition, used in SQL by both backends' schemas, their vector arms and the text arm."""
-
 
 _CANDIDATE_INSERT_FIELDS = (
     "user_id",
@@ -188,98 +185,6 @@ _DISCARDED_INSERT_FIELDS = (
 )
 
 
-# -- retrieval arms -------------------------------------------------------------------------------
-
-
-BM25_K1 = 1.2  # FTS5's own bm25() parameters, so the scores mean what they meant before
-BM25_B = 0.75
-_IDF_FLOOR = 1e-6  # FTS5's floor for a term in half or more of the documents
-
-
-def _belief_filter(at_time: int | None, known_at: int | None, include_expired: bool) -> tuple[str, list[Any]]:
-    """The status and time predicates of the text arm, as one SQL condition on `k`.
-
-    The belief rule (the README's "valid time and belief time"):
-      - neither time: current belief, active facts only;
-      - `at_time` alone: facts still believed true for their period (active, or ended because the
-        world changed: superseded, contradicted), never those ended as wrong (corrected,
-        retracted), whose valid interval holds at_time;
-      - `known_at`: what the store held then (created <= known_at < expired); with `at_time` too,
-        the valid interval as it was believed then (before a later supersession closed it);
-      - `include_expired` (without known_at): no belief filter at all."""
-    where: list[str] = []
-    args: list[Any] = []
-    if known_at is not None:
-        where.append("k.created_at <= ? AND (k.expired_at IS NULL OR k.expired_at > ?)")
-        args += [known_at, known_at]
-    elif not include_expired:
-        where.append(STILL_TRUE_SQL.format(k="k") + " = 1" if at_time is not None else "k.status = 'active'")
-    if at_time is not None:
-        end = (
-            "CASE WHEN k.valid_closed = 1 THEN k.prior_invalid_at ELSE k.invalid_at END"
-            if known_at is not None
-            else "k.invalid_at"
-        )
-        where.append(f"(k.valid_at IS NULL OR k.valid_at <= ?) AND ({end} IS NULL OR {end} > ?)")
-        args += [at_time, at_time]
-    return (" AND ".join(where) or "1"), args
-
-
-_FTS_TOKEN = re.compile(r"[^\W_]+")
-
-
-def _fold(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
-def fts_tokens(text: str) -> list[str]:
-    """The tokens FTS5's `unicode61 remove_diacritics 2` tokenizer sees: runs of letters and
-    digits (not `_`), casefolded, diacritics removed. Used to find the query's terms in a
-    statement for the per-user BM25; FTS5 itself still decides which rows match."""
-    folded = text.casefold()
-    return _FTS_TOKEN.findall(folded if folded.isascii() else _fold(folded))
-
-
-# A statement's length for BM25, in words (runs of non-spaces), counted in SQL: the same measure
-# for a row's length and the user's average, without tokenizing every statement in Python.
-_WORDS = "length(trim(k.statement)) - length(replace(trim(k.statement), ' ', '')) + 1"
-
-
-COMMON_TERM_MIN_FACTS = 1000
-
-
-def _essential_terms(bounds: dict[str, float], threshold: float) -> list[str]:
-    """The terms whose rows must still be read (MaxScore's "essential" terms). `bounds` holds each
-    unread term's upper bound, idf * (k1 + 1) (the score of one term as its frequency grows
-    without end); `threshold`, the lowest score in the current top list (0 while it is short).
-    The terms with the smallest bounds whose bounds add up to LESS than the threshold can be left
-    out: a row holding only those scores strictly below every row already listed. Empty when the
-    whole list is settled."""
-    total, skipped = 0.0, 0
-    for bound in sorted(bounds.values()):
-        if total + bound >= threshold:
-            break
-        total += bound
-        skipped += 1
-    return [t for t, _ in sorted(bounds.items(), key=lambda kv: (kv[1], kv[0]))[skipped:]]
-
-
-class _UserStats:
-    """One user's BM25 statistics as of one store generation: their fact count, the total of their
-    statements' lengths in tokens, and the document frequency of each term asked about so far."""
-
-    __slots__ = ("docs", "generation", "terms", "tokens", "top")
-
-    def __init__(self, generation: Any, docs: int, top: int, tokens: int) -> None:
-        # tokens: the total length of the user's statements, in words (`_WORDS`)
-        self.generation, self.docs, self.top, self.tokens = generation, docs, top, tokens
-        self.terms: dict[str, int] = {}
-
-    @property
-    def avgdl(self) -> float:
-        return max(self.tokens / self.docs, 1.0) if self.docs else 1.0
-
-
 def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
     """The stored prediction with every listed fact that has since ended marked as such
     ("- User lives in Lisbon. (superseded by #15)"): a prediction is read later than it was made."""
@@ -371,8 +276,9 @@ async def returned_id(cursor: Any) -> int:
     return int(row[0])
 
 
-async def fetchall(conn: Any, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-    return list(await (await conn.execute(sql, args)).fetchall())
+async def fetchall(conn: SqlConn, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    """The rows of one statement, read in one call (`execute_fetchall`: one thread hop on aiosqlite)."""
+    return list(await conn.execute_fetchall(sql, args))
 
 
 LEGACY_EMBEDDER = "hashing"
@@ -386,7 +292,7 @@ async def recorded_embedder(tx: SqlTx) -> tuple[str, int | None]:
     return name or LEGACY_EMBEDDER, None if width is None else int(width)
 
 
-class SqlTx(TeamOps, StatsOps, PolicyOps):
+class SqlTx(TextArmOps, TeamOps, StatsOps, PolicyOps):
     """One transaction (or one consistent read) on a store: the engine's operations on it.
 
     `conn` has aiosqlite's cursor API (`execute(sql, args) -> cursor` with async `fetchall()` and
@@ -397,7 +303,7 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
 
     backend = "sql"
 
-    def __init__(self, conn: Any, text_stats: dict[str, _UserStats] | None = None) -> None:
+    def __init__(self, conn: SqlConn, text_stats: dict[str, _UserStats] | None = None) -> None:
         self.conn = conn
         self.text_stats: dict[str, _UserStats] = {} if text_stats is None else text_stats
 
@@ -448,9 +354,12 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        max_distance: float | None = None,
     ) -> list[int]:
         """The k nearest facts of this user that pass the belief rule (`_belief_filter`), nearest
-        first, with every predicate applied BEFORE k is cut (top_k is always full)."""
+        first, with every predicate applied BEFORE k is cut (top_k is always full). `max_distance`
+        (cosine distance, 1 - similarity): the nearest facts farther than that are left out (the
+        relevance floor), so the list may then be shorter than k."""
         raise NotImplementedError
 
     def id_source(self, table: str) -> IdSource:
@@ -1253,157 +1162,6 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
         live = await self.live_keys(user_id)
         return ValueIndex((k, (e, i)) for k, e, i in live).find(value_key(statement))
 
-    async def user_text_stats(self, user_id: str, terms: Sequence[str] = ()) -> _UserStats:
-        """This user's statistics for the text arm, with the document frequency of each of `terms`
-        (search tokens): only this user's facts are counted, all of them whatever their status.
-        Cached per connection while `store_generation()` says nothing was written since."""
-        generation = await self.store_generation()
-        cache = self.text_stats
-        stats = cache.get(user_id)
-        if stats is None or generation is None or stats.generation != generation:
-            row = await (
-                await self.conn.execute(
-                    "SELECT count(*), coalesce(max(id), 0) FROM knowledge WHERE user_id = ?", (user_id,)
-                )
-            ).fetchone()
-            n, top = int(row[0]), int(row[1])
-            if stats is not None and (
-                (stats.docs, stats.top) == (n, top)
-                or (n >= 2 * COMMON_TERM_MIN_FACTS and abs(stats.docs - n) * 100 <= n)
-            ):
-                tokens = stats.tokens * n // max(stats.docs, 1)
-                known = stats.terms if (stats.docs, stats.top) == (n, top) else {}  # no fact added or removed
-            else:
-                row = await (
-                    await self.conn.execute(
-                        f"SELECT coalesce(sum({_WORDS}), 0) FROM knowledge k WHERE k.user_id = ?", (user_id,)
-                    )
-                ).fetchone()
-                tokens = int(row[0])
-                known = {}
-            if len(cache) > 10_000:
-                cache.clear()
-            cache[user_id] = stats = _UserStats(generation, n, top, tokens)
-            stats.terms.update(known)
-        await self._count_terms(user_id, stats, terms)
-        return stats
-
-    async def _count_terms(self, user_id: str, stats: _UserStats, terms: Sequence[str]) -> None:
-        """Fill in the document frequencies of `terms` not yet in `stats`, in one statement."""
-        missing = [t for t in dict.fromkeys(terms) if t not in stats.terms]
-        if missing:
-            stats.terms.update(zip(missing, await self.term_documents(user_id, missing), strict=True))
-
-    async def store_generation(self) -> Any:
-        """A value that changes whenever anything was committed since it was last read, or None
-        when the backend cannot tell cheaply (then the statistics are counted again each query)."""
-        raise NotImplementedError
-
-    async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
-        """For each search token of `terms`, how many of this user's facts (any status) hold it:
-        one statement for all of them (a round trip each was most of a small user's query on
-        PostgreSQL)."""
-        raise NotImplementedError
-
-    async def text_rows(
-        self,
-        user_id: str,
-        terms: Sequence[str],
-        condition: str,
-        args: Sequence[Any],
-        excluding: Sequence[str] = (),
-    ) -> list[tuple[int, str, int]]:
-        """(id, statement, length in words) of the user's facts holding ANY of the search tokens
-        `terms` and NONE of `excluding` (rows the text arm has already scored) that satisfy
-        `condition` (the belief filter on `k`, with its `args`)."""
-        raise NotImplementedError
-
-    async def text_arm(
-        self,
-        user_id: str,
-        terms: list[str],
-        limit: int,
-        *,
-        at_time: int | None,
-        known_at: int | None,
-        include_expired: bool,
-    ) -> list[int]:
-        """BM25 over this user's facts only, with this user's statistics.
-
-        FTS5's own bm25() counts document frequencies and the average length over the whole table,
-        every user's rows included: 300 facts of another user holding a word lowered that word's IDF
-        for everyone, reordering this user's results and telling an agent what other users' facts
-        contain. So the scores are computed here, per user (`user_text_stats`: the user's fact count,
-        average length and each term's document frequency, each counted by FTS5 with the user's scope
-        token INSIDE the MATCH, so no other user's row is even visited). The index then finds the
-        user's rows holding any of the terms that pass the status and time predicates, all before the
-        LIMIT (for a large user in two steps that skip rows which cannot reach the list); the query's
-        terms are found in each row's statement as FTS5's tokenizer would find them (the term
-        frequencies), and its length is counted in words. The formula and parameters are FTS5's
-        (k1 = 1.2, b = 0.75, IDF floored at 1e-6); the order, best first, ties by id."""
-        wanted = list(dict.fromkeys(token for term in terms for token in fts_tokens(term)))
-        if not wanted:
-            return []
-        stats = await self.user_text_stats(user_id, wanted)
-        n, avgdl = stats.docs, stats.avgdl
-        wanted = [t for t in wanted if stats.terms[t]]
-        if not wanted:
-            return []
-        weight = {t: max(math.log((n - stats.terms[t] + 0.5) / (stats.terms[t] + 0.5)), _IDF_FLOOR) for t in wanted}
-        condition, args = _belief_filter(at_time, known_at, include_expired)
-        # The terms as FTS5 found them: whole words of the casefolded, diacritic-free statement. (An
-        # underscore joins words for `\b` but not for FTS5; a row matched only across one scores 0.)
-        find = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b").findall
-        # Statements repeat their shapes: a score depends only on (length, the terms found), so it is
-        # computed once per shape, not once per row.
-        memo: dict[tuple[Any, ...], float] = {}
-        scored: list[tuple[float, int]] = []
-
-        def score(rows: list[tuple[int, str, int]]) -> None:
-            for kid, statement, words in rows:
-                folded = statement.casefold()
-                shape = (words, *find(folded if folded.isascii() else _fold(folded)))
-                value = memo.get(shape)
-                if value is None:
-                    norm = BM25_K1 * (1 - BM25_B + BM25_B * words / avgdl)
-                    counts = Counter(shape[1:])
-                    value = memo[shape] = sum(weight[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in counts.items())
-                scored.append((-value, kid))
-
-        rarest, *rest = sorted(wanted, key=lambda t: (stats.terms[t], t))
-        if n < COMMON_TERM_MIN_FACTS or sum(stats.terms[t] for t in rest) <= 2 * stats.terms[rarest]:
-            # a small user, or terms about as rare as each other: one statement reads them all
-            score(await self.text_rows(user_id, wanted, condition, args))
-        else:
-            # A large user asking common words beside a rare one: the rows of the rarest term
-            # first, then only the rows a still-missing term could lift into the top `limit`
-            # (`_essential_terms`): a row holding none of the terms read so far scores less than
-            # the sum of its terms' bounds, so once that sum is below the `limit`-th score so far,
-            # its terms need not be read. The result is the same as scoring every matching row;
-            # "likes jazz" reads the 830 rows with "jazz", not the 3,000 with "likes". (When the
-            # other terms hold no more than twice the rarest one's rows, the second statement
-            # would cost more than the rows it could save.)
-            score(await self.text_rows(user_id, [rarest], condition, args))
-            threshold = -heapq.nsmallest(limit, scored)[-1][0] if len(scored) >= limit else 0.0
-            if needed := _essential_terms({t: weight[t] * (BM25_K1 + 1) for t in rest}, threshold):
-                score(await self.text_rows(user_id, needed, condition, args, excluding=[rarest]))
-        return [kid for _, kid in heapq.nsmallest(limit, scored)]
-
-    async def informative_terms(self, user_id: str, terms: list[str]) -> list[str]:
-        """Drop the query terms found in at least half of THIS user's facts, when the user has at
-        least 2 * COMMON_TERM_MIN_FACTS of them. Such a term gets the floor IDF (1e-6): it cannot
-        reorder the facts that match a real term, yet every fact of the user holding it would be
-        scored. Statements all phrased "User lives in...", queried with "where does the user live",
-        made the text arm rank all 22,000 facts of a large user; without "user" it ranks the few
-        hundred that mention the place. Counted per user, like the BM25 statistics themselves: another
-        user's facts must not decide which of this user's terms count. The floor keeps small users
-        exact: there, matching a half-common word is still a signal worth a text rank."""
-        tokens = {t: fts_tokens(t) for t in terms}
-        stats = await self.user_text_stats(user_id, [x for parts in tokens.values() for x in parts])
-        if stats.docs < 2 * COMMON_TERM_MIN_FACTS:
-            return terms
-        return [t for t in terms if all(2 * stats.terms[x] < stats.docs for x in tokens[t])]
-
     async def knowledge_by_ids(self, ids: Sequence[int]) -> dict[int, Knowledge]:
         if not ids:
             return {}
@@ -1422,7 +1180,7 @@ class SqlTx(TeamOps, StatsOps, PolicyOps):
                 (user_id, int(limit)),
             )
         ).fetchall()
-        return [r[0] for r in reversed(rows)]
+        return [r[0] for r in reversed(list(rows))]
 
     async def episode_with_messages(self, episode_id: int) -> Episode | None:
         return (await self.episodes_with_messages([episode_id])).get(episode_id)

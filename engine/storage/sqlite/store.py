@@ -21,7 +21,7 @@ from typing import Any
 from ...errors import ConfigurationError, NotFoundError
 from ..base import TABLES, Store, Verify
 from ..sql.reembed import VectorSwap
-from ..sql.tx import _UserStats
+from ..sql.tx import _UserStats, fetchall
 from .connection import Database
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .tx import SqliteTx
@@ -113,7 +113,7 @@ class SqliteStore(Store):
         out: dict[str, int] = {}
         async with self.reading() as tx:
             for table in TABLES:
-                row = await (await tx.conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
+                [row] = await fetchall(tx.conn, f"SELECT count(*) FROM {table}")
                 out[table] = int(row[0])
         return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import aiosqlite
 import sqlite_vec
 
 from ...text import value_key
@@ -52,6 +53,8 @@ class _SequenceIds(IdSource):
 
 class SqliteTx(SqlTx):
     backend = "sqlite"
+    conn: aiosqlite.Connection
+    """SqlConn, and the SQLite-only parts used here (`total_changes`, a cursor's `lastrowid`)."""
 
     async def insert_knowledge(
         self,
@@ -202,6 +205,7 @@ class SqliteTx(SqlTx):
         at_time: int | None,
         known_at: int | None,
         include_expired: bool,
+        max_distance: float | None = None,
     ) -> list[int]:
         """KNN inside sqlite-vec with the partition key (user) and the metadata predicates (status
         and times) applied by the index before k is cut. The belief rule is `_belief_filter`'s,
@@ -218,14 +222,16 @@ class SqliteTx(SqlTx):
             where += ["valid_from <= ?", ("believed_to > ?" if known_at is not None else "valid_to > ?")]
             args += [at_time, at_time]
         rows = await fetchall(
-            self.conn, f"SELECT knowledge_id FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance", args
+            self.conn,
+            f"SELECT knowledge_id, distance FROM knowledge_vec WHERE {' AND '.join(where)} ORDER BY distance",
+            args,
         )
-        return [r[0] for r in rows]
+        return [r[0] for r in rows if max_distance is None or r[1] <= max_distance]
 
     async def store_generation(self) -> Any:
         """PRAGMA data_version moves when ANOTHER connection commits; this connection's own
         total_changes when it writes. While neither moved, cached statistics hold."""
-        row = await (await self.conn.execute("PRAGMA data_version")).fetchone()
+        [row] = await fetchall(self.conn, "PRAGMA data_version")
         return (int(row[0]), self.conn.total_changes)
 
     async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
