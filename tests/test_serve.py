@@ -397,21 +397,37 @@ async def test_a_stranger_cannot_keep_a_reviewer_out(tui_db: SeededDb, creds: Pa
         assert (await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")).status == 429
 
 
-async def test_a_flood_of_made_up_names_delays_a_real_login_by_under_a_second(tui_db: SeededDb, creds: Path) -> None:
-    """Failure 5a: 200 junk-name logins from 200 addresses (through the trusted proxy), then ana's."""
+async def test_a_flood_of_made_up_names_does_not_queue_ahead_of_a_real_login(
+    tui_db: SeededDb, creds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failure 5a: 200 junk-name logins from 200 addresses (through the trusted proxy), then ana's.
+    Before, every check queued in one line, so ana's scrypt ran after ~200 others (10 s). Now
+    unknown names have a lane of their own: ana's check starts before the flood's third. The time
+    it takes is a figure, not an assertion (printed; benchmarks/README.md)."""
+    from review_app import serve
+
+    started: list[str] = []
+
+    def recording(password: str, stored: str) -> bool:
+        started.append(password)
+        return verify_password(password, stored)
+
+    monkeypatch.setattr(serve, "verify_password", recording)
     async with running(tui_db[0], creds, **PROXY) as (_, client):
         flood = [
             asyncio.ensure_future(proxied_login(client, f"junk{i}", "whatever pw", f"10.0.{i // 250}.{i % 250}"))
             for i in range(200)
         ]
-        await asyncio.sleep(0.3)  # the flood is queued and hashing
-        started = time.monotonic()
+        while not started:  # the flood is being checked
+            await asyncio.sleep(0.01)
+        begun = time.monotonic()
         response = await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")
-        took = time.monotonic() - started
+        took = time.monotonic() - begun
         statuses = [r.status for r in await asyncio.gather(*flood)]
-        assert response.status == 200
-        assert took < 1.0, f"the real login took {took:.2f} s during the flood"
-        assert set(statuses) <= {401, 503} and 401 in statuses  # checked (slowly) or refused at once
+    assert response.status == 200
+    assert started.index(PASSWORD) <= 2, started.index(PASSWORD)
+    assert set(statuses) <= {401, 503} and 401 in statuses and 503 in statuses  # checked slowly, or refused
+    print(f"a real login during a flood of 200 made-up names took {took * 1000:.0f} ms")
 
 
 async def test_a_foreign_host_or_an_origin_of_another_scheme_is_refused(tui_db: SeededDb, creds: Path) -> None:
