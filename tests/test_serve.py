@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import tomllib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -624,6 +624,36 @@ def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
         raise AssertionError("memdesk serve printed no URL") from None
 
 
+@contextlib.contextmanager
+def serving(path: str, creds: Path, tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A real `memdesk serve` on a free port of 127.0.0.1: its URL. Stopped with SIGTERM (which
+    must exit 0) and its log printed, shown when the test fails."""
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        line = _first_line(server, WAIT)
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)  # the default bind is loopback
+        assert match, line
+        yield match.group(0)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
+    assert server.returncode == 0
+
+
 def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
     tui_db: SeededDb, creds: Path, tmp_path: Path
 ) -> None:
@@ -636,20 +666,8 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
 
     path, _ = tui_db
     last_audit = row(path, "SELECT max(id) FROM audit_log")[0]  # type: ignore[index]
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env={**os.environ, "MEMDESK_REVIEWER": "mallory"},  # must not matter: the login names the reviewer
-    )
-    try:
-        line = _first_line(server, WAIT)
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)  # the default bind is loopback
-        assert match, line
-        url = match.group(0)
+    # $MEMDESK_REVIEWER must not matter: the login names the reviewer
+    with serving(path, creds, tmp_path, {"MEMDESK_REVIEWER": "mallory"}) as url:
         stream = TerminalStream()
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"], timeout=WAIT * 1000)
@@ -741,16 +759,6 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
             lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
             "the closed workstation to release its lease",
         )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
-    assert server.returncode == 0
 
 
 class PortNeighbour:
@@ -828,19 +836,9 @@ def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
     from playwright.sync_api import sync_playwright
 
     path, _ = tui_db
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-    )
     neighbour = PortNeighbour()
-    try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", _first_line(server, WAIT))
-        assert match
-        url, port = match.group(0), match.group(1)
+    with serving(path, creds, tmp_path) as url:
+        port = url.rsplit(":", 1)[1].strip("/")
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=chromium,
@@ -898,14 +896,4 @@ def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
                 assert allowed is not None and allowed.status == 200
             finally:
                 browser.close()
-    finally:
         neighbour.server.shutdown()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
-    assert server.returncode == 0
