@@ -386,7 +386,7 @@ def _assert_refused_then_restarted(src: str, dst: str) -> None:
     assert "Traceback" not in stats.output
     again = CliRunner().invoke(main, ["migrate", src, dst])  # starts the copy over
     assert again.exit_code == 0, again.output
-    assert asyncio.run(_dump(dst)) == asyncio.run(_dump(src)) or _same_but_meta(src, dst)
+    assert _same_but_meta(src, dst)  # meta may hold keys of the destination's own (PostgreSQL)
     asyncio.run(open_it())  # positive control: a verified copy opens
 
 

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import tomllib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -397,21 +397,37 @@ async def test_a_stranger_cannot_keep_a_reviewer_out(tui_db: SeededDb, creds: Pa
         assert (await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")).status == 429
 
 
-async def test_a_flood_of_made_up_names_delays_a_real_login_by_under_a_second(tui_db: SeededDb, creds: Path) -> None:
-    """Failure 5a: 200 junk-name logins from 200 addresses (through the trusted proxy), then ana's."""
+async def test_a_flood_of_made_up_names_does_not_queue_ahead_of_a_real_login(
+    tui_db: SeededDb, creds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failure 5a: 200 junk-name logins from 200 addresses (through the trusted proxy), then ana's.
+    Before, every check queued in one line, so ana's scrypt ran after ~200 others (10 s). Now
+    unknown names have a lane of their own: ana's check starts before the flood's third. The time
+    it takes is a figure, not an assertion (printed; benchmarks/README.md)."""
+    from review_app import serve
+
+    started: list[str] = []
+
+    def recording(password: str, stored: str) -> bool:
+        started.append(password)
+        return verify_password(password, stored)
+
+    monkeypatch.setattr(serve, "verify_password", recording)
     async with running(tui_db[0], creds, **PROXY) as (_, client):
         flood = [
             asyncio.ensure_future(proxied_login(client, f"junk{i}", "whatever pw", f"10.0.{i // 250}.{i % 250}"))
             for i in range(200)
         ]
-        await asyncio.sleep(0.3)  # the flood is queued and hashing
-        started = time.monotonic()
+        while not started:  # the flood is being checked
+            await asyncio.sleep(0.01)
+        begun = time.monotonic()
         response = await proxied_login(client, REVIEWER, PASSWORD, "198.51.100.7")
-        took = time.monotonic() - started
+        took = time.monotonic() - begun
         statuses = [r.status for r in await asyncio.gather(*flood)]
-        assert response.status == 200
-        assert took < 1.0, f"the real login took {took:.2f} s during the flood"
-        assert set(statuses) <= {401, 503} and 401 in statuses  # checked (slowly) or refused at once
+    assert response.status == 200
+    assert started.index(PASSWORD) <= 2, started.index(PASSWORD)
+    assert set(statuses) <= {401, 503} and 401 in statuses and 503 in statuses  # checked slowly, or refused
+    print(f"a real login during a flood of 200 made-up names took {took * 1000:.0f} ms")
 
 
 async def test_a_foreign_host_or_an_origin_of_another_scheme_is_refused(tui_db: SeededDb, creds: Path) -> None:
@@ -608,6 +624,36 @@ def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
         raise AssertionError("memdesk serve printed no URL") from None
 
 
+@contextlib.contextmanager
+def serving(path: str, creds: Path, tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A real `memdesk serve` on a free port of 127.0.0.1: its URL. Stopped with SIGTERM (which
+    must exit 0) and its log printed, shown when the test fails."""
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        line = _first_line(server, WAIT)
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)  # the default bind is loopback
+        assert match, line
+        yield match.group(0)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
+    assert server.returncode == 0
+
+
 def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
     tui_db: SeededDb, creds: Path, tmp_path: Path
 ) -> None:
@@ -620,20 +666,8 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
 
     path, _ = tui_db
     last_audit = row(path, "SELECT max(id) FROM audit_log")[0]  # type: ignore[index]
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env={**os.environ, "MEMDESK_REVIEWER": "mallory"},  # must not matter: the login names the reviewer
-    )
-    try:
-        line = _first_line(server, WAIT)
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)  # the default bind is loopback
-        assert match, line
-        url = match.group(0)
+    # $MEMDESK_REVIEWER must not matter: the login names the reviewer
+    with serving(path, creds, tmp_path, {"MEMDESK_REVIEWER": "mallory"}) as url:
         stream = TerminalStream()
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"], timeout=WAIT * 1000)
@@ -725,16 +759,6 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
             lambda: row(path, "SELECT count(*) FROM candidates WHERE claimed_by = ?", REVIEWER) == (0,),
             "the closed workstation to release its lease",
         )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())  # shown when the test fails
-    assert server.returncode == 0
 
 
 class PortNeighbour:
@@ -812,19 +836,9 @@ def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
     from playwright.sync_api import sync_playwright
 
     path, _ = tui_db
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "review_app.cli", "serve", path, "--config", str(creds), "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-    )
     neighbour = PortNeighbour()
-    try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", _first_line(server, WAIT))
-        assert match
-        url, port = match.group(0), match.group(1)
+    with serving(path, creds, tmp_path) as url:
+        port = url.rsplit(":", 1)[1].strip("/")
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=chromium,
@@ -882,14 +896,4 @@ def test_in_chromium_another_port_can_neither_use_nor_plant_a_session(
                 assert allowed is not None and allowed.status == 200
             finally:
                 browser.close()
-    finally:
         neighbour.server.shutdown()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        print("memdesk serve's log:\n" + (tmp_path / "serve.log").read_text())
-    assert server.returncode == 0
