@@ -389,6 +389,19 @@ async def test_just_kidding_takes_back_the_previous_message() -> None:
     assert [i.statement for i in (await OfflineExtractor().extract(ep, [])).items] == ["User is allergic to dogs"]
 
 
+async def test_scratch_that_cancels_the_claim_it_retracts() -> None:
+    """Issue 20: "no wait, scratch that, I'm still vegetarian" three minutes after "I'm not
+    vegetarian any more" cancels the change; the retracting message's own claim still counts."""
+    known = [fact(1, "User is vegetarian")]
+    ep = episode(("user", "I'm not vegetarian any more"), ("user", "no wait, scratch that, I'm still vegetarian"))
+    out = await OfflineExtractor().extract(ep, known)
+    assert out.items == [] and [c.statement for c in out.covered] == ["User is vegetarian"]
+    # Positive control: without the retraction the change is proposed.
+    ep = episode(("user", "I'm not vegetarian any more"))
+    items = (await OfflineExtractor().extract(ep, known)).items
+    assert [(i.kind, i.statement) for i in items] == [("contradiction", "User is no longer vegetarian")]
+
+
 async def test_i_said_x_not_x_takes_back_the_word() -> None:
     ep = episode(
         ("user", "Kenji and I got married last month!"), ("user", "Wait, I said married, we got engaged, not married.")

@@ -360,7 +360,13 @@ _JOKE = re.compile(
     re.IGNORECASE,
 )
 # A message that takes back what the user said just before.
-_RETRACT = re.compile(r"^\W*(?:just kidding|jk|only joking|i was joking|i'm joking|kidding)\b", re.IGNORECASE)
+# "no wait, scratch that, I'm still vegetarian" (issue 20): a message that opens by taking back the
+# one before it; its own claims still count.
+_RETRACT = re.compile(
+    r"^\W*(?:just kidding|jk|only joking|i was joking|i'm joking|kidding|no,? wait|wait,? no|scratch that|"
+    r"forget (?:that|what i (?:just )?said)|ignore (?:that|what i (?:just )?said)|i take (?:that|it) back)\b",
+    re.IGNORECASE,
+)
 # "I said married, we got engaged, not married": the word after "not" is taken back.
 _CORRECTION = re.compile(r"\b(?:I said|I meant|I mean)\b.*?\bnot (?:a |an |the )?(?P<w>[\w-]+)", re.IGNORECASE)
 CAR_MAKES = {

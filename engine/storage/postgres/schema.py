@@ -485,13 +485,8 @@ def _v5(dimensions: int) -> list[str]:
 
 
 def _v7(dimensions: int) -> list[str]:
-    """Special categories (engine/categories.py): `candidates.category`, the GDPR article 9 class
-    (or criminal record) of a candidate's statement, NULL for none.
-
-    Why a column and not a computed label: the workstation filters the queue on it, and a review
-    policy must refuse to approve a special-category candidate with one check (`is_special`); the
-    model's own label, when it gave one, cannot be recomputed later. Candidates queued before this
-    version keep NULL (the rules run at insert, not as SQL)."""
+    """`candidates.category` (special categories), `candidates.rule` and
+    `extraction_runs.calibration` (calibrated confidence): SQLite's v12, where the why is written."""
     del dimensions
     return [
         'ALTER TABLE candidates ADD COLUMN category TEXT COLLATE "C"',
