@@ -236,6 +236,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._deciding = False
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
+        self.flag_notes: dict[int, str] = {}
+        """Who asked for a second opinion on a flagged candidate, and their note: shown under the list
+        beside the item while it is on screen."""
         self.gone: dict[int, str] = {}
         """Rows left in place for candidates decided elsewhere while the reviewer's cursor was on
         them, and what happened to each: the cursor stays, the row says so, keys act on nothing."""
@@ -401,6 +404,10 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 style="dim",
             )
             line.append_text(literal(cand.statement, "bold"))
+            flag_note = self.flag_notes.get(cand.id)
+            if flag_note is not None:
+                line.append("\n")
+                line.append_text(literal(flag_note, "bold magenta"))
             holder = self.holders.get(cand.id)
             if holder is not None:
                 line.append("\n⊘ being reviewed by ", style="yellow")
