@@ -191,3 +191,26 @@ async def test_postgres_announces_decisions_and_undo(pg_url: str) -> None:
             assert set(got) == {"u-pg"}
         finally:
             await stop()
+
+
+async def test_defer_moves_the_item_to_the_end_and_a_key_typed_meanwhile_decides_nothing(tui_db: SeededDb) -> None:
+    """`d` `a` at once: bees goes to the end of the list, the cursor stays at its place, and the
+    `a` (typed before the next item was shown) decides nothing. Control: then `k` keeps both for
+    madrid, the item shown, and bees is still pending at the end, decidable when reached."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        assert screen.current_id == ids["bees"]
+        burst(app, "d", "a")
+        await settle(pilot)
+        assert row_ids(app)[-1] == ids["bees"]
+        assert screen.query_one("#pending").cursor_row == 0  # type: ignore[attr-defined]
+        assert screen.current_id == ids["madrid"]
+        assert decided_by_ana(path) == []
+        assert db(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == [(None,)]  # released
+        await keys(pilot, "k")
+        assert row_ids(app)[-1] == ids["bees"]
+    assert decided_by_ana(path) == [(ids["madrid"],)]
+    assert status(path, ids["bees"]) == "pending"

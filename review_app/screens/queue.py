@@ -100,6 +100,7 @@ FOOTER_KEYS: tuple[str, ...] = (
     "queue.keep_both",
     *APP_KEYS,
     "queue.mark",
+    "queue.defer",
     "queue.search",
     "queue.filters",
     "queue.sort",
@@ -203,6 +204,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         Binding("n", "move(1)", "Next", id="queue.next"),
         Binding("p", "move(-1)", "Previous", id="queue.previous"),
         Binding("space", "mark", "Mark", id="queue.mark"),
+        Binding("d", "defer", "Defer", id="queue.defer"),
         Binding("u", "undo", "Undo", id="queue.undo"),
         Binding("slash", "search", "Search", id="queue.search"),
         Binding("f", "filters", "Filters", id="queue.filters"),
@@ -239,6 +241,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.flag_notes: dict[int, str] = {}
         """Who asked for a second opinion on a flagged candidate, and their note: shown under the list
         beside the item while it is on screen."""
+        self.deferred: list[int] = []
+        """Candidates skipped with `d` in this session, in the order they were: kept at the end of
+        the list (of each loaded page) until decided."""
         self.gone: dict[int, str] = {}
         """Rows left in place for candidates decided elsewhere while the reviewer's cursor was on
         them, and what happened to each: the cursor stays, the row says so, keys act on nothing."""
@@ -483,7 +488,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._note_holders(page, now)
         self._all_loaded = len(page) < PAGE_SIZE
         gone = await self._gone_under_cursor(select_id, first)
-        rows: list[Candidate] = list(page)
+        later = {cid: n for n, cid in enumerate(self.deferred)}
+        rows: list[Candidate] = [c for c in page if c.id not in later]
+        rows += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
         if gone is not None:
             rows.insert(min(previous_row, len(rows)), gone)
             keep = gone.id
@@ -1035,6 +1042,34 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._update_title()
         self._show_line()
         self.action_move(1)
+
+    def action_defer(self) -> None:
+        """Skip the item under the cursor for now: it goes to the end of the list (for this session)
+        and its lease is released; the cursor stays at its place, now on the item that followed,
+        which is claimed and shown before a decision key acts on it (`_target`)."""
+        cid = self._cursor_id()
+        table = self.query_one(PendingTable)
+        if self._deciding or cid is None or cid not in self.candidates:
+            self.app.bell()
+            return
+        if table.row_count < 2:
+            tell(self, "Nothing else is in the list to review first.", severity="warning")
+            return
+        if cid in self.deferred:
+            self.deferred.remove(cid)
+        self.deferred.append(cid)
+        index = table.get_row_index(str(cid))
+        table.remove_row(str(cid))
+        table.add_row(
+            *self._row(self.candidates[cid], self.review_app.now(), self._previous_of(table.row_count)), key=str(cid)
+        )
+        self._redraw_row(index)  # it may now be the first of its group
+        table.move_cursor(row=index, animate=False)
+        self._show_line()
+        tell(self, f"Candidate {cid} deferred to the end of the list.")
+        following = self._cursor_id()
+        if following is not None:
+            self._request(following)
 
     def _marked_in_order(self) -> list[int]:
         """The marked ids in list order: the order the reviewer saw them in."""
