@@ -187,9 +187,11 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("age", "age", 4),
     ("statement", "statement", 60),
 )
-NARROW_COLUMNS = ("mark", "user", "statement")
-"""Under NARROW_WIDTH the list keeps only what tells rows apart; kind, confidence and age are in the
-line below it and in the gap tab."""
+NARROW_COLUMNS = ("mark", "user", "kind", "statement")
+"""Under NARROW_WIDTH the list keeps what tells rows apart: a short kind (so an update never looks
+like a new fact) with its ⚠/⚑ markers; confidence and age are in the line below it and the gap tab."""
+NARROW_KIND = {"new": "new", "update": "upd", "contradiction": "con", "retraction": "ret", "proposed": "prp"}
+NARROW_KIND_WIDTH = 5
 GROUP_COLUMN = {"age": "age", "user": "user", "kind": "kind", "confidence": "conf"}
 
 
@@ -334,7 +336,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             table.clear(columns=True)
             for key, label, size in COLUMNS:
                 if key in columns:
-                    table.add_column(label, key=key, width=6 if narrow and key == "user" else size)
+                    width = {"user": 6, "kind": NARROW_KIND_WIDTH}.get(key, size) if narrow else size
+                    table.add_column(label, key=key, width=width)
             if self.candidates:
                 self.reload()
 
@@ -360,9 +363,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table.border_title = title
 
     def _row(self, cand: Candidate, now: datetime, previous: Candidate | None) -> list[Text]:
-        kind = (
-            KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
-        )
+        labels = NARROW_KIND if "conf" not in self.columns else KIND_LABELS
+        kind = labels.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
             "user": literal(cand.user_id),
