@@ -15,7 +15,12 @@ from tests.pilot_helpers import settle, then
 from tests.tui_seed import SeededDb, fixed_clock
 
 WIDE = (160, 48)
-SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 36), id="120x36"), pytest.param(WIDE, id="160x48")]
+SIZES = [
+    pytest.param((80, 24), id="80x24"),
+    pytest.param((100, 30), id="100x30"),
+    pytest.param((120, 36), id="120x36"),
+    pytest.param(WIDE, id="160x48"),
+]
 
 
 @pytest.fixture

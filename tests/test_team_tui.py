@@ -82,7 +82,14 @@ async def test_flagging_sends_the_item_to_another_reviewer(tui_db: SeededDb) -> 
         await settle(pilot)
         assert queue(app).current_id == ids["bees"]
         assert "1 second opinion to give" in progress_line(app)
-        await settle_until(pilot, lambda: any("is this a joke?" in n for n in notes(app)), "the flag note")
+        line = queue(app).query_one("#queue-line", Static)
+        await settle_until(pilot, lambda: "is this a joke?" in str(line.render()), "the flag note beside the item")
+        assert "ana asked for a second opinion" in str(line.render())  # on screen, not a toast that fades
+        await pilot.press("n")
+        await settle_until(pilot, lambda: queue(app).current_id == ids["madrid"], "moving on")
+        assert "is this a joke?" not in str(line.render())  # positive control: it belongs to its item
+        await pilot.press("p")
+        await settle_until(pilot, lambda: "is this a joke?" in str(line.render()), "the note again with its item")
         await pilot.press("a")
         await settle_until(pilot, lambda: queue(app).current_id == ids["madrid"], "the decision")
     assert row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"]) == ("approved", "bob")

@@ -97,6 +97,8 @@ async def walk(app: ReviewApp, pilot: Pilot[Any]) -> None:
     # the lease notification names NOPE (it crashed Textual's markup parser) and the header names CLICK
     assert_literal(app, f"being reviewed by {NOPE}", CLICK, USER)
     screen = app.screen
+    if screen.current is None:  # the cursor stays on the leased row (issue 19.2): move on by hand
+        await press(pilot, "n")
     assert screen.current is not None
     current = screen.current.candidate.statement
     for keys, modal, shown in (

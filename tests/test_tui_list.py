@@ -88,10 +88,14 @@ async def test_the_whole_statement_and_the_lease_holder_are_shown(tui_db: Seeded
         await settle(pilot)
         line = shown_text(queue(app).query_one("#queue-line", Static))
         assert visible(MARKUP_STATEMENT) in line  # the full statement, which the column cuts
-        table.move_cursor(row=table.get_row_index(str(ids["low"])))  # held: the reviewer is told, and moved on
+        table.move_cursor(row=table.get_row_index(str(ids["low"])))  # held: the reviewer is told, and stays
         await settle(pilot)
         assert "being reviewed by bob" in " ".join(screen_text(app).split())
-        assert queue(app).current_id == ids["proposed"]
+        assert queue(app)._cursor_id() == ids["low"]  # the cursor never moves by itself (issue 19.2)
+        assert queue(app).current_id is None  # nothing to decide there
+        await pilot.press("n")
+        await settle(pilot)
+        assert queue(app).current_id == ids["proposed"]  # positive control: the next one is shown
 
 
 async def test_marked_candidates_are_rejected_with_one_reason_and_undone_as_one_step(tui_db: SeededDb) -> None:

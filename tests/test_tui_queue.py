@@ -300,11 +300,25 @@ async def test_two_apps_cannot_decide_the_same_candidate_twice(tui_db: SeededDb)
             await settle(p2)
             await p1.press("a")  # now it is decided: refused, and ana's list is refreshed
             await settle(p1)
-            assert any("already decided by ben" in n for n in notes(first))
+            # refused by the engine, or already marked by the live list (SQLite's commit watcher)
+            assert any("already decided by ben" in n or "approved by ben" in n for n in notes(first))
             assert ids["bees"] not in queue(first).candidates
-            # ben moved on to madrid and holds it, so ana is moved past it
-            assert queue(first).current_id == ids["contradiction"]
+            # the decided row stays under ana's cursor, marked, with nothing to decide
+            assert queue(first).current_id is None
+            assert queue(first)._cursor_id() == ids["bees"]
+            assert "approved by ben" in queue(first).gone[ids["bees"]]
+            # ben moved on to madrid and holds it: ana's cursor stops there too, deciding nothing
+            await p1.press("n")
+            await settle(p1)
+            assert queue(first)._cursor_id() == ids["madrid"]
+            assert queue(first).current_id is None
             assert any(f"Candidate {ids['madrid']} is being reviewed by ben" in n for n in notes(first))
+            await p1.press("a")
+            await settle(p1)
+            assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["madrid"]) == ("pending",)
+            await p1.press("n")
+            await settle(p1)
+            assert queue(first).current_id == ids["contradiction"]
             assert (queue(first).decided, queue(later).decided) == (0, 1)
     assert row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"]) == ("approved", "ben")
     assert row(path, "SELECT count(*) FROM knowledge WHERE statement = 'Ana keeps bees'") == (1,)

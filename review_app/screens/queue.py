@@ -39,6 +39,8 @@ from engine.errors import (
     ChainOrderError,
     ClaimedError,
     DecisionRequiredError,
+    NotFoundError,
+    SecondOpinionError,
     StaleSupersessionError,
     UndoRefusedError,
 )
@@ -98,6 +100,7 @@ FOOTER_KEYS: tuple[str, ...] = (
     "queue.keep_both",
     *APP_KEYS,
     "queue.mark",
+    "queue.defer",
     "queue.search",
     "queue.filters",
     "queue.sort",
@@ -150,6 +153,14 @@ def group_key(cand: Candidate, sort: str, now: datetime) -> str:
     return age_text(cand.created_at, now)
 
 
+def gone_text(cand: Candidate | None, cid: int) -> str:
+    """What happened to a candidate decided elsewhere while the reviewer was looking at it."""
+    if cand is None:
+        return f"Candidate {cid} was removed elsewhere."
+    how = {"approve": "approved", "reject": "rejected"}.get(cand.decision or "", cand.status)
+    return f"Candidate {cid} was {how} by {cand.decided_by or 'someone else'} meanwhile."
+
+
 def lease_holder(cand: Candidate, reviewer: str, now: datetime) -> str | None:
     """Who else holds a live lease on `cand` (None: nobody, or this reviewer)."""
     if cand.claimed_by and cand.claimed_by != reviewer and cand.claimed_until is not None and cand.claimed_until > now:
@@ -176,9 +187,11 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("age", "age", 4),
     ("statement", "statement", 60),
 )
-NARROW_COLUMNS = ("mark", "user", "statement")
-"""Under NARROW_WIDTH the list keeps only what tells rows apart; kind, confidence and age are in the
-line below it and in the gap tab."""
+NARROW_COLUMNS = ("mark", "user", "kind", "statement")
+"""Under NARROW_WIDTH the list keeps what tells rows apart: a short kind (so an update never looks
+like a new fact) with its ⚠/⚑ markers; confidence and age are in the line below it and the gap tab."""
+NARROW_KIND = {"new": "new", "update": "upd", "contradiction": "con", "retraction": "ret", "proposed": "prp"}
+NARROW_KIND_WIDTH = 5
 GROUP_COLUMN = {"age": "age", "user": "user", "kind": "kind", "confidence": "conf"}
 
 
@@ -193,6 +206,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         Binding("n", "move(1)", "Next", id="queue.next"),
         Binding("p", "move(-1)", "Previous", id="queue.previous"),
         Binding("space", "mark", "Mark", id="queue.mark"),
+        Binding("d", "defer", "Defer", id="queue.defer"),
         Binding("u", "undo", "Undo", id="queue.undo"),
         Binding("slash", "search", "Search", id="queue.search"),
         Binding("f", "filters", "Filters", id="queue.filters"),
@@ -226,6 +240,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._deciding = False
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
+        self.flag_notes: dict[int, str] = {}
+        """Who asked for a second opinion on a flagged candidate, and their note: shown under the list
+        beside the item while it is on screen."""
+        self.deferred: list[int] = []
+        """Candidates skipped with `d` in this session, in the order they were: kept at the end of
+        the list (of each loaded page) until decided."""
+        self.gone: dict[int, str] = {}
+        """Rows left in place for candidates decided elsewhere while the reviewer's cursor was on
+        them, and what happened to each: the cursor stays, the row says so, keys act on nothing."""
         self.columns: tuple[str, ...] = ()
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
         self._seen: QueueMark | None = None  # the pending count and newest id at the last look
@@ -281,20 +304,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
-        """Reload only when more candidates are pending than at the last look, or a newer one is
-        (`QueueMark.has_news_since`): an announcement may be spurious (SQLite reports every commit,
-        this screen's own leases included, and a reload at every lease would re-claim and so
-        announce again), and a count alone missed one candidate decided on another workstation
-        plus one queued by an agent. Candidates gone (decided elsewhere) are left alone: rows
-        moving under the reviewer's cursor would make the next key decide another candidate;
-        deciding a gone one is refused by the engine and refreshes the list. While a decision is
-        being saved the list is about to change: look again a little later."""
+        """Reload when the pending count or the newest pending id changed since the last look (a
+        candidate queued, or decided on another workstation: PostgreSQL NOTIFYs both, SQLite's
+        watcher reports every commit). An announcement may be spurious (this screen's own leases
+        commit too, and a reload at every lease would re-claim and so announce again), hence the
+        comparison; this screen's own decisions update the last look as they remove their row.
+        A candidate decided elsewhere under the reviewer's cursor stays in place, marked (see
+        `reload`), so no key lands on another candidate. While a decision is being saved the list
+        is about to change: look again a little later."""
         if self._deciding:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
         mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
         seen, self._seen = self._seen, mark
-        if seen is not None and mark.has_news_since(seen) and not self._deciding:
+        if seen is not None and mark != seen and not self._deciding:
             self.reload()
 
     def on_resize(self, event: Resize) -> None:
@@ -313,7 +336,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             table.clear(columns=True)
             for key, label, size in COLUMNS:
                 if key in columns:
-                    table.add_column(label, key=key, width=6 if narrow and key == "user" else size)
+                    width = {"user": 6, "kind": NARROW_KIND_WIDTH}.get(key, size) if narrow else size
+                    table.add_column(label, key=key, width=width)
             if self.candidates:
                 self.reload()
 
@@ -339,9 +363,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table.border_title = title
 
     def _row(self, cand: Candidate, now: datetime, previous: Candidate | None) -> list[Text]:
-        kind = (
-            KIND_LABELS.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
-        )
+        labels = NARROW_KIND if "conf" not in self.columns else KIND_LABELS
+        kind = labels.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
             "user": literal(cand.user_id),
@@ -360,6 +383,10 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def _statement_cell(self, cand: Candidate) -> Text:
         cell = Text()
+        if cand.id in self.gone:
+            cell.append_text(literal(f"✓ {cand.decided_by or 'decided'}: ", "bold green"))
+            cell.append_text(literal(cand.statement.replace("\n", " "), "dim strike"))
+            return cell
         holder = self.holders.get(cand.id)
         if holder is not None:
             cell.append_text(literal(f"⊘ {holder}: ", "bold yellow"))
@@ -373,6 +400,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table = self.query_one(PendingTable)
         cid = self._cursor_id()
         cand = self.candidates.get(cid) if cid is not None else None
+        if cid is not None and cid in self.gone:
+            line.append_text(literal(self.gone[cid], "bold green"))
+            line.append(" Nothing here to decide: n or p moves on.", style="dim")
         if cand is not None:
             line.append(f"#{cand.id} ", style="bold")
             line.append_text(literal(cand.user_id))
@@ -381,6 +411,10 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 style="dim",
             )
             line.append_text(literal(cand.statement, "bold"))
+            flag_note = self.flag_notes.get(cand.id)
+            if flag_note is not None:
+                line.append("\n")
+                line.append_text(literal(flag_note, "bold magenta"))
             holder = self.holders.get(cand.id)
             if holder is not None:
                 line.append("\n⊘ being reviewed by ", style="yellow")
@@ -435,12 +469,17 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 self.holders[cand.id] = holder
 
     @work(exclusive=True, group="queue-list", name="Loading the queue", exit_on_error=False)
-    async def reload(self, select_id: int | None = None) -> None:
-        """Reload the first page with the current filter and order, keeping the cursor where it was."""
+    async def reload(self, select_id: int | None = None, *, first: bool = False) -> None:
+        """Reload the first page with the current filter and order, keeping the cursor where it was
+        (`first`: on the first row, as after a new search).
+
+        The candidate under the cursor may have been decided elsewhere: its row stays at the
+        cursor, marked with what happened (`gone`), and nothing is shown to decide until the
+        reviewer moves: the next key then lands on nothing rather than on the row that moved up."""
         memory = self.review_app.memory
         table = self.query_one(PendingTable)
-        previous_row = table.cursor_row
-        keep = select_id if select_id is not None else self.current_id
+        previous_row = 0 if first else table.cursor_row
+        keep = None if first else select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
         self._seen = await memory.review.mark(**kwargs)
         self.total = self._seen.count
@@ -450,27 +489,60 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.marked &= set(self.candidates)
         self._note_holders(page, now)
         self._all_loaded = len(page) < PAGE_SIZE
+        gone = await self._gone_under_cursor(select_id, first)
+        later = {cid: n for n, cid in enumerate(self.deferred)}
+        rows: list[Candidate] = [c for c in page if c.id not in later]
+        rows += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
+        if gone is not None:
+            rows.insert(min(previous_row, len(rows)), gone)
+            keep = gone.id
         with self.app.batch_update():
             table.clear()
             previous: Candidate | None = None
-            for cand in page:
+            for cand in rows:
                 table.add_row(*self._row(cand, now, previous), key=str(cand.id))
                 previous = cand
         self._update_header()
         self._update_title()
-        if not page:
+        if not rows:
             await self._drop_current()
             self.query_one(CandidateDetail).show(None, await self._empty_text())
             self._show_line()
             return
         index = 0
-        if keep is not None and keep in self.candidates:
+        if keep is not None and (keep in self.candidates or keep in self.gone):
             index = table.get_row_index(str(keep))
         elif previous_row > 0:
             index = min(previous_row, table.row_count - 1)
         table.move_cursor(row=index, animate=False)
         self._show_line()
         self._request(int(cast("str", table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value)))
+
+    async def _gone_under_cursor(self, select_id: int | None, first: bool) -> Candidate | None:
+        """The candidate the reviewer is looking at, when a reload finds it no longer pending
+        (decided elsewhere), to be kept in place; None otherwise. Rows kept earlier are dropped
+        once the cursor has left them."""
+        cid = self._cursor_id()
+        kept = cid if cid is not None and cid in self.gone else self.current_id
+        if first or select_id is not None or kept is None or kept in self.candidates:
+            self.gone.clear()
+            return None
+        try:
+            cand = await self.review_app.memory.review.get(kept)
+        except NotFoundError:  # erased meanwhile
+            cand = None
+        if cand is not None and cand.status == "pending":  # merely outside the new filter
+            self.gone.clear()
+            return None
+        what = self.gone.get(kept) or gone_text(cand, kept)
+        self.gone = {kept: what}
+        if self.current_id == kept:
+            self.review_app.claimed.discard(kept)
+            self.current_id, self.current = None, None
+            self.query_one(CandidateDetail).show(None, what + " Nothing here to decide: n or p moves on.")
+        if cand is None:  # no row to keep: the list closes up, and the message says why
+            self.gone.clear()
+        return cand
 
     async def _empty_text(self) -> str:
         """What an empty list means: a finished queue, or a search or filter that matches nothing
@@ -537,16 +609,23 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 return
             app = self.review_app
             await self._drop_current()
+            detail = self.query_one(CandidateDetail)
+            if candidate_id in self.gone:
+                detail.show(None, self.gone[candidate_id] + " Nothing here to decide: n or p moves on.")
+                self._show_line()
+                return
             try:
                 await app.claim(candidate_id)
             except ClaimedError as exc:
-                tell(
-                    self,
-                    f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}; moving on.",
-                    severity="warning",
-                )
-                self._mark_held(candidate_id, exc.claimed_by)
-                self._skip_row(candidate_id)
+                # The cursor stays on the row (it moving on by itself made the next `a` open the
+                # decision for an item nobody had looked at); keys act on nothing until it moves.
+                if isinstance(exc, SecondOpinionError):
+                    why = f"You asked for a second opinion on candidate {candidate_id}: another reviewer decides it."
+                else:
+                    why = f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}."
+                    self._mark_held(candidate_id, exc.claimed_by)
+                tell(self, why, severity="warning")
+                detail.show(None, why + " Nothing here to decide: n or p moves on.")
                 return
             except AlreadyDecidedError as exc:
                 tell(
@@ -561,7 +640,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             ctx = await app.memory.review.context(candidate_id)
             # Decidable as soon as it is shown; the chain (more reads) is drawn in a moment after.
             self.current_id, self.current, self.chain = candidate_id, ctx, []
-            detail = self.query_one(CandidateDetail)
             detail.show(ctx)
             self.show_flag(ctx.candidate)
             self._show_line()
@@ -619,15 +697,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             cid, self.current_id, self.current = self.current_id, None, None
             await self.review_app.release(cid)
 
-    def _skip_row(self, candidate_id: int) -> None:
-        table = self.query_one(PendingTable)
-        try:
-            index = table.get_row_index(str(candidate_id))
-        except Exception:
-            return
-        if index + 1 < table.row_count:
-            table.move_cursor(row=index + 1, animate=False)
-
     def _remove_row(self, candidate_id: int) -> None:
         """Drop a decided candidate from the list and put the cursor on the one that followed it."""
         table = self.query_one(PendingTable)
@@ -660,11 +729,26 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     # -- decisions ---------------------------------------------------------------------------------
 
     def _target(self) -> CandidateContext | None:
+        """The candidate a decision key applies to: the one shown under the cursor, or None (with a
+        bell) while the shown one and the cursor disagree, i.e. while the cursor is moving to
+        another item (a decision saved, a reload, a lease refused) and that item is not yet shown:
+        a key typed ahead is never applied to an item the reviewer has not seen."""
         if self._deciding:
             self.app.bell()
             return None
-        if self.current is None:
-            tell(self, "No candidate is selected.", severity="warning")
+        cid = self._cursor_id()
+        if cid is not None and cid in self.gone:
+            self.app.bell()
+            tell(self, self.gone[cid] + " Nothing here to decide: n or p moves on.", severity="warning")
+            return None
+        if cid is not None and cid in self.holders:
+            self.app.bell()
+            tell(self, f"Candidate {cid} is being reviewed by {self.holders[cid]}.", severity="warning")
+            return None
+        if self.current is None or self.current.candidate.id != cid:
+            self.app.bell()
+            if cid is None:
+                tell(self, "No candidate is selected.", severity="warning")
             return None
         return self.current
 
@@ -688,9 +772,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                     severity="warning",
                 )
                 self.review_app.claimed.discard(cid)
-                if self.current_id == cid:
-                    self.current_id, self.current = None, None
-                self.reload()
+                self.reload()  # its row stays under the cursor, marked (reload's `gone`)
                 return
             except ClaimedError as exc:
                 tell(self, f"Candidate {cid} is being reviewed by {exc.claimed_by}.", severity="warning")
@@ -963,6 +1045,34 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._show_line()
         self.action_move(1)
 
+    def action_defer(self) -> None:
+        """Skip the item under the cursor for now: it goes to the end of the list (for this session)
+        and its lease is released; the cursor stays at its place, now on the item that followed,
+        which is claimed and shown before a decision key acts on it (`_target`)."""
+        cid = self._cursor_id()
+        table = self.query_one(PendingTable)
+        if self._deciding or cid is None or cid not in self.candidates:
+            self.app.bell()
+            return
+        if table.row_count < 2:
+            tell(self, "Nothing else is in the list to review first.", severity="warning")
+            return
+        if cid in self.deferred:
+            self.deferred.remove(cid)
+        self.deferred.append(cid)
+        index = table.get_row_index(str(cid))
+        table.remove_row(str(cid))
+        table.add_row(
+            *self._row(self.candidates[cid], self.review_app.now(), self._previous_of(table.row_count)), key=str(cid)
+        )
+        self._redraw_row(index)  # it may now be the first of its group
+        table.move_cursor(row=index, animate=False)
+        self._show_line()
+        tell(self, f"Candidate {cid} deferred to the end of the list.")
+        following = self._cursor_id()
+        if following is not None:
+            self._request(following)
+
     def _marked_in_order(self) -> list[int]:
         """The marked ids in list order: the order the reviewer saw them in."""
         table = self.query_one(PendingTable)
@@ -1106,7 +1216,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         search = event.value.strip()
         if search != self.filter.search:
             self.filter = self.filter.with_search(search)
-            self.reload()
+            self.reload(first=True)
 
     @on(Input.Submitted, "#queue-search")
     def _search_done(self, event: Input.Submitted) -> None:

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from ..modals import ConfirmModal
-from ..widgets.literal import literal, tell, visible
+from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
 
@@ -222,9 +222,7 @@ class QueueTeamActions:
             return
         lean = f", leaning {flag.lean}" if flag.lean else ""
         note = f": “{flag.note}”" if flag.note else ""
-        tell(
-            screen,
-            visible(f"{flag.flagged_by} asked for a second opinion{lean}{note}"),
-            title="⚑ Second opinion",
-            timeout=8,
-        )
+        # Beside the item, for as long as it is shown (a toast was gone before the reviewer had
+        # read the candidate the note is about).
+        screen.flag_notes[candidate_id] = f"⚑ {flag.flagged_by} asked for a second opinion{lean}{note}"
+        screen._show_line()

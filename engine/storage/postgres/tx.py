@@ -31,6 +31,7 @@ from typing import Any
 from ...errors import NotFoundError
 from ...models import Candidate, Knowledge
 from ...text import value_key
+from ..base import NEW_CANDIDATES
 from ..sql.records import CANDIDATE_COLS, CANDIDATE_FROM, KNOWLEDGE_COLS, MAX_ID, candidate_from_row, knowledge_from_row
 from ..sql.tx import _WORDS, IdSource, SqlTx, _belief_filter, _UserStats, fetchall, fts_tokens
 from .connection import PgConn
@@ -102,6 +103,23 @@ class PostgresTx(SqlTx):
         super().__init__(conn, text_stats)
         self.writing = writing
         self._locked: set[str] = set()
+
+    # -- decisions wake open workstations --------------------------------------------------------------
+
+    async def audit(self, **row: Any) -> int:
+        """Append the audit row; a candidate's decision (or its undo) also NOTIFYs the channel the
+        insert trigger uses, so every open list drops (or shows again) the candidate within a
+        second. Sent at COMMIT, never for a rolled-back decision; no schema change needed."""
+        audit_id = await super().audit(**row)
+        if row.get("entity") == "candidate":
+            await self.conn.execute("SELECT pg_notify(?, ?)", (NEW_CANDIDATES, row["user_id"]))
+        return audit_id
+
+    async def audit_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Bulk form of `audit`: one NOTIFY per user whose candidates were decided."""
+        await super().audit_many(rows)
+        for user_id in sorted({r["user_id"] for r in rows if r.get("entity") == "candidate"}):
+            await self.conn.execute("SELECT pg_notify(?, ?)", (NEW_CANDIDATES, user_id))
 
     # -- serialising a user's writes ----------------------------------------------------------------
 

@@ -1,0 +1,216 @@
+"""Issue 19.1 and 19.2: lists that follow decisions made elsewhere, and keys that land on the item
+on screen. Keys are sent as fast as a terminal delivers them (`pilot.press` with several keys, no
+pause between them); every test checks the database afterwards, each must-not beside its positive
+control."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from textual import events
+from textual.widgets import Input
+
+from engine import AlreadyDecidedError, Memory
+from engine.storage import NEW_CANDIDATES
+from review_app.app import ReviewApp
+from tests.pilot_helpers import db, keys, settle
+from tests.test_tui_list import row_ids
+from tests.test_tui_queue import SIZE, notes, queue, settle_until
+from tests.tui_seed import T0, SeededDb, fixed_clock
+
+
+def burst(app: ReviewApp, *pressed: str) -> None:
+    """Deliver keys the way a terminal driver does when they arrive together: all posted to the
+    app's queue at once, none waiting for the previous one to be handled (`pilot.press` waits for
+    the app to go idle between keys, which hides the race)."""
+    for key in pressed:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+
+def status(path: str, cid: int) -> str:
+    [(value,)] = db(path, "SELECT status FROM candidates WHERE id = ?", cid)
+    return str(value)
+
+
+def decided_by_ana(path: str) -> list[tuple[Any, ...]]:
+    return db(path, "SELECT id FROM candidates WHERE decided_by = 'ana'")
+
+
+async def test_a_decision_elsewhere_leaves_the_open_list_and_the_count(tui_db: SeededDb) -> None:
+    """Another reviewer rejects a row further down: it leaves ana's list and the count drops by
+    one without a key press; ana's cursor and the item she sees do not move."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        total = screen.total
+        assert screen.current_id == ids["bees"]
+        assert ids["unsupported"] in row_ids(app)  # positive control: listed before
+        async with Memory(path, clock=fixed_clock) as ben:
+            await ben.review.reject(ids["unsupported"], "ben", "not true", tombstone=False)
+        await settle_until(pilot, lambda: ids["unsupported"] not in row_ids(app), "the decided row leaving")
+        assert screen.total == total - 1
+        assert f"{total - 1} pending" in str(screen.query_one("#queue-header").render())
+        assert (screen._cursor_id(), screen.current_id) == (ids["bees"], ids["bees"])
+    assert status(path, ids["unsupported"]) == "rejected"
+    assert status(path, ids["bees"]) == "pending"
+
+
+async def test_the_row_under_the_cursor_decided_elsewhere_stays_and_keys_act_on_nothing(tui_db: SeededDb) -> None:
+    """ben (whose clock sees ana's lease expired) approves the candidate ana is looking at: her
+    cursor stays on it, the row says so, and `a` `a` typed at once decide nothing. Control: after
+    `n`, `a` approves the next candidate, the one then shown."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        assert screen.current_id == ids["bees"]
+        async with Memory(path, clock=lambda: T0 + timedelta(hours=1)) as ben:
+            await ben.review.approve(ids["bees"], "ben")
+        await settle_until(pilot, lambda: ids["bees"] in screen.gone, "the decided row being marked")
+        assert screen._cursor_id() == ids["bees"]
+        assert screen.current_id is None
+        assert "approved by ben" in screen.gone[ids["bees"]]
+        assert "approved by ben" in str(screen.query_one("#queue-line").render())
+        burst(app, "a", "a", "e", "r")  # nothing opens, nothing is decided
+        await settle(pilot)
+        assert app.screen is screen
+        assert decided_by_ana(path) == []
+        await pilot.press("n")
+        await settle_until(pilot, lambda: screen.current_id == ids["madrid"], "the next candidate shown")
+        await keys(pilot, "k")  # madrid replaces a fact: keep both, a decision of ana's
+    assert status(path, ids["madrid"]) == "approved"
+    assert decided_by_ana(path) == [(ids["madrid"],)]
+    assert db(path, "SELECT decided_by FROM candidates WHERE id = ?", ids["bees"]) == [("ben",)]
+
+
+async def test_a_key_typed_during_a_move_is_refused_not_applied_to_the_next_item(tui_db: SeededDb) -> None:
+    """`n` `a` at once: the `a` arrives before the next candidate is claimed and shown, so it is
+    refused (never applied to the candidate being left, nor to one not yet seen). Control: once
+    shown, `a` approves it."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        await keys(pilot, "n", "n")
+        assert screen.current_id == ids["contradiction"]
+        burst(app, "n", "a")
+        await settle(pilot)
+        assert screen.current_id == ids["markup"]
+        assert decided_by_ana(path) == []  # neither the contradiction left nor the markup row unseen
+        await keys(pilot, "a")
+    assert decided_by_ana(path) == [(ids["markup"],)]
+    assert status(path, ids["contradiction"]) == "pending"
+
+
+async def test_p_onto_an_item_the_reviewer_flagged_stays_there_and_decides_nothing(tui_db: SeededDb) -> None:
+    """The old screen said "moving on" and moved to another item, and the next `a` decided that
+    one. Now the cursor stays on the flagged row, says why, and `a` decides nothing. Control: `p`
+    onto a plain row then `a` approves that row."""
+    path, ids = tui_db
+    async with Memory(path, clock=fixed_clock) as mem:
+        await mem.team.flag(ids["markup"], "ana", "unsure about the markup")
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        for _ in range(4):
+            await keys(pilot, "n")
+        assert screen.current_id == ids["unsupported"]
+        burst(app, "p", "a")
+        await settle(pilot)
+        assert screen._cursor_id() == ids["markup"]  # where the reviewer put it
+        assert screen.current_id is None
+        assert any("second opinion" in n for n in notes(app))
+        assert app.screen is screen  # no decision dialog for another item
+        await keys(pilot, "a")
+        assert decided_by_ana(path) == []
+        await keys(pilot, "n")
+        assert screen.current_id == ids["unsupported"]
+        await keys(pilot, "a")
+    assert decided_by_ana(path) == [(ids["unsupported"],)]
+    assert status(path, ids["markup"]) == "pending"
+
+
+async def test_a_search_lands_on_its_first_result(tui_db: SeededDb) -> None:
+    """The cursor was further down; a search for cho puts it on the first match, which is shown."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        for _ in range(6):
+            await keys(pilot, "n")
+        assert screen.current_id == ids["proposed"]  # the last cho row
+        await keys(pilot, "slash")
+        screen.query_one("#queue-search", Input).value = "cho"
+        await settle(pilot)
+        await keys(pilot, "enter")
+        assert row_ids(app) == [ids["unsupported"], ids["low"], ids["proposed"]]
+        assert screen.query_one("#pending").cursor_row == 0  # type: ignore[attr-defined]
+        assert screen.current_id == ids["unsupported"]
+        await keys(pilot, "a")
+    assert decided_by_ana(path) == [(ids["unsupported"],)]
+
+
+async def test_postgres_announces_decisions_and_undo(pg_url: str) -> None:
+    """A decision and its undo NOTIFY the channel open workstations LISTEN on (a rolled-back one
+    does not); positive control: a proposal is announced as before."""
+    async with Memory(pg_url, clock=fixed_clock) as mem:
+        got: list[str] = []
+        stop = await mem.store.subscribe(NEW_CANDIDATES, got.append)
+
+        async def announced(n: int) -> None:
+            for _ in range(100):
+                if len(got) >= n:
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"{n} announcements expected, got {got}")
+
+        try:
+            outcome = await mem.propose("u-pg", "Pat plays the oboe", "agent")
+            assert outcome.candidate_id is not None
+            await announced(1)
+            await mem.review.approve(outcome.candidate_id, "ana")
+            await announced(2)
+            await mem.review.undo(outcome.candidate_id, "ana")
+            await announced(3)
+            before = len(got)
+            await mem.review.approve(outcome.candidate_id, "ana")
+            await announced(before + 1)
+            with pytest.raises(AlreadyDecidedError):
+                await mem.review.approve(outcome.candidate_id, "ana")  # refused: rolled back
+            await asyncio.sleep(0.3)
+            assert len(got) == before + 1
+            assert set(got) == {"u-pg"}
+        finally:
+            await stop()
+
+
+async def test_defer_moves_the_item_to_the_end_and_a_key_typed_meanwhile_decides_nothing(tui_db: SeededDb) -> None:
+    """`d` `a` at once: bees goes to the end of the list, the cursor stays at its place, and the
+    `a` (typed before the next item was shown) decides nothing. Control: then `k` keeps both for
+    madrid, the item shown, and bees is still pending at the end, decidable when reached."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        assert screen.current_id == ids["bees"]
+        burst(app, "d", "a")
+        await settle(pilot)
+        assert row_ids(app)[-1] == ids["bees"]
+        assert screen.query_one("#pending").cursor_row == 0  # type: ignore[attr-defined]
+        assert screen.current_id == ids["madrid"]
+        assert decided_by_ana(path) == []
+        assert db(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == [(None,)]  # released
+        await keys(pilot, "k")
+        assert row_ids(app)[-1] == ids["bees"]
+    assert decided_by_ana(path) == [(ids["madrid"],)]
+    assert status(path, ids["bees"]) == "pending"
