@@ -426,7 +426,9 @@ class EditModal(StatementForm["EditResult | None"]):
         with Vertical(classes="modal-box", id="edit-box"):
             yield Static(literal(self.title_text), classes="modal-title")
             yield Label("Statement")
-            yield Input(self.statement, id="edit-statement")
+            # No select-all on focus: keys typed while the dialog opens (End, then a letter) edit the
+            # statement at its end instead of replacing the whole of it with the letter.
+            yield Input(self.statement, id="edit-statement", select_on_focus=False)
             yield Static("", id="edit-statement-error", classes="inline-error")
             yield Label("Valid from (ISO date, empty = always)")
             yield Input(format_day_or_time(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")

@@ -214,3 +214,23 @@ async def test_defer_moves_the_item_to_the_end_and_a_key_typed_meanwhile_decides
         assert row_ids(app)[-1] == ids["bees"]
     assert decided_by_ana(path) == [(ids["madrid"],)]
     assert status(path, ids["bees"]) == "pending"
+
+
+async def test_keys_typed_while_the_edit_dialog_opens_edit_the_statement_and_never_wipe_it(tui_db: SeededDb) -> None:
+    """`e`, then 50 ms later `End` `X` (issue 19.2: the statement became "X", because focusing the
+    field selected all of it after the keys had arrived): the field opens with nothing selected,
+    so the keys append. The database is unchanged until the reviewer saves."""
+    path, _ = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = queue(app).current_id
+        assert first is not None
+        before = db(path, "SELECT statement FROM candidates WHERE id = ?", first)[0][0]
+        burst(app, "e")
+        await asyncio.sleep(0.05)
+        burst(app, "end", "X")
+        await settle(pilot)
+        assert app.screen.query_one("#edit-statement", Input).value == before + "X"
+        assert db(path, "SELECT statement, status FROM candidates WHERE id = ?", first) == [(before, "pending")]
+        await keys(pilot, "escape")
