@@ -36,7 +36,7 @@ from engine.errors import (
     SettleRequiredError,
     UserInputError,
 )
-from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url
+from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url, server_went_away
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -116,11 +116,11 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except MemdeskError as exc:
         raise Failure(str(exc)) from None
     except database_errors() as exc:
-        if _server_went_away(exc):
+        if server_went_away(exc):
             raise _went_away(exc) from None
         raise Failure(f"database error: {exc}") from None
     except ConnectionError as exc:  # the socket under a PostgreSQL connection closed
-        if _server_went_away(exc):
+        if server_went_away(exc):
             raise _went_away(exc) from None
         raise
 
@@ -131,23 +131,6 @@ def _went_away(exc: BaseException) -> Failure:
         "before it went (each decision, episode and batch is its own transaction); the transaction "
         "in progress was rolled back by the server. Run the command again once the server is back."
     )
-
-
-def _server_went_away(exc: BaseException) -> bool:
-    """A lost PostgreSQL connection, however asyncpg reports it: the server shut down or restarted
-    (AdminShutdown and friends), the socket closed (ConnectionDoesNotExist, a ConnectionError), or
-    a transaction's exit found its connection closed (InterfaceError)."""
-    try:
-        import asyncpg
-    except ImportError:
-        return False
-    lost: tuple[type[BaseException], ...] = (
-        asyncpg.ConnectionDoesNotExistError,
-        asyncpg.PostgresConnectionError,
-        asyncpg.exceptions.OperatorInterventionError,
-        ConnectionError,
-    )
-    return isinstance(exc, lost) or (isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc))
 
 
 def _os_user() -> str:

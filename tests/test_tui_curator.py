@@ -6,6 +6,7 @@ fresh `Memory` (what the screen shows is not evidence that anything was stored).
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -558,15 +559,16 @@ def web_creds(tmp_path: Path) -> Path:
 async def test_the_browser_gets_hidden_characters_named_too(tmp_path: Path, web_creds: Path) -> None:
     """`memdesk serve` runs the same widgets: what reaches the browser's terminal over the websocket
     names the override (⟨U+202E⟩) and never carries the raw code point."""
-    from tests.test_serve import origin, read_ws_until, running, session_cookie, terminal_text
+    from tests.test_serve import logged_in, origin, read_ws_until, running, terminal_text
 
     db = str(tmp_path / "web.db")
     async with Memory(db, clock=fixed_clock) as mem:
         await mem.add_knowledge("ana", "Ana lives in Lisbon", actor="seed")
         await mem.propose("ana", TROJAN, actor="agent")
     async with running(db, web_creds) as (_, client):
-        cookie = await session_cookie(client)
+        cookie, proof = await logged_in(client)
         ws = await client.ws_connect("/ws?width=120&height=36", headers={**cookie, "Origin": origin(client)})
+        await ws.send_str(json.dumps(["proof", proof]))  # the session proof the page sends first
         stream = bytearray()
         await read_ws_until(ws, stream, "Confidence")  # the gap pane of the proposal
         await read_ws_until(ws, stream, "⟨U+2069⟩")

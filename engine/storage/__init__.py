@@ -50,6 +50,24 @@ def masked(target: str) -> str:
     return f"{scheme}://{head}{tail}"
 
 
+def server_went_away(exc: BaseException) -> bool:
+    """A lost PostgreSQL connection, however asyncpg reports it: the server shut down or restarted
+    (AdminShutdown and friends), the socket closed (ConnectionDoesNotExist, a ConnectionError), or
+    a transaction's exit found its connection closed (InterfaceError). Here, beside the driver, so
+    the command line can tell an operator what happened without naming a driver."""
+    try:
+        import asyncpg
+    except ImportError:
+        return False
+    lost: tuple[type[BaseException], ...] = (
+        asyncpg.ConnectionDoesNotExistError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.exceptions.OperatorInterventionError,
+        ConnectionError,
+    )
+    return isinstance(exc, lost) or (isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc))
+
+
 def is_permission_error(error: BaseException) -> bool:
     """Whether the database refused the statement for the connecting role's rights (PostgreSQL's
     SQLSTATE 42501, insufficient_privilege): an agent's login running a reviewer's statement."""
