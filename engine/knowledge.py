@@ -133,6 +133,23 @@ async def write_tombstone(
     return stone
 
 
+async def queue_in(tx: SqlTx, **fields: Any) -> int:
+    """Insert one pending candidate and its `queue` audit row (by its creator, with its reason), in
+    the caller's transaction: the one way a written statement joins the queue after the intake."""
+    cid = await tx.insert_candidate(**fields)
+    await tx.audit(
+        at=fields["created_at"],
+        actor=fields["created_by"],
+        action="queue",
+        user_id=fields["user_id"],
+        entity="candidate",
+        entity_id=cid,
+        after=await tx.get_candidate(cid),
+        reason=fields.get("reason"),
+    )
+    return cid
+
+
 @dataclass(frozen=True, slots=True)
 class NewFact:
     """One fact for `Memory.add_knowledge_many`."""
@@ -515,7 +532,8 @@ class KnowledgeOps:
                 await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
                 await tx.get_candidate(supersedes_candidate_id, user_id)  # same rule for a chain
-            cid = await tx.insert_candidate(
+            cid = await queue_in(
+                tx,
                 user_id=_user(user_id),
                 statement=text,
                 kind=kind,
@@ -528,16 +546,6 @@ class KnowledgeOps:
                 created_by=actor,
                 reason=reason,
                 supersedes_candidate_id=supersedes_candidate_id,
-            )
-            await tx.audit(
-                at=now_us,
-                actor=actor,
-                action="queue",
-                user_id=user_id,
-                entity="candidate",
-                entity_id=cid,
-                after=await tx.get_candidate(cid),
-                reason=reason,
             )
             return cid
 
@@ -570,7 +578,8 @@ class KnowledgeOps:
             if screened.covered_by is not None:
                 return ProposalOutcome(duplicate_of=("knowledge", screened.covered_by))
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(
+            cid = await queue_in(
+                tx,
                 user_id=uid,
                 statement=text,
                 kind=screened.kind,
@@ -578,15 +587,6 @@ class KnowledgeOps:
                 created_at=now_us,
                 created_by=actor,
                 supersedes_id=screened.supersedes_id,
-            )
-            await tx.audit(
-                at=now_us,
-                actor=actor,
-                action="queue",
-                user_id=uid,
-                entity="candidate",
-                entity_id=cid,
-                after=await tx.get_candidate(cid),
             )
             return ProposalOutcome(candidate_id=cid)
 
@@ -606,7 +606,8 @@ class KnowledgeOps:
             if waiting is not None:
                 return ProposalOutcome(duplicate_of=("candidate", waiting))
             await self._agent_room(tx, uid)
-            cid = await tx.insert_candidate(
+            cid = await queue_in(
+                tx,
                 user_id=uid,
                 statement=fact.statement,
                 kind="retraction",
@@ -614,16 +615,6 @@ class KnowledgeOps:
                 created_at=now_us,
                 supersedes_id=fact.id,
                 created_by=actor,
-                reason=why,
-            )
-            await tx.audit(
-                at=now_us,
-                actor=actor,
-                action="queue",
-                user_id=uid,
-                entity="candidate",
-                entity_id=cid,
-                after=await tx.get_candidate(cid),
                 reason=why,
             )
             return ProposalOutcome(candidate_id=cid)
