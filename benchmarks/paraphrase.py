@@ -32,6 +32,7 @@ import os
 import platform
 import re
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ from engine import HashingEmbedder, Memory, MemoryConfig, WordLlamaEmbedder
 from engine.embedders import Embedder
 
 DATA = Path(__file__).parent / "data" / "paraphrase.jsonl"
+UNRELATED = Path(__file__).parent / "data" / "unrelated-questions.txt"
+"""Questions about nothing the user's 30 facts say (issue 19.9: "Portuguese" returned five facts)."""
+FLOORS: list[float | None] = [None, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]
 RESULTS = Path(__file__).parent / "results"
 USER = "reader"
 GRID = [(1.0, 0.0), (1.0, 0.25), (1.0, 0.5), (1.0, 0.75), (1.0, 1.0), (0.75, 1.0), (0.5, 1.0), (0.25, 1.0)]
@@ -191,6 +195,35 @@ async def measure(embedder: Embedder, facts: list[Fact], weights: list[tuple[flo
     return out
 
 
+async def measure_floors(embedder: Embedder, facts: list[Fact], floors: list[float | None]) -> list[dict[str, Any]]:
+    """For each relevance floor (`MemoryConfig.relevance_floor`): hit@5 on the paraphrase questions
+    and on the keywords, and the share of unrelated questions answered with nothing. A floor is
+    worth setting only where the first two stay as they are and the third rises."""
+    unrelated = [q for q in UNRELATED.read_text(encoding="utf-8").splitlines() if q.strip()]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        async with Memory(Path(tmp) / "floors.db", embedder=embedder) as mem:
+            made = await mem.add_knowledge_many(USER, [f.statement for f in facts], actor="benchmark")
+            ids = {f.id: k.id for f, k in zip(facts, made, strict=True)}
+            for floor in floors:
+                mem.config.relevance_floor = floor
+                row: dict[str, Any] = {"relevance_floor": floor}
+                for label, queries in (
+                    ("questions", [(q, f.id) for f in facts for q in f.questions]),
+                    ("keywords", [(f.keyword, f.id) for f in facts]),
+                ):
+                    hits = 0
+                    for query, fid in queries:
+                        ranked = [i.knowledge.id for i in (await mem.retrieve(query, user_id=USER, top_k=5)).items]
+                        hits += ids[fid] in ranked
+                    row[label] = {"n": len(queries), "hit@5": round(hits / len(queries), 3)}
+                empty = [q for q in unrelated if not (await mem.retrieve(q, user_id=USER, top_k=5)).items]
+                row["unrelated"] = {"n": len(unrelated), "answered_empty": round(len(empty) / len(unrelated), 3)}
+                out.append(row)
+            mem.config.relevance_floor = None
+    return out
+
+
 async def query_embed_us(embedder: Embedder, facts: list[Fact], calls: int = 2000) -> dict[str, float]:
     questions = [q for f in facts for q in f.questions]
     await embedder.embed(questions[:1])  # load once
@@ -225,7 +258,15 @@ async def main() -> None:
         report["embedders"][name] = {
             "query_embedding": await query_embed_us(embedder, facts),
             "fusion": await measure(embedder, facts, weights),
+            "relevance_floor": await measure_floors(embedder, facts, FLOORS),
         }
+        for row in report["embedders"][name]["relevance_floor"]:
+            print(
+                f"{name:9} floor {row['relevance_floor']!s:>4}: paraphrase hit@5 {row['questions']['hit@5']:.3f}, "
+                f"keyword hit@5 {row['keywords']['hit@5']:.3f}, unrelated answered empty "
+                f"{row['unrelated']['answered_empty']:.3f}",
+                file=sys.stderr,
+            )
     print(json.dumps(report, indent=2, ensure_ascii=False))
     if not args.no_save:
         RESULTS.mkdir(exist_ok=True)

@@ -154,6 +154,22 @@ class ReviewService:
             cand = await tx.get_candidate(candidate_id, user_id)
             return await tx.candidate_context(cand)
 
+    async def chain(self, candidate_id: int) -> list[Candidate]:
+        """The pending replacements `candidate_id` belongs to, in order: back along
+        `supersedes_candidate_id` to the first (which may name an active fact), then forward through
+        the pending candidates that would replace each in turn (the oldest, where several do). One
+        candidate alone when it is part of no chain. Read by index, whatever the queue's size."""
+        async with self._ctx.store.reading() as tx:
+            links = [await tx.get_candidate(candidate_id)]
+            seen = {candidate_id}
+            while (earlier := links[0].supersedes_candidate_id) is not None and earlier not in seen:
+                links.insert(0, await tx.get_candidate(earlier))
+                seen.add(earlier)
+            while later := [c for c in await tx.chained_to(links[-1].id) if c.id not in seen]:
+                links.append(later[0])
+                seen.add(later[0].id)
+            return links
+
     # -- leases -----------------------------------------------------------------------------------
 
     async def claim(self, candidate_id: int, reviewer: str, ttl_seconds: float | None = None) -> Candidate:

@@ -170,9 +170,9 @@ async def test_a_candidate_queued_elsewhere_appears_without_a_key_press(tui_db: 
         before = queue(app).total
         async with Memory(path, clock=fixed_clock) as other:  # another process: its own connections
             cid = await other.queue_candidate("u-ana", "Ana learned to sail", actor="elsewhere")
-        await settle_until(pilot, lambda: cid in queue(app).candidates, "the new candidate appearing")
+        await settle_until(pilot, lambda: cid in queue(app).pending_list.candidates, "the new candidate appearing")
         assert queue(app).total == before + 1
-        assert queue(app).query_one("#pending").get_row_index(str(cid)) >= 0  # type: ignore[attr-defined]
+        assert queue(app).pending_list.index_of(cid) is not None
 
 
 async def test_a_candidate_queued_elsewhere_after_a_decision_here_appears_too(store_target: str) -> None:
@@ -187,10 +187,10 @@ async def test_a_candidate_queued_elsewhere_after_a_decision_here_appears_too(st
     async with app.run_test(size=SIZE) as pilot:
         await settle_until(pilot, lambda: queue(app).current_id == first, "the queue loading")
         await pilot.press("a")
-        await settle_until(pilot, lambda: queue(app).total == 1 and not queue(app)._deciding, "the approval")
+        await settle_until(pilot, lambda: queue(app).total == 1 and not queue(app).decisions.busy, "the approval")
         async with Memory(store_target, clock=fixed_clock) as other:
             cid = await other.queue_candidate("u-ana", "Ana learned to sail", actor="elsewhere")
-        await settle_until(pilot, lambda: cid in queue(app).candidates, "the new candidate appearing")
+        await settle_until(pilot, lambda: cid in queue(app).pending_list.candidates, "the new candidate appearing")
         assert queue(app).total == 2
 
 
@@ -207,14 +207,19 @@ async def test_a_candidate_queued_elsewhere_while_another_is_decided_elsewhere_a
         async with Memory(store_target, clock=fixed_clock) as other:
             await other.review.approve(second, "bo")
             cid = await other.queue_candidate("u-ana", "Ana learned to sail", actor="elsewhere")
-        await settle_until(pilot, lambda: cid in queue(app).candidates, "the new candidate appearing")
-        assert set(queue(app).candidates) == {first, cid}  # the reload also drops the one decided elsewhere
+        await settle_until(pilot, lambda: cid in queue(app).pending_list.candidates, "the new candidate appearing")
+        assert set(queue(app).pending_list.candidates) == {
+            first,
+            cid,
+        }  # the reload also drops the one decided elsewhere
         # control: what this screen decides itself is not news
         await pilot.press("a")
         await settle_until(
-            pilot, lambda: first not in queue(app).candidates and not queue(app)._deciding, "the approval"
+            pilot,
+            lambda: first not in queue(app).pending_list.candidates and not queue(app).decisions.busy,
+            "the approval",
         )
-        assert set(queue(app).candidates) == {cid}
+        assert set(queue(app).pending_list.candidates) == {cid}
 
 
 async def test_memory_subscribe_new_candidates_calls_back_and_stops(tui_db: SeededDb) -> None:

@@ -64,7 +64,7 @@ async def test_flagging_sends_the_item_to_another_reviewer(tui_db: SeededDb) -> 
         await pilot.press(*"is this a joke?")
         await pilot.press("enter")
         await settle_until(pilot, lambda: queue(app).current_id == ids["madrid"], "moving past the flagged item")
-        assert "⚑" in str(queue(app).query_one("#pending", DataTable).get_cell(str(ids["bees"]), "kind"))
+        assert "⚑" in queue(app).pending_list.cells(ids["bees"])["kind"].plain
         assert "1 of yours with others" in progress_line(app)
     assert row(path, "SELECT candidate_id, flagged_by, note, lean FROM flags") == (
         ids["bees"],
@@ -100,7 +100,7 @@ async def test_my_queue_takes_a_users_items_and_gives_them_back(tui_db: SeededDb
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        table = queue(app).query_one("#pending", DataTable)
+        table = queue(app).pending_list
         assert table.row_count == 8
         await pilot.press("m")  # on bees, of u-ana: asks first
         await settle(pilot)
@@ -112,7 +112,7 @@ async def test_my_queue_takes_a_users_items_and_gives_them_back(tui_db: SeededDb
         await settle(pilot)
         await pilot.press("y")
         await settle_until(pilot, lambda: table.row_count == 3, "the filtered list")
-        assert {str(table.get_cell(key, "user")) for key in table.rows} == {"u-ana"}
+        assert {table.cells(cid)["user"].plain for cid in table.row_ids} == {"u-ana"}
         assert "my queue" in str(queue(app).query_one("#queue-header", Static).render())
         await pilot.press("m")  # back to everyone's
         await settle_until(pilot, lambda: table.row_count == 8, "the whole list")

@@ -216,3 +216,25 @@ async def test_bulk_approve_decides_exactly_the_listed_ids(tui_db: SeededDb) -> 
     assert db(path, "SELECT status FROM candidates WHERE id = ?", late) == [("pending",)]
     approved = {r[0] for r in db(path, "SELECT id FROM candidates WHERE status = 'approved' AND decided_by = 'ana'")}
     assert approved == {ids[n] for n in ("bees", "markup", "unsupported", "low", "proposed")}
+
+
+async def test_the_bulk_question_lists_every_candidate_it_decides(tui_db: SeededDb) -> None:
+    """Eleven new candidates: the question names all eleven (it used to show five and "… and 6
+    more"), the dialog scrolls to the last, and `y` approves exactly those eleven."""
+    path, ids = tui_db
+    async with Memory(path, clock=lambda: T0 + timedelta(seconds=1)) as mem:
+        extra = [await mem.queue_candidate("u-ben", f"Ben owns a bike number {i}") for i in range(6)]
+    listed = [ids[n] for n in ("bees", "markup", "unsupported", "low", "proposed")] + extra
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await keys(pilot, "b")
+        modal = app.screen
+        assert isinstance(modal, ConfirmModal)
+        assert "Approve 11 of" in modal.message and "more" not in modal.message
+        assert all(f"#{cid} " in modal.message for cid in listed)
+        assert f"#{ids['madrid']} would replace fact #{ids['porto']}" in modal.message  # left out, and why
+        await keys(pilot, "end")
+        await keys(pilot, "y")
+    approved = {r[0] for r in db(path, "SELECT id FROM candidates WHERE status = 'approved' AND decided_by = 'ana'")}
+    assert approved == set(listed)

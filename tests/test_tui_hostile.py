@@ -152,7 +152,7 @@ async def walk(app: ReviewApp, pilot: Pilot[Any]) -> None:
         raise UserInputError(f"refused {CLICK} {TITLE}")
 
     app.memory.review.approve = broken  # type: ignore[method-assign]
-    await press(pilot, "1", "home")
+    await press(pilot, "1", "home", "n")  # the first row is held by NOPE: the second
     await press(pilot, "a")
     assert isinstance(app.screen, ErrorModal)
     assert_literal(app, f"refused {CLICK} {TITLE}")

@@ -38,12 +38,12 @@ def queue(app: ReviewApp) -> QueueScreen:
 
 
 def cells(app: ReviewApp, column: str) -> list[str]:
-    table = queue(app).query_one(DataTable)
-    return [table.get_cell(key, column).plain for key in table.rows]
+    rows = queue(app).pending_list
+    return [rows.cells(cid)[column].plain for cid in rows.row_ids]
 
 
 def row_ids(app: ReviewApp) -> list[int]:
-    return [int(str(key.value)) for key in queue(app).query_one(DataTable).rows]
+    return queue(app).pending_list.row_ids
 
 
 def shown_text(widget: Static) -> str:
@@ -62,12 +62,12 @@ async def test_order_and_group_by_user_kind_and_confidence(tui_db: SeededDb) -> 
         assert queue(app).sort == "user"
         assert cells(app, "user") == ["u-ana", "", "", "u-ben", "", "u-cho", "", ""]
         assert row_ids(app)[:3] == [ids["bees"], ids["madrid"], ids["retraction"]]
-        assert "by user" in str(queue(app).query_one(DataTable).border_title)
+        assert "by user" in str(queue(app).pending_list.border_title)
         await keys(pilot, "o")  # by kind
         kinds = [k for k in cells(app, "kind") if k]
         assert kinds == sorted(kinds) and len(kinds) == len(set(kinds))  # one label per group
         await keys(pilot, "o")  # by confidence, highest first
-        confidences = [float(queue(app).candidates[i].confidence) for i in row_ids(app)]
+        confidences = [float(queue(app).pending_list.candidates[i].confidence) for i in row_ids(app)]
         assert confidences == sorted(confidences, reverse=True)
         await keys(pilot, "o")  # and back to age
         assert row_ids(app) == age_order
@@ -83,15 +83,15 @@ async def test_the_whole_statement_and_the_lease_holder_are_shown(tui_db: Seeded
         statements = dict(zip(row_ids(app), cells(app, "statement"), strict=True))
         assert statements[ids["low"]].startswith("⊘ bob: Cho might move")
         assert not statements[ids["unsupported"]].startswith("⊘")  # positive control: not leased
-        table = queue(app).query_one(DataTable)
-        table.move_cursor(row=table.get_row_index(str(ids["markup"])))
+        rows = queue(app).pending_list
+        rows.move_cursor(rows.index_of(ids["markup"]) or 0)
         await settle(pilot)
         line = shown_text(queue(app).query_one("#queue-line", Static))
         assert visible(MARKUP_STATEMENT) in line  # the full statement, which the column cuts
-        table.move_cursor(row=table.get_row_index(str(ids["low"])))  # held: the reviewer is told, and stays
+        rows.move_cursor(rows.index_of(ids["low"]) or 0)  # held: the reviewer is told, and stays
         await settle(pilot)
         assert "being reviewed by bob" in " ".join(screen_text(app).split())
-        assert queue(app)._cursor_id() == ids["low"]  # the cursor never moves by itself (issue 19.2)
+        assert queue(app).pending_list.cursor_id == ids["low"]  # the cursor never moves by itself (issue 19.2)
         assert queue(app).current_id is None  # nothing to decide there
         await pilot.press("n")
         await settle(pilot)
@@ -105,7 +105,7 @@ async def test_marked_candidates_are_rejected_with_one_reason_and_undone_as_one_
     async with app.run_test(size=WIDE) as pilot:
         await settle(pilot)
         await keys(pilot, "space", "down", "space")  # bees and the contradiction, not madrid
-        assert queue(app).marked == {ids["bees"], ids["contradiction"]}
+        assert queue(app).pending_list.marked == {ids["bees"], ids["contradiction"]}
         await keys(pilot, "r")
         modal = app.screen
         assert isinstance(modal, ReasonModal) and "2 marked" in modal.title_text
@@ -124,16 +124,16 @@ async def test_marked_candidates_are_rejected_with_one_reason_and_undone_as_one_
         audit = db(path, "SELECT entity_id FROM audit_log WHERE action = 'reject' AND actor = 'ana' ORDER BY id")
         assert sorted(a[0] for a in audit) == sorted([ids["bees"], ids["contradiction"]])  # one decision each
         assert db(path, "SELECT count(*) FROM tombstones")[0][0] == stones_before + 2
-        assert queue(app).decided == 2 and not queue(app).marked
+        assert queue(app).decisions.decided == 2 and not queue(app).pending_list.marked
         await keys(pilot, "u")  # ONE undo for the whole bulk decision
         assert db(path, "SELECT status FROM candidates WHERE id IN (?, ?)", ids["bees"], ids["contradiction"]) == [
             ("pending",),
             ("pending",),
         ]
         assert db(path, "SELECT count(*) FROM tombstones")[0][0] == stones_before
-        assert queue(app).decided == 0
+        assert queue(app).decisions.decided == 0
         await keys(pilot, "u")
-        assert "Nothing to undo" in screen_text(app) or not queue(app).undo_stack
+        assert "Nothing to undo" in screen_text(app) or not queue(app).decisions.undo_stack
 
 
 async def test_a_search_that_matches_nothing_says_so_and_escape_clears_it(tui_db: SeededDb) -> None:

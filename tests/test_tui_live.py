@@ -55,7 +55,7 @@ async def test_a_decision_elsewhere_leaves_the_open_list_and_the_count(tui_db: S
         await settle_until(pilot, lambda: ids["unsupported"] not in row_ids(app), "the decided row leaving")
         assert screen.total == total - 1
         assert f"{total - 1} pending" in str(screen.query_one("#queue-header").render())
-        assert (screen._cursor_id(), screen.current_id) == (ids["bees"], ids["bees"])
+        assert (screen.pending_list.cursor_id, screen.current_id) == (ids["bees"], ids["bees"])
     assert status(path, ids["unsupported"]) == "rejected"
     assert status(path, ids["bees"]) == "pending"
 
@@ -72,10 +72,10 @@ async def test_the_row_under_the_cursor_decided_elsewhere_stays_and_keys_act_on_
         assert screen.current_id == ids["bees"]
         async with Memory(path, clock=lambda: T0 + timedelta(hours=1)) as ben:
             await ben.review.approve(ids["bees"], "ben")
-        await settle_until(pilot, lambda: ids["bees"] in screen.gone, "the decided row being marked")
-        assert screen._cursor_id() == ids["bees"]
+        await settle_until(pilot, lambda: ids["bees"] in screen.pending_list.gone, "the decided row being marked")
+        assert screen.pending_list.cursor_id == ids["bees"]
         assert screen.current_id is None
-        assert "approved by ben" in screen.gone[ids["bees"]]
+        assert "approved by ben" in screen.pending_list.gone[ids["bees"]]
         assert "approved by ben" in str(screen.query_one("#queue-line").render())
         burst(app, "a", "a", "e", "r")  # nothing opens, nothing is decided
         await settle(pilot)
@@ -125,7 +125,7 @@ async def test_p_onto_an_item_the_reviewer_flagged_stays_there_and_decides_nothi
         assert screen.current_id == ids["unsupported"]
         burst(app, "p", "a")
         await settle(pilot)
-        assert screen._cursor_id() == ids["markup"]  # where the reviewer put it
+        assert screen.pending_list.cursor_id == ids["markup"]  # where the reviewer put it
         assert screen.current_id is None
         assert any("second opinion" in n for n in notes(app))
         assert app.screen is screen  # no decision dialog for another item
@@ -153,7 +153,7 @@ async def test_a_search_lands_on_its_first_result(tui_db: SeededDb) -> None:
         await settle(pilot)
         await keys(pilot, "enter")
         assert row_ids(app) == [ids["unsupported"], ids["low"], ids["proposed"]]
-        assert screen.query_one("#pending").cursor_row == 0  # type: ignore[attr-defined]
+        assert screen.pending_list.cursor_row == 0
         assert screen.current_id == ids["unsupported"]
         await keys(pilot, "a")
     assert decided_by_ana(path) == [(ids["unsupported"],)]
@@ -206,7 +206,7 @@ async def test_defer_moves_the_item_to_the_end_and_a_key_typed_meanwhile_decides
         burst(app, "d", "a")
         await settle(pilot)
         assert row_ids(app)[-1] == ids["bees"]
-        assert screen.query_one("#pending").cursor_row == 0  # type: ignore[attr-defined]
+        assert screen.pending_list.cursor_row == 0
         assert screen.current_id == ids["madrid"]
         assert decided_by_ana(path) == []
         assert db(path, "SELECT claimed_by FROM candidates WHERE id = ?", ids["bees"]) == [(None,)]  # released

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from engine import Memory
 from engine.errors import UserInputError
@@ -20,6 +20,7 @@ from review_app.app import ReviewApp
 from review_app.keymap import KeymapError, load_keymap
 from review_app.modals import EditModal, ErrorModal, ReasonModal, ReplaceChoiceModal
 from review_app.screens.queue import PAGE_SIZE, QueueScreen
+from review_app.widgets.pending_list import PendingList
 from tests.pilot_helpers import (
     settle,
     sqlite3,  # the engine's own SQLite library (see there)
@@ -86,7 +87,7 @@ async def test_approve_makes_the_fact_retrievable_and_releases_the_lease_on_quit
         await pilot.press("a")
         await settle(pilot)
         assert queue(app).current_id == ids["madrid"]  # advanced to the next one
-        assert queue(app).decided == 1
+        assert queue(app).decisions.decided == 1
     async with Memory(path, clock=fixed_clock) as mem:
         found = [i.knowledge for i in (await mem.retrieve("Ana keeps bees", user_id="u-ana")).items]
         assert [k.statement for k in found if k.statement == "Ana keeps bees"] == ["Ana keeps bees"]
@@ -246,7 +247,9 @@ async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> Non
         # the decision is committed before the screen records it for undo; a `u` in between is
         # answered with a bell, so wait for the screen as a reviewer waits for the row to leave
         await settle_until(
-            pilot, lambda: len(queue(app).undo_stack) == 2 and not queue(app)._deciding, "recording both decisions"
+            pilot,
+            lambda: len(queue(app).decisions.undo_stack) == 2 and not queue(app).decisions.busy,
+            "recording both decisions",
         )
         changed = _state(path)
         assert changed != before  # positive control: the two decisions did change the database
@@ -264,10 +267,12 @@ async def test_undo_restores_the_previous_state_exactly(tui_db: SeededDb) -> Non
         )
         assert row(path, "SELECT status FROM candidates WHERE id = ?", ids["bees"]) == ("rejected",)
         assert queue(app).current_id == ids["madrid"]  # the undone candidate is shown again
-        await settle_until(pilot, lambda: not queue(app)._deciding, "finishing the first undo")
+        await settle_until(pilot, lambda: not queue(app).decisions.busy, "finishing the first undo")
         await pilot.press("u")  # ... then the rejection
         await settle_until(
-            pilot, lambda: not queue(app).undo_stack and not queue(app)._deciding, "undoing the rejection"
+            pilot,
+            lambda: not queue(app).decisions.undo_stack and not queue(app).decisions.busy,
+            "undoing the rejection",
         )
         await pilot.press("u")  # nothing left: a message, no change
         await settle(pilot)
@@ -302,15 +307,14 @@ async def test_two_apps_cannot_decide_the_same_candidate_twice(tui_db: SeededDb)
             await settle(p1)
             # refused by the engine, or already marked by the live list (SQLite's commit watcher)
             assert any("already decided by ben" in n or "approved by ben" in n for n in notes(first))
-            assert ids["bees"] not in queue(first).candidates
             # the decided row stays under ana's cursor, marked, with nothing to decide
             assert queue(first).current_id is None
-            assert queue(first)._cursor_id() == ids["bees"]
-            assert "approved by ben" in queue(first).gone[ids["bees"]]
+            assert queue(first).pending_list.cursor_id == ids["bees"]
+            assert "approved by ben" in queue(first).pending_list.gone[ids["bees"]]
             # ben moved on to madrid and holds it: ana's cursor stops there too, deciding nothing
             await p1.press("n")
             await settle(p1)
-            assert queue(first)._cursor_id() == ids["madrid"]
+            assert queue(first).pending_list.cursor_id == ids["madrid"]
             assert queue(first).current_id is None
             assert any(f"Candidate {ids['madrid']} is being reviewed by ben" in n for n in notes(first))
             await p1.press("a")
@@ -319,7 +323,7 @@ async def test_two_apps_cannot_decide_the_same_candidate_twice(tui_db: SeededDb)
             await p1.press("n")
             await settle(p1)
             assert queue(first).current_id == ids["contradiction"]
-            assert (queue(first).decided, queue(later).decided) == (0, 1)
+            assert (queue(first).decisions.decided, queue(later).decisions.decided) == (0, 1)
     assert row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", ids["bees"]) == ("approved", "ben")
     assert row(path, "SELECT count(*) FROM knowledge WHERE statement = 'Ana keeps bees'") == (1,)
     assert row(
@@ -340,11 +344,11 @@ async def test_markup_and_escapes_in_a_statement_are_shown_literally(tui_db: See
         assert "Ben wrote [b]bold[/b] [link=http://x]x[/link] and ␛[31mred" in gap.plain
         assert "\x1b" not in gap.plain
         assert not any("link" in str(span.style) for span in gap.spans)
-        table = app.screen.query_one(DataTable)
-        cell = table.get_cell(str(ids["markup"]), "statement")
+        rows = app.screen.query_one(PendingList)
+        cell = rows.cells(ids["markup"])["statement"]
         assert cell.plain.startswith("Ben wrote [b]bold[/b] [link=")
         # positive control: a plain statement is shown as it is
-        assert table.get_cell(str(ids["bees"]), "statement").plain == "Ana keeps bees"
+        assert rows.cells(ids["bees"])["statement"].plain == "Ana keeps bees"
     # display only: the stored statement keeps its escape character
     assert row(path, "SELECT statement FROM candidates WHERE id = ?", ids["markup"]) == (MARKUP_STATEMENT,)
 
@@ -412,14 +416,14 @@ async def test_the_list_loads_pages_not_the_whole_queue(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = queue(app)
-        table = screen.query_one(DataTable)
+        table = screen.query_one(PendingList)
         assert screen.total == total
         assert table.row_count == PAGE_SIZE  # one page, not the table
-        table.move_cursor(row=PAGE_SIZE - 1)
+        table.move_cursor(PAGE_SIZE - 1)
         await settle(pilot)
         assert table.row_count == 2 * PAGE_SIZE  # the next page came when the cursor neared the end
-        first = table.coordinate_to_cell_key((0, 0)).row_key
-        assert table.get_cell(first, "statement").plain == "Fact number 0"  # oldest first
+        first = table.row_ids[0]
+        assert table.cells(first)["statement"].plain == "Fact number 0"  # oldest first
 
 
 async def test_bulk_approve_asks_first_and_leaves_supersessions_and_retractions_pending(tui_db: SeededDb) -> None:

@@ -11,43 +11,43 @@ one `u`.
 
 Leases: a candidate is claimed (ReviewService.claim) before its detail is shown and released when
 the cursor leaves it, so two reviewers on one database are never shown the same item. A decision
-captures the candidate id at the key press and runs in a worker; while one is in flight further
-decision keys are refused with a bell, so a decision can neither be applied twice nor be applied
-to a candidate the reviewer has not seen. The engine's own `status = 'pending'` guard is the
-final word: a candidate decided elsewhere raises AlreadyDecidedError, shown as "already decided
-by X", and the list is refreshed.
+captures the candidate id at the key press and runs in a worker; the in-flight slot, the undo stack
+and the engine's refusals are the `DecisionSession`'s (review_app/decision_session.py): while one
+change is in flight further decision keys are refused with a bell, so a decision can neither be
+applied twice nor be applied to a candidate the reviewer has not seen. The engine's own
+`status = 'pending'` guard is the final word: a candidate decided elsewhere raises
+AlreadyDecidedError, shown as "already decided by X", and the list is refreshed.
+
+The parts: this screen keeps composition, bindings and actions; the list and how it looks is the
+`PendingList` widget (review_app/widgets/pending_list.py), the candidate's panes `CandidateDetail`.
+
+Workers follow the workstation's one policy (review_app/screens/base.py): reads are never
+cancelled; a read that a newer one supersedes drops its result (`_generation`), and changes go
+through the session one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.coordinate import Coordinate
 from textual.events import Resize
-from textual.widgets import DataTable, Input, Static
+from textual.timer import Timer
+from textual.widgets import Input, Static
 
-from engine.errors import (
-    AlreadyDecidedError,
-    ChainOrderError,
-    ClaimedError,
-    DecisionRequiredError,
-    NotFoundError,
-    SecondOpinionError,
-    StaleSupersessionError,
-    UndoRefusedError,
-)
+from engine.errors import AlreadyDecidedError, ClaimedError, NotFoundError, SecondOpinionError
 from engine.models import Candidate, CandidateContext, QueueMark
 from engine.review import replaces
 
-from ..messages import CandidateSelected, MoreRowsWanted
+from ..decision_session import DecisionSession, Outcome
 from ..modals import (
     ConfirmModal,
     EditModal,
@@ -61,6 +61,7 @@ from ..modals import (
 from ..widgets.candidate_detail import CandidateDetail, ChainLink
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
+from ..widgets.pending_list import PREFETCH, PendingList, age_text, confidence_text
 from ..widgets.progress import ProgressHeader
 from ..widgets.queue_filter import FilterModal, QueueFilter
 from .base import WorkstationScreen
@@ -68,12 +69,17 @@ from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
 POLL_SECONDS = 2.0
 """How often a store that cannot announce new candidates is asked for them."""
+LOOK_SETTLE = 0.25
+"""Announcements within this many seconds are looked into once (decisions elsewhere still leave the
+list well within the second issue 19 asks)."""
+PROGRESS_SETTLE = 1.0
+"""After a decision the progress line is re-read once the reviewer pauses this long; the header's
+count is kept exact meanwhile from the screen's own decisions."""
 
 PAGE_SIZE = 200
 """Rows fetched per page; the next page loads when the cursor comes within PREFETCH of the end."""
-PREFETCH = 20
 NARROW_WIDTH = 130
-"""Below this terminal width the three detail panes become tabs."""
+"""Below this terminal width the three detail panes become tabs and the list keeps fewer columns."""
 
 REJECT_REASONS: tuple[str, ...] = (
     "Not true",
@@ -86,9 +92,6 @@ REJECT_REASONS: tuple[str, ...] = (
 
 SORTS: tuple[str, ...] = ("age", "user", "kind", "confidence")
 """The orders `o` cycles through (ReviewService.pending's `sort`); each groups by its key."""
-
-KIND_LABELS = {"contradiction": "contra", "retraction": "retract", "proposed": "proposed"}
-"""Short kind names for the list (the gap pane spells them out), so the statement keeps its room."""
 
 FOOTER_KEYS: tuple[str, ...] = (
     "queue.leave_search",
@@ -113,19 +116,6 @@ FOOTER_KEYS: tuple[str, ...] = (
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
-def age_text(created_at: datetime, now: datetime) -> str:
-    seconds = max(0, int((now - created_at).total_seconds()))
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86_400:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86_400}d"
-
-
-BULK_SHOWN = 5
-"""Candidates a bulk-approve question lists by statement (the rest by id), so it fits 80x24."""
-
-
 def one_by_one_reason(cand: Candidate) -> str:
     """Why bulk approve leaves a candidate for its own decision."""
     if cand.kind == "retraction":
@@ -135,22 +125,6 @@ def one_by_one_reason(cand: Candidate) -> str:
     if cand.supersedes_candidate_id is not None:
         return f"would replace candidate #{cand.supersedes_candidate_id}"
     return f"is an {cand.kind}: supersede or keep both"
-
-
-def confidence_text(cand: Candidate) -> str:
-    """An agent's proposal carries no confidence (None): shown as a dash, never as a made-up 1.00."""
-    return "—" if cand.confidence is None else f"{cand.confidence:.2f}"
-
-
-def group_key(cand: Candidate, sort: str, now: datetime) -> str:
-    """The value the list is grouped by under `sort`: shown on a group's first row only."""
-    if sort == "user":
-        return cand.user_id
-    if sort == "kind":
-        return cand.kind
-    if sort == "confidence":
-        return confidence_text(cand)
-    return age_text(cand.created_at, now)
 
 
 def gone_text(cand: Candidate | None, cid: int) -> str:
@@ -168,31 +142,29 @@ def lease_holder(cand: Candidate, reviewer: str, now: datetime) -> str | None:
     return None
 
 
-class PendingTable(DataTable[Text]):
-    """The pending list; posts CandidateSelected and MoreRowsWanted, never touches the database."""
+@dataclass(frozen=True)
+class Gone:
+    """A candidate decided (or erased) elsewhere while the reviewer looked at it."""
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        event.stop()
-        key = event.row_key.value
-        self.post_message(CandidateSelected(int(key) if key is not None else None))
-        if event.cursor_row >= self.row_count - PREFETCH:
-            self.post_message(MoreRowsWanted(self.row_count))
+    candidate_id: int
+    what: str
+    row: Candidate | None
+    """Its row to keep in place; None when it was erased (the list closes up)."""
 
 
-COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("mark", "", 1),
-    ("user", "user", 8),
-    ("kind", "kind", 8),
-    ("conf", "conf", 4),
-    ("age", "age", 4),
-    ("statement", "statement", 60),
-)
-NARROW_COLUMNS = ("mark", "user", "kind", "statement")
-"""Under NARROW_WIDTH the list keeps what tells rows apart: a short kind (so an update never looks
-like a new fact) with its ⚠/⚑ markers; confidence and age are in the line below it and the gap tab."""
-NARROW_KIND = {"new": "new", "update": "upd", "contradiction": "con", "retraction": "ret", "proposed": "prp"}
-NARROW_KIND_WIDTH = 5
-GROUP_COLUMN = {"age": "age", "user": "user", "kind": "kind", "confidence": "conf"}
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row cannot be opened for a decision: decided, or claimed, elsewhere."""
+
+    why: str
+    holder: str | None = None
+    """The other reviewer holding its lease, to show on the row."""
+    toast: bool = False
+    decided: bool = False
+    """Decided elsewhere: the row leaves the list."""
+
+
+NOTHING_HERE = " Nothing here to decide: n or p moves on."
 
 
 class QueueScreen(QueueTeamActions, WorkstationScreen):
@@ -223,21 +195,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.filter = QueueFilter()
         self.sort = "age"
         self.total = 0
-        self.decided = 0
-        self.undo_stack: list[list[int]] = []
-        """One entry per decision as the reviewer made it: a bulk decision is one entry, undone by one `u`."""
-        self.marked: set[int] = set()
+        self.session: DecisionSession | None = None
         self.current_id: int | None = None
         self.current: CandidateContext | None = None
         self.chain: list[ChainLink] = []
         """The chain of replacements the shown candidate belongs to (the fact it starts from, then the
         pending candidates in order); one link when it replaces nothing."""
-        self.candidates: dict[int, Candidate] = {}
-        self.holders: dict[int, str] = {}
-        """Candidates in the list leased by another reviewer, and who holds them."""
-        self._all_loaded = False
         self._loading_more = False
-        self._deciding = False
+        self._generation = 0
+        """Counts list reads: a read that finds a newer one was asked for drops its result."""
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
         self.flag_notes: dict[int, str] = {}
@@ -246,13 +212,22 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.deferred: list[int] = []
         """Candidates skipped with `d` in this session, in the order they were: kept at the end of
         the list (of each loaded page) until decided."""
-        self.gone: dict[int, str] = {}
-        """Rows left in place for candidates decided elsewhere while the reviewer's cursor was on
-        them, and what happened to each: the cursor stays, the row says so, keys act on nothing."""
-        self.columns: tuple[str, ...] = ()
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
-        self._seen: QueueMark | None = None  # the pending count and newest id at the last look
-        """Pending candidates (under the filter) at the last look for new ones."""
+        self._seen: QueueMark | None = None
+        self._look: Timer | None = None
+        """The pending count and newest pending id (under the filter) at the last look."""
+
+    @property
+    def pending_list(self) -> PendingList:
+        return self.query_one(PendingList)
+
+    @property
+    def decisions(self) -> DecisionSession:
+        """The session's decisions (made at mount: it needs the app's open store)."""
+        if self.session is None:
+            app = self.review_app
+            self.session = DecisionSession(app.memory.review, app.reviewer, app.claimed)
+        return self.session
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -262,16 +237,16 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         with Horizontal(id="queue-body"):
             with Vertical(id="queue-left"):
                 yield Input(placeholder="search statements and users (Esc clears)", id="queue-search")
-                table = PendingTable(id="pending", cursor_type="row", zebra_stripes=True)
-                table.border_title = "Pending"
-                yield table
+                rows = PendingList(id="pending")
+                rows.border_title = "Pending"
+                yield rows
                 yield Static("", id="queue-line")
             yield CandidateDetail(id="detail")
         yield KeyBar(FOOTER_KEYS)
 
     def on_mount(self) -> None:
         self.query_one("#queue-search", Input).display = False
-        self.query_one(PendingTable).focus()
+        self.pending_list.focus()
         self._apply_width(self.app.size.width)
         self.reload()
         self._subscribe()
@@ -295,14 +270,19 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def _announced(self) -> None:
         """The store says candidates may have arrived (from its listener): look on this screen's
-        own time, not inside the listener's callback."""
-        self.call_later(self._check_new)
+        own time, not inside the listener's callback, once for all the announcements of the next
+        LOOK_SETTLE seconds (SQLite's watcher reports every commit, this screen's own claims and
+        decisions included, and each look counts the queue)."""
+        if self._look is None:
+            self._look = self.set_timer(LOOK_SETTLE, self._check_new)
 
     def _check_new(self) -> None:
+        self._look = None
         if self.is_mounted:
-            self._recount()
+            self.run_worker(
+                self._recount(), group="queue-recount", name="Looking for new candidates", exit_on_error=False
+            )
 
-    @work(exclusive=True, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
         """Reload when the pending count or the newest pending id changed since the last look (a
         candidate queued, or decided on another workstation: PostgreSQL NOTIFYs both, SQLite's
@@ -312,12 +292,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         A candidate decided elsewhere under the reviewer's cursor stays in place, marked (see
         `reload`), so no key lands on another candidate. While a decision is being saved the list
         is about to change: look again a little later."""
-        if self._deciding:
+        if self.decisions.busy:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
+        generation = self._generation
         mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
+        if generation != self._generation:  # a reload since has taken its own look
+            return
         seen, self._seen = self._seen, mark
-        if seen is not None and mark != seen and not self._deciding:
+        if seen is not None and mark != seen and not self.decisions.busy:
             self.reload()
 
     def on_resize(self, event: Resize) -> None:
@@ -329,19 +312,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         detail = self.query_one(CandidateDetail)
         if detail.narrow != narrow:
             detail.narrow = narrow
-        columns = tuple(key for key, _, _ in COLUMNS if not narrow or key in NARROW_COLUMNS)
-        if columns != self.columns:
-            self.columns = columns
-            table = self.query_one(PendingTable)
-            table.clear(columns=True)
-            for key, label, size in COLUMNS:
-                if key in columns:
-                    width = {"user": 6, "kind": NARROW_KIND_WIDTH}.get(key, size) if narrow else size
-                    table.add_column(label, key=key, width=width)
-            if self.candidates:
-                self.reload()
+        self.pending_list.set_narrow(narrow)
 
-    def _update_header(self) -> None:
+    def _update_header(self, *, settle: float = 0.0) -> None:
         app = self.review_app
         head = Text()
         head.append(" Queue ", style="bold reverse")
@@ -350,59 +323,28 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             head.append(" (")
             head.append_text(literal(self.filter.describe()))
             head.append(")")
-        head.append(f"  ·  decided this session: {self.decided}  ·  reviewer: ")
+        head.append(f"  ·  decided this session: {self.decisions.decided}  ·  reviewer: ")
         head.append_text(literal(app.reviewer, "bold"))
-        self.query_one("#queue-header", Static).update(head)
-        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs())
+        self.query_one("#queue-header", Static).update(head, layout=False)
+        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs(), settle=settle)
 
     def _update_title(self) -> None:
-        table = self.query_one(PendingTable)
+        rows = self.pending_list
         title = "Pending" if self.sort == "age" else f"Pending · by {self.sort}"
-        if self.marked:
-            title += f" · {len(self.marked)} marked"
-        table.border_title = title
-
-    def _row(self, cand: Candidate, now: datetime, previous: Candidate | None) -> list[Text]:
-        labels = NARROW_KIND if "conf" not in self.columns else KIND_LABELS
-        kind = labels.get(cand.kind, cand.kind) + ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
-        cells = {
-            "mark": Text("●" if cand.id in self.marked else "", style="bold"),
-            "user": literal(cand.user_id),
-            "kind": Text(kind),
-            "conf": Text(confidence_text(cand)),
-            "age": Text(age_text(cand.created_at, now)),
-            "statement": self._statement_cell(cand),
-        }
-        column = GROUP_COLUMN[self.sort]
-        if self.sort != "age" and column in self.columns:
-            if previous is not None and group_key(previous, self.sort, now) == group_key(cand, self.sort, now):
-                cells[column] = Text("")
-            else:
-                cells[column].stylize("bold")
-        return [cells[key] for key in self.columns]
-
-    def _statement_cell(self, cand: Candidate) -> Text:
-        cell = Text()
-        if cand.id in self.gone:
-            cell.append_text(literal(f"✓ {cand.decided_by or 'decided'}: ", "bold green"))
-            cell.append_text(literal(cand.statement.replace("\n", " "), "dim strike"))
-            return cell
-        holder = self.holders.get(cand.id)
-        if holder is not None:
-            cell.append_text(literal(f"⊘ {holder}: ", "bold yellow"))
-        cell.append_text(literal(cand.statement.replace("\n", " ")))
-        return cell
+        if rows.marked:
+            title += f" · {len(rows.marked)} marked"
+        rows.border_title = title
 
     def _show_line(self) -> None:
         """The full statement of the row under the cursor (the column cuts it), who else holds it,
         and what is marked."""
         line = Text()
-        table = self.query_one(PendingTable)
-        cid = self._cursor_id()
-        cand = self.candidates.get(cid) if cid is not None else None
-        if cid is not None and cid in self.gone:
-            line.append_text(literal(self.gone[cid], "bold green"))
-            line.append(" Nothing here to decide: n or p moves on.", style="dim")
+        rows = self.pending_list
+        cid = rows.cursor_id
+        cand = rows.candidates.get(cid) if cid is not None else None
+        if cid is not None and cid in rows.gone:
+            line.append_text(literal(rows.gone[cid], "bold green"))
+            line.append(NOTHING_HERE, style="dim")
         if cand is not None:
             line.append(f"#{cand.id} ", style="bold")
             line.append_text(literal(cand.user_id))
@@ -415,134 +357,101 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             if flag_note is not None:
                 line.append("\n")
                 line.append_text(literal(flag_note, "bold magenta"))
-            holder = self.holders.get(cand.id)
+            holder = rows.holders.get(cand.id)
             if holder is not None:
                 line.append("\n⊘ being reviewed by ", style="yellow")
                 line.append_text(literal(holder, "bold yellow"))
-        if self.marked:
+        if rows.marked:
             line.append(
-                f"\n{len(self.marked)} marked: r rejects them all with one reason, b approves them, space unmarks",
+                f"\n{len(rows.marked)} marked: r rejects them all with one reason, b approves them, space unmarks",
                 style="dim",
             )
-        elif table.row_count == 0:
+        elif rows.row_count == 0:
             line = Text("")
         self.query_one("#queue-line", Static).update(line)
 
-    def _cursor_id(self) -> int | None:
-        table = self.query_one(PendingTable)
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
-        except Exception:  # the cursor is outside the rows while the table is rebuilt
-            return None
-        return int(key) if key is not None else None
-
-    def _previous_of(self, index: int) -> Candidate | None:
-        if index <= 0:
-            return None
-        key = self.query_one(PendingTable).coordinate_to_cell_key(Coordinate(index - 1, 0)).row_key.value
-        return self.candidates.get(int(key)) if key is not None else None
-
-    def _redraw_row(self, index: int) -> None:
-        """Redraw one row in place (a mark, a lease, or the group cell after a row above it left)."""
-        table = self.query_one(PendingTable)
-        if not 0 <= index < table.row_count:
-            return
-        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key
-        cand = self.candidates.get(int(key.value)) if key.value is not None else None
-        if cand is None:
-            return
-        for column, cell in zip(
-            self.columns, self._row(cand, self.review_app.now(), self._previous_of(index)), strict=True
-        ):
-            table.update_cell(key, column, cell)
-
     # -- loading the list --------------------------------------------------------------------------
 
-    def _note_holders(self, page: list[Candidate], now: datetime) -> None:
-        for cand in page:
-            holder = lease_holder(cand, self.review_app.reviewer, now)
-            if holder is None:
-                self.holders.pop(cand.id, None)
-            else:
-                self.holders[cand.id] = holder
+    def _holders(self, page: Sequence[Candidate], now: datetime) -> dict[int, str]:
+        found = {c.id: lease_holder(c, self.review_app.reviewer, now) for c in page}
+        return {cid: holder for cid, holder in found.items() if holder is not None}
 
-    @work(exclusive=True, group="queue-list", name="Loading the queue", exit_on_error=False)
-    async def reload(self, select_id: int | None = None, *, first: bool = False) -> None:
+    def reload(self, select_id: int | None = None, *, first: bool = False) -> None:
         """Reload the first page with the current filter and order, keeping the cursor where it was
-        (`first`: on the first row, as after a new search).
+        (`first`: on the first row, as after a new search; `select_id`: on that candidate).
 
         The candidate under the cursor may have been decided elsewhere: its row stays at the
         cursor, marked with what happened (`gone`), and nothing is shown to decide until the
         reviewer moves: the next key then lands on nothing rather than on the row that moved up."""
+        self._generation += 1
+        self.run_worker(
+            self._reload(self._generation, select_id, first),
+            group="queue-list",
+            name="Loading the queue",
+            exit_on_error=False,
+        )
+
+    async def _reload(self, generation: int, select_id: int | None, first: bool) -> None:
         memory = self.review_app.memory
-        table = self.query_one(PendingTable)
-        previous_row = 0 if first else table.cursor_row
+        rows = self.pending_list
+        previous_row = 0 if first else rows.cursor_row
         keep = None if first else select_id if select_id is not None else self.current_id
         kwargs = self.filter.kwargs()
-        self._seen = await memory.review.mark(**kwargs)
-        self.total = self._seen.count
+        mark = await memory.review.mark(**kwargs)
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
+        gone = await self._decided_under_cursor(first or select_id is not None, rows.cursor_id, {c.id for c in page})
+        empty = await self._empty_text() if not page and gone is None else ""
+        if generation != self._generation:  # a newer read was asked for: its result counts
+            return
         now = self.review_app.now()
-        self.candidates = {c.id: c for c in page}
-        self.marked &= set(self.candidates)
-        self._note_holders(page, now)
-        self._all_loaded = len(page) < PAGE_SIZE
-        gone = await self._gone_under_cursor(select_id, first)
+        self._seen, self.total = mark, mark.count
         later = {cid: n for n, cid in enumerate(self.deferred)}
-        rows: list[Candidate] = [c for c in page if c.id not in later]
-        rows += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
+        shown: list[Candidate] = [c for c in page if c.id not in later]
+        shown += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
+        rows.gone = {}
         if gone is not None:
-            rows.insert(min(previous_row, len(rows)), gone)
-            keep = gone.id
-        with self.app.batch_update():
-            table.clear()
-            previous: Candidate | None = None
-            for cand in rows:
-                table.add_row(*self._row(cand, now, previous), key=str(cand.id))
-                previous = cand
+            if self.current_id == gone.candidate_id:
+                self.review_app.claimed.discard(gone.candidate_id)
+                self.current_id, self.current = None, None
+                self.query_one(CandidateDetail).show(None, gone.what + NOTHING_HERE)
+            if gone.row is not None:
+                rows.gone = {gone.candidate_id: gone.what}
+                shown.insert(min(previous_row, len(shown)), gone.row)
+                keep = gone.candidate_id
+        rows.holders = self._holders(page, now)
+        rows.all_loaded = len(page) < PAGE_SIZE
+        index = 0
+        ids = [c.id for c in shown]
+        if keep is not None and keep in ids:
+            index = ids.index(keep)
+        elif previous_row > 0:
+            index = min(previous_row, len(shown) - 1)
+        rows.load(shown, sort=self.sort, now=now, cursor=index)
         self._update_header()
         self._update_title()
-        if not rows:
-            await self._drop_current()
-            self.query_one(CandidateDetail).show(None, await self._empty_text())
-            self._show_line()
-            return
-        index = 0
-        if keep is not None and (keep in self.candidates or keep in self.gone):
-            index = table.get_row_index(str(keep))
-        elif previous_row > 0:
-            index = min(previous_row, table.row_count - 1)
-        table.move_cursor(row=index, animate=False)
         self._show_line()
-        self._request(int(cast("str", table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value)))
+        if not shown:
+            await self._drop_current()
+            self.query_one(CandidateDetail).show(None, empty)
+            return
+        if rows.cursor_id is not None:
+            self._request(rows.cursor_id)
 
-    async def _gone_under_cursor(self, select_id: int | None, first: bool) -> Candidate | None:
+    async def _decided_under_cursor(self, skip: bool, under: int | None, listed: set[int]) -> Gone | None:
         """The candidate the reviewer is looking at, when a reload finds it no longer pending
-        (decided elsewhere), to be kept in place; None otherwise. Rows kept earlier are dropped
-        once the cursor has left them."""
-        cid = self._cursor_id()
-        kept = cid if cid is not None and cid in self.gone else self.current_id
-        if first or select_id is not None or kept is None or kept in self.candidates:
-            self.gone.clear()
+        (decided elsewhere, or erased), and what happened to it; None otherwise (`skip`: the
+        reload moves the cursor anyway). A row kept earlier is dropped once the cursor has left it."""
+        rows = self.pending_list
+        kept = under if under is not None and under in rows.gone else self.current_id
+        if skip or kept is None or kept in listed:
             return None
         try:
-            cand = await self.review_app.memory.review.get(kept)
-        except NotFoundError:  # erased meanwhile
+            cand: Candidate | None = await self.review_app.memory.review.get(kept)
+        except NotFoundError:  # erased meanwhile: no row to keep, the message says why
             cand = None
         if cand is not None and cand.status == "pending":  # merely outside the new filter
-            self.gone.clear()
             return None
-        what = self.gone.get(kept) or gone_text(cand, kept)
-        self.gone = {kept: what}
-        if self.current_id == kept:
-            self.review_app.claimed.discard(kept)
-            self.current_id, self.current = None, None
-            self.query_one(CandidateDetail).show(None, what + " Nothing here to decide: n or p moves on.")
-        if cand is None:  # no row to keep: the list closes up, and the message says why
-            self.gone.clear()
-        return cand
+        return Gone(kept, rows.gone.get(kept) or gone_text(cand, kept), cand)
 
     async def _empty_text(self) -> str:
         """What an empty list means: a finished queue, or a search or filter that matches nothing
@@ -558,38 +467,50 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         how = "Esc clears the search" if self.filter.search else "f changes the filter"
         return f"No candidate matches {what}; {everything} pending in all. {how}."
 
-    @on(MoreRowsWanted)
-    def _more(self, event: MoreRowsWanted) -> None:
-        if not self._all_loaded and not self._loading_more:
-            self._loading_more = True
-            self._load_more(event.loaded)
+    @on(PendingList.NearEnd)
+    def _more(self, event: PendingList.NearEnd) -> None:
+        event.stop()
+        self._want_more(event.loaded)
 
-    @work(group="queue-page", name="Loading more of the queue", exit_on_error=False)
-    async def _load_more(self, loaded: int) -> None:
+    def _want_more(self, loaded: int) -> None:
+        if not self.pending_list.all_loaded and not self._loading_more:
+            self._loading_more = True
+            self.run_worker(
+                self._load_more(loaded, self._generation),
+                group="queue-page",
+                name="Loading more of the queue",
+                exit_on_error=False,
+            )
+
+    async def _load_more(self, loaded: int, generation: int) -> None:
         try:
             page = await self.review_app.memory.review.pending(
                 limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs()
             )
-            now = self.review_app.now()
-            table = self.query_one(PendingTable)
-            self._all_loaded = len(page) < PAGE_SIZE
-            self._note_holders(page, now)
-            previous = self._previous_of(table.row_count)
-            for cand in page:
-                if cand.id not in self.candidates:
-                    self.candidates[cand.id] = cand
-                    table.add_row(*self._row(cand, now, previous), key=str(cand.id))
-                    previous = cand
+            if generation != self._generation:  # the list was read again meanwhile
+                return
+            rows = self.pending_list
+            rows.all_loaded = len(page) < PAGE_SIZE
+            rows.holders.update(self._holders(page, self.review_app.now()))
+            rows.extend(page)
         finally:
             self._loading_more = False
 
     # -- selection and leases ----------------------------------------------------------------------
 
-    @on(CandidateSelected)
-    def _selected(self, event: CandidateSelected) -> None:
+    @on(PendingList.Highlighted)
+    def _selected(self, event: PendingList.Highlighted) -> None:
+        event.stop()
         self._show_line()
         if event.candidate_id is not None:
             self._request(event.candidate_id)
+
+    def _go_to(self, index: int) -> None:
+        """Move the cursor as the reviewer asked (n, p, l): the row is claimed and shown (through
+        `PendingList.Highlighted`) before a decision key acts on it."""
+        rows = self.pending_list
+        rows.move_cursor(index)
+        rows.focus()
 
     def _request(self, candidate_id: int) -> None:
         self._wanted = candidate_id
@@ -607,69 +528,67 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         async with self._select_lock:
             if self._wanted != candidate_id or candidate_id == self.current_id:
                 return
-            app = self.review_app
             await self._drop_current()
-            detail = self.query_one(CandidateDetail)
-            if candidate_id in self.gone:
-                detail.show(None, self.gone[candidate_id] + " Nothing here to decide: n or p moves on.")
-                self._show_line()
-                return
-            try:
-                await app.claim(candidate_id)
-            except ClaimedError as exc:
-                # The cursor stays on the row (it moving on by itself made the next `a` open the
-                # decision for an item nobody had looked at); keys act on nothing until it moves.
-                if isinstance(exc, SecondOpinionError):
-                    why = f"You asked for a second opinion on candidate {candidate_id}: another reviewer decides it."
-                else:
-                    why = f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}."
-                    self._mark_held(candidate_id, exc.claimed_by)
-                tell(self, why, severity="warning")
-                detail.show(None, why + " Nothing here to decide: n or p moves on.")
-                return
-            except AlreadyDecidedError as exc:
-                tell(
-                    self,
-                    f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}.",
-                    severity="warning",
-                )
+            self._present(candidate_id, await self._open(candidate_id))
+        await self._draw_chain(candidate_id)
+
+    async def _open(self, candidate_id: int) -> CandidateContext | Refusal:
+        """Claim a candidate and read what its panes show, touching nothing on screen (so that the
+        caller can change the screen in one go: one frame)."""
+        rows = self.pending_list
+        if candidate_id in rows.gone:
+            return Refusal(rows.gone[candidate_id])
+        try:
+            await self.review_app.claim(candidate_id)
+        except ClaimedError as exc:
+            # The cursor stays on the row (it moving on by itself made the next `a` open the
+            # decision for an item nobody had looked at); keys act on nothing until it moves.
+            if isinstance(exc, SecondOpinionError):
+                why = f"You asked for a second opinion on candidate {candidate_id}: another reviewer decides it."
+                return Refusal(why, toast=True)
+            return Refusal(f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}.", exc.claimed_by, True)
+        except AlreadyDecidedError as exc:
+            why = f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}."
+            return Refusal(why, toast=True, decided=True)
+        return await self.review_app.memory.review.context(candidate_id)
+
+    def _present(self, candidate_id: int, opened: CandidateContext | Refusal) -> None:
+        """Show what `_open` found: the candidate, decidable from now on; or why there is nothing
+        here to decide."""
+        rows = self.pending_list
+        detail = self.query_one(CandidateDetail)
+        if isinstance(opened, Refusal):
+            if opened.toast:
+                tell(self, opened.why, severity="warning")
+            if opened.decided:
                 self._remove_row(candidate_id)
                 return
-            if self.holders.pop(candidate_id, None) is not None:
-                self._redraw_id(candidate_id)
-            ctx = await app.memory.review.context(candidate_id)
-            # Decidable as soon as it is shown; the chain (more reads) is drawn in a moment after.
-            self.current_id, self.current, self.chain = candidate_id, ctx, []
-            detail.show(ctx)
-            self.show_flag(ctx.candidate)
+            if opened.holder is not None:
+                rows.set_holder(candidate_id, opened.holder)
+            detail.show(None, opened.why + NOTHING_HERE)
             self._show_line()
-            chain = await self._chain(ctx)
-            if self.current_id == candidate_id:
-                self.chain = chain
-                if sum(1 for link in chain if link.candidate_id is not None) > 1:
-                    detail.show(ctx, chain=chain)
+            return
+        rows.set_holder(candidate_id, None)
+        # Decidable as soon as it is shown; the chain (more reads) is drawn in a moment after.
+        self.current_id, self.current, self.chain = candidate_id, opened, []
+        detail.show(opened)
+        self.show_flag(opened.candidate)
+        self._show_line()
+
+    async def _draw_chain(self, candidate_id: int) -> None:
+        ctx = self.current
+        if ctx is None or self.current_id != candidate_id:
+            return
+        chain = await self._chain(ctx)
+        if self.current_id == candidate_id:
+            self.chain = chain
+            if sum(1 for link in chain if link.candidate_id is not None) > 1:
+                self.query_one(CandidateDetail).show(ctx, chain=chain)
 
     async def _chain(self, ctx: CandidateContext) -> list[ChainLink]:
-        """The candidate's chain through public reads: back along supersedes_candidate_id to the
-        active fact it starts from, forward through the user's pending candidates chained to it."""
-        review, cand = self.review_app.memory.review, ctx.candidate
-        links = [cand]
-        seen = {cand.id}
-        while links[0].supersedes_candidate_id is not None and links[0].supersedes_candidate_id not in seen:
-            earlier = await review.get(links[0].supersedes_candidate_id)
-            seen.add(earlier.id)
-            links.insert(0, earlier)
-        later: dict[int, Candidate] = {}
-        offset = 0
-        while True:
-            page = await review.pending(user_id=cand.user_id, limit=1000, offset=offset)
-            later.update((c.supersedes_candidate_id, c) for c in page if c.supersedes_candidate_id is not None)
-            if len(page) < 1000:
-                break
-            offset += len(page)
-        while links[-1].id in later and later[links[-1].id].id not in seen:
-            links.append(later[links[-1].id])
-            seen.add(links[-1].id)
+        """The candidate's chain (engine's `review.chain`), headed by the active fact it starts from."""
+        cand = ctx.candidate
+        links = await self.review_app.memory.review.chain(cand.id)
         chain = [ChainLink(c.statement, "pending", c.valid_at, candidate_id=c.id) for c in links]
         head = links[0].supersedes_id
         if head is not None and links[0].kind != "retraction":
@@ -681,50 +600,82 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             chain.insert(0, ChainLink(fact.statement, fact.status, fact.valid_at, fact_id=fact.id))
         return chain
 
-    def _redraw_id(self, candidate_id: int) -> None:
-        try:
-            self._redraw_row(self.query_one(PendingTable).get_row_index(str(candidate_id)))
-        except Exception:  # the row left the list meanwhile
-            return
-
-    def _mark_held(self, candidate_id: int, holder: str) -> None:
-        self.holders[candidate_id] = holder
-        self._redraw_id(candidate_id)
-        self._show_line()
-
     async def _drop_current(self) -> None:
         if self.current_id is not None:
             cid, self.current_id, self.current = self.current_id, None, None
             await self.review_app.release(cid)
 
-    def _remove_row(self, candidate_id: int) -> None:
-        """Drop a decided candidate from the list and put the cursor on the one that followed it."""
-        table = self.query_one(PendingTable)
-        self.candidates.pop(candidate_id, None)
-        self.marked.discard(candidate_id)
-        self.holders.pop(candidate_id, None)
-        try:
-            index = table.get_row_index(str(candidate_id))
-        except Exception:
+    def _remove_row(self, candidate_id: int, *, show_next: bool = True) -> None:
+        """Drop a decided candidate from the list; the cursor stays at its place, now on the one
+        that followed it, which is claimed and shown (`show_next`) before a key acts on it."""
+        rows = self.pending_list
+        if rows.remove_row(candidate_id) is None:
             return
-        table.remove_row(str(candidate_id))
         self.total = max(0, self.total - 1)
         if self._seen is not None:  # this screen's own decision is not "fewer from elsewhere"
             self._seen = QueueMark(max(0, self._seen.count - 1), self._seen.newest_id)
-        self._update_header()
+        self._update_header(settle=PROGRESS_SETTLE)
         self._update_title()
-        if table.row_count == 0:
+        if rows.row_count == 0:
             self.reload()  # says why the list is empty, or loads the next page
             return
-        index = min(index, table.row_count - 1)
-        self._redraw_row(index)  # it may now be the first of its group
-        table.move_cursor(row=index, animate=False)
         self._show_line()
-        key = table.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value
-        if key is not None:
-            self._request(int(key))
-        if index >= table.row_count - PREFETCH:
-            self.post_message(MoreRowsWanted(table.row_count))
+        if show_next and rows.cursor_id is not None:
+            self._request(rows.cursor_id)
+        if rows.cursor_row >= rows.row_count - PREFETCH:
+            self._want_more(rows.row_count)
+
+    async def _advance_past(self, candidate_id: int) -> None:
+        """After a decision: claim and read the row that follows first, then take the decided row
+        out and show the next one in one go, so a decision costs one frame, not three (list, then
+        panes, then the line)."""
+        rows = self.pending_list
+        index = rows.index_of(candidate_id)
+        if index is None:
+            return
+        following = rows.id_at(index + 1) if index + 1 < rows.row_count else rows.id_at(index - 1)
+        if following is None or following in rows.gone or following in rows.holders:
+            self._remove_row(candidate_id)
+            return
+        self._wanted = following
+        async with self._select_lock:
+            if self._wanted != following:  # the reviewer moved meanwhile: follow them instead
+                self._remove_row(candidate_id)
+                return
+            opened = await self._open(following)
+            with self.app.batch_update():
+                self._remove_row(candidate_id, show_next=False)
+                shown = rows.cursor_id == following and self._wanted == following
+                if shown:
+                    self._present(following, opened)
+            if not shown:
+                if not isinstance(opened, Refusal):
+                    await self.review_app.release(following)
+                if rows.cursor_id is not None:
+                    self._request(rows.cursor_id)
+                return
+        await self._draw_chain(following)
+
+    # -- changes: one at a time, through the session ---------------------------------------------
+
+    def _in_flight(
+        self, work: Awaitable[Outcome] | None, name: str, after: Callable[[Outcome], Awaitable[None]]
+    ) -> None:
+        """Run a change the session accepted (None: one is in flight, the key is refused with a
+        bell), then `after` with what it did, in a worker whose failure reaches the error dialog."""
+        if work is None:
+            self.app.bell()
+            return
+        accepted = work
+
+        async def run() -> None:
+            await after(await accepted)
+
+        self.run_worker(run(), group="queue-decide", name=name, exit_on_error=False)
+
+    def _say(self, outcome: Outcome) -> None:
+        if outcome.message:
+            tell(self, outcome.message, title=outcome.title or "", severity=outcome.severity)
 
     # -- decisions ---------------------------------------------------------------------------------
 
@@ -733,17 +684,18 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         bell) while the shown one and the cursor disagree, i.e. while the cursor is moving to
         another item (a decision saved, a reload, a lease refused) and that item is not yet shown:
         a key typed ahead is never applied to an item the reviewer has not seen."""
-        if self._deciding:
+        if self.decisions.busy:
             self.app.bell()
             return None
-        cid = self._cursor_id()
-        if cid is not None and cid in self.gone:
+        rows = self.pending_list
+        cid = rows.cursor_id
+        if cid is not None and cid in rows.gone:
             self.app.bell()
-            tell(self, self.gone[cid] + " Nothing here to decide: n or p moves on.", severity="warning")
+            tell(self, rows.gone[cid] + NOTHING_HERE, severity="warning")
             return None
-        if cid is not None and cid in self.holders:
+        if cid is not None and cid in rows.holders:
             self.app.bell()
-            tell(self, f"Candidate {cid} is being reviewed by {self.holders[cid]}.", severity="warning")
+            tell(self, f"Candidate {cid} is being reviewed by {rows.holders[cid]}.", severity="warning")
             return None
         if self.current is None or self.current.candidate.id != cid:
             self.app.bell()
@@ -752,42 +704,18 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return None
         return self.current
 
-    def _decide(self, label: str, cid: int, op: Callable[[], Awaitable[Any]], decision: str) -> None:
-        self._deciding = True
-        self.run_worker(
-            self._run_decision(cid, op, decision),
-            group="queue-decide",
-            name=f"{label} candidate {cid}",
-            exit_on_error=False,
-        )
+    def _decide(self, label: str, cid: int, op: Callable[[], Awaitable[Any]]) -> None:
+        self._in_flight(self.decisions.decide(cid, op), f"{label} candidate {cid}", self._decided)
 
-    async def _run_decision(self, cid: int, op: Callable[[], Awaitable[Any]], decision: str) -> None:
-        try:
-            try:
-                await op()
-            except AlreadyDecidedError as exc:
-                tell(
-                    self,
-                    f"Candidate {cid} was already decided by {exc.decided_by or 'someone else'}.",
-                    severity="warning",
-                )
-                self.review_app.claimed.discard(cid)
-                self.reload()  # its row stays under the cursor, marked (reload's `gone`)
-                return
-            except ClaimedError as exc:
-                tell(self, f"Candidate {cid} is being reviewed by {exc.claimed_by}.", severity="warning")
-                return
-            except (StaleSupersessionError, DecisionRequiredError, ChainOrderError) as exc:
-                tell(self, f"{str(exc).rstrip('.')}. Nothing was changed.", severity="warning")
-                return
-            self.review_app.claimed.discard(cid)  # a decision clears the lease
+    async def _decided(self, outcome: Outcome) -> None:
+        self._say(outcome)
+        if outcome.decided_elsewhere:
+            self.reload()  # its row stays under the cursor, marked (reload's `gone`)
+            return
+        for cid in outcome.done:
             if self.current_id == cid:
                 self.current_id, self.current = None, None
-            self.undo_stack.append([cid])
-            self.decided += 1
-            self._remove_row(cid)
-        finally:
-            self._deciding = False
+            await self._advance_past(cid)
 
     def _ask_replace(self, ctx: CandidateContext, statement: str, decide: Callable[[str], None]) -> None:
         """The supersede-or-keep-both question (a candidate that would replace something cannot be
@@ -825,7 +753,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self._ask_replace(ctx, cand.statement, lambda choice: self._replace(cid, choice))
             return
         label = "Retracting the fact of" if cand.kind == "retraction" else "Approving"
-        self._decide(label, cid, lambda: review.approve(cid, who), "approve")
+        self._decide(label, cid, lambda: review.approve(cid, who))
 
     def _replace(self, cid: int, choice: str, edit: EditResult | None = None) -> None:
         """Confirm the supersession or the correction, or keep both, with the edited statement and
@@ -836,20 +764,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             changes = {"statement": edit.statement, "valid_at": edit.valid_at, "invalid_at": edit.invalid_at}
         if choice == "supersede":
             self._decide(
-                "Confirming the supersession of",
-                cid,
-                lambda: review.confirm_supersession(cid, who, **changes),
-                "confirm_supersession",
+                "Confirming the supersession of", cid, lambda: review.confirm_supersession(cid, who, **changes)
             )
         elif choice == "correct":
-            self._decide(
-                "Confirming the correction of",
-                cid,
-                lambda: review.confirm_correction(cid, who, **changes),
-                "confirm_correction",
-            )
+            self._decide("Confirming the correction of", cid, lambda: review.confirm_correction(cid, who, **changes))
         else:
-            self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes), "keep_both")
+            self._decide("Keeping both for", cid, lambda: review.keep_both(cid, who, **changes))
 
     def action_keep_both(self) -> None:
         ctx = self._target()
@@ -904,7 +824,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                     valid_at=result.valid_at,
                     invalid_at=result.invalid_at,
                 ),
-                "edit_approve",
             )
 
         self.app.push_screen(EditModal(cand.statement, cand.valid_at, cand.invalid_at), edited)
@@ -918,18 +837,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             tell(self, "This candidate is not part of a chain of pending replacements.")
             return
         target = links[(links.index(self.current_id) + 1) % len(links)] if self.current_id in links else links[0]
-        table = self.query_one(PendingTable)
-        try:
-            index = table.get_row_index(str(target))
-        except Exception:
+        index = self.pending_list.index_of(target)
+        if index is None:
             tell(
                 self,
                 f"Candidate {target} of this chain is not in the list (filter or search); clear them to reach it.",
                 severity="warning",
             )
             return
-        table.move_cursor(row=index, animate=False)
-        table.focus()
+        self._go_to(index)
 
     def action_retarget(self) -> None:
         ctx = self._target()
@@ -955,7 +871,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
             def unlink(yes: bool | None) -> None:
                 if yes:
-                    self._run_retarget(cand.id, lambda: review.retarget(cand.id, who, None), "replaces nothing now")
+                    self._retarget(cand.id, lambda: review.retarget(cand.id, who, None), "replaces nothing now")
 
             self.app.push_screen(
                 ConfirmModal(
@@ -972,7 +888,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
         def picked(result: PickResult | None) -> None:
             if result is not None:
-                self._run_retarget(
+                self._retarget(
                     cand.id,
                     lambda: review.retarget(cand.id, who, result.fact_id),
                     f"now an update of fact #{result.fact_id}",
@@ -987,17 +903,21 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             picked,
         )
 
-    def _run_retarget(self, cid: int, op: Callable[[], Awaitable[Any]], what: str) -> None:
-        async def run() -> None:
-            await op()
-            tell(self, f"Candidate {cid} {what}.")
-            self.current_id = None  # shown again, re-read (the lease is still ours)
-            self.reload(select_id=cid)
+    def _retarget(self, cid: int, op: Callable[[], Awaitable[Any]], what: str) -> None:
+        async def after(outcome: Outcome) -> None:
+            self._say(outcome)
+            if outcome.decided_elsewhere:
+                self.reload()
+            elif outcome.ok:
+                self.current_id = None  # shown again, re-read (the lease is still ours)
+                self.reload(select_id=cid)
 
-        self.run_worker(run(), group="queue-decide", name=f"Retargeting candidate {cid}", exit_on_error=False)
+        self._in_flight(
+            self.decisions.change(cid, op, f"Candidate {cid} {what}."), f"Retargeting candidate {cid}", after
+        )
 
     def action_reject(self) -> None:
-        if self.marked:
+        if self.pending_list.marked:
             self._bulk_reject()
             return
         ctx = self._target()
@@ -1023,9 +943,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 return
             review, who = self.review_app.memory.review, self.review_app.reviewer
             tomb = result.tombstone if cand.kind != "retraction" else False
-            self._decide(
-                "Rejecting", cand.id, lambda: review.reject(cand.id, who, result.reason, tombstone=tomb), "reject"
-            )
+            self._decide("Rejecting", cand.id, lambda: review.reject(cand.id, who, result.reason, tombstone=tomb))
 
         self.app.push_screen(modal, rejected)
 
@@ -1033,14 +951,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def action_mark(self) -> None:
         """Mark or unmark the row under the cursor, then move down (space, like a file manager)."""
-        cid = self._cursor_id()
-        if cid is None:
+        rows = self.pending_list
+        cid = rows.cursor_id
+        if cid is None or cid in rows.gone:
             return
-        if cid in self.marked:
-            self.marked.discard(cid)
-        else:
-            self.marked.add(cid)
-        self._redraw_id(cid)
+        rows.toggle_mark(cid)
         self._update_title()
         self._show_line()
         self.action_move(1)
@@ -1049,42 +964,31 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         """Skip the item under the cursor for now: it goes to the end of the list (for this session)
         and its lease is released; the cursor stays at its place, now on the item that followed,
         which is claimed and shown before a decision key acts on it (`_target`)."""
-        cid = self._cursor_id()
-        table = self.query_one(PendingTable)
-        if self._deciding or cid is None or cid not in self.candidates:
+        rows = self.pending_list
+        cid = rows.cursor_id
+        if self.decisions.busy or cid is None or cid not in rows.candidates or cid in rows.gone:
             self.app.bell()
             return
-        if table.row_count < 2:
+        if rows.row_count < 2:
             tell(self, "Nothing else is in the list to review first.", severity="warning")
             return
         if cid in self.deferred:
             self.deferred.remove(cid)
         self.deferred.append(cid)
-        index = table.get_row_index(str(cid))
-        table.remove_row(str(cid))
-        table.add_row(
-            *self._row(self.candidates[cid], self.review_app.now(), self._previous_of(table.row_count)), key=str(cid)
-        )
-        self._redraw_row(index)  # it may now be the first of its group
-        table.move_cursor(row=index, animate=False)
+        rows.to_end(cid)
         self._show_line()
         tell(self, f"Candidate {cid} deferred to the end of the list.")
-        following = self._cursor_id()
+        following = rows.cursor_id
         if following is not None:
             self._request(following)
 
-    def _marked_in_order(self) -> list[int]:
-        """The marked ids in list order: the order the reviewer saw them in."""
-        table = self.query_one(PendingTable)
-        order = {str(key.value): i for i, key in enumerate(table.rows)}
-        return sorted(self.marked, key=lambda cid: order.get(str(cid), len(order)))
-
     def _bulk_reject(self) -> None:
-        if self._deciding:
+        if self.decisions.busy:
             self.app.bell()
             return
-        ids = self._marked_in_order()
-        users = sorted({self.candidates[c].user_id for c in ids if c in self.candidates})
+        rows = self.pending_list
+        ids = rows.marked_in_order()
+        users = sorted({rows.candidates[c].user_id for c in ids if c in rows.candidates})
         modal = ReasonModal(
             f"Reject the {len(ids)} marked candidates",
             presets=REJECT_REASONS,
@@ -1095,108 +999,55 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         )
 
         def rejected(result: ReasonResult | None) -> None:
-            if result is None or self._deciding:
+            if result is None:
                 return
-            self._deciding = True
-            self.run_worker(
-                self._run_bulk_reject(ids, result),
-                group="queue-decide",
-                name=f"Rejecting {len(ids)} marked candidates",
-                exit_on_error=False,
+            review, who = self.review_app.memory.review, self.review_app.reviewer
+
+            async def each(chosen: Sequence[int]) -> tuple[list[int], list[str]]:
+                done: list[int] = []
+                skipped: list[str] = []
+                for cid in chosen:
+                    try:
+                        await review.reject(cid, who, result.reason, tombstone=result.tombstone)
+                    except AlreadyDecidedError as exc:
+                        skipped.append(f"#{cid} already decided by {exc.decided_by or 'someone else'}")
+                        continue
+                    except ClaimedError as exc:
+                        skipped.append(f"#{cid} being reviewed by {exc.claimed_by}")
+                        continue
+                    done.append(cid)
+                return done, skipped
+
+            self._in_flight(
+                self.decisions.decide_many(ids, each, "Rejected"),
+                f"Rejecting {len(ids)} marked candidates",
+                self._finish_bulk,
             )
 
         self.app.push_screen(modal, rejected)
 
-    async def _run_bulk_reject(self, ids: list[int], result: ReasonResult) -> None:
-        review, who = self.review_app.memory.review, self.review_app.reviewer
-        done: list[int] = []
-        skipped: list[str] = []
-        try:
-            for cid in ids:
-                try:
-                    await review.reject(cid, who, result.reason, tombstone=result.tombstone)
-                except AlreadyDecidedError as exc:
-                    skipped.append(f"#{cid} already decided by {exc.decided_by or 'someone else'}")
-                    continue
-                except ClaimedError as exc:
-                    skipped.append(f"#{cid} being reviewed by {exc.claimed_by}")
-                    continue
-                done.append(cid)
-                self.review_app.claimed.discard(cid)
-        finally:
-            self._finish_bulk(done, "Rejected", skipped)
-
-    def _finish_bulk(self, done: list[int], verb: str, skipped: list[str]) -> None:
-        if done:
-            self.undo_stack.append(done)
-            self.decided += len(done)
-        if self.current_id in done:
+    async def _finish_bulk(self, outcome: Outcome) -> None:
+        if self.current_id in outcome.done:
             self.current_id, self.current = None, None
-        self.marked.clear()
-        extra = f"; skipped {len(skipped)}: {'; '.join(skipped)}" if skipped else ""
-        tell(
-            self,
-            f"{verb} {len(done)} candidate{'s' if len(done) != 1 else ''}{extra}.",
-            severity="warning" if skipped else "information",
-        )
-        self._deciding = False
+        self.pending_list.clear_marks()
+        self._say(outcome)
         self.reload()
 
     def action_undo(self) -> None:
-        if self._deciding:
-            self.app.bell()
-            return
-        if not self.undo_stack:
-            tell(self, "Nothing to undo in this session.")
-            return
-        group = self.undo_stack.pop()
-        self._deciding = True
-        what = f"candidate {group[0]}" if len(group) == 1 else f"{len(group)} candidates"
-        self.run_worker(
-            self._run_undo(group), group="queue-decide", name=f"Undoing the decision on {what}", exit_on_error=False
-        )
+        async def after(outcome: Outcome) -> None:
+            self._say(outcome)
+            if outcome.done:
+                await self._drop_current()
+                self.reload(select_id=outcome.done[0])
 
-    async def _run_undo(self, group: list[int]) -> None:
-        """Undo one step: a single decision, or every decision of one bulk action (latest first)."""
-        undone: list[int] = []
-        try:
-            try:
-                for cid in reversed(group):
-                    await self.review_app.memory.review.undo(cid, self.review_app.reviewer)
-                    undone.append(cid)
-            except UndoRefusedError as exc:
-                left = [c for c in group if c not in undone]
-                self.undo_stack.append(left)
-                tell(
-                    self,
-                    str(exc) + (f" ({len(undone)} of the group were undone)" if undone else ""),
-                    title="Undo refused",
-                    severity="error",
-                )
-                return
-            except BaseException:
-                left = [c for c in group if c not in undone]
-                if left:
-                    self.undo_stack.append(left)
-                raise
-            finally:
-                self.decided = max(0, self.decided - len(undone))
-            if len(group) == 1:
-                tell(self, f"Undid the decision on candidate {group[0]}.")
-            else:
-                tell(self, f"Undid the {len(group)} decisions of one bulk action.")
-            await self._drop_current()
-            self.reload(select_id=group[0])
-        finally:
-            self._deciding = False
+        self._in_flight(self.decisions.undo(), "Undoing a decision", after)
 
     # -- navigation, search, filters, order, bulk approve ------------------------------------------
 
     def action_move(self, step: int) -> None:
-        table = self.query_one(PendingTable)
-        if table.row_count:
-            table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)), animate=False)
-            table.focus()
+        rows = self.pending_list
+        if rows.row_count:
+            self._go_to(rows.cursor_row + step)
 
     def action_search(self) -> None:
         box = self.query_one("#queue-search", Input)
@@ -1209,7 +1060,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if box.value:
             box.value = ""  # Input.Changed then reloads the unfiltered list
         box.display = False
-        self.query_one(PendingTable).focus()
+        self.pending_list.focus()
 
     @on(Input.Changed, "#queue-search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -1222,7 +1073,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     def _search_done(self, event: Input.Submitted) -> None:
         box = self.query_one("#queue-search", Input)
         box.display = bool(box.value)
-        self.query_one(PendingTable).focus()
+        self.pending_list.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While the search box has focus, letters are typed into it, not decisions. Esc clears a
@@ -1254,7 +1105,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.reload()
 
     def action_bulk(self) -> None:
-        if self._deciding:
+        if self.decisions.busy:
             self.app.bell()
             return
         self._bulk()
@@ -1262,10 +1113,13 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     @work(group="queue-bulk", name="Collecting the candidates to approve", exit_on_error=False)
     async def _bulk(self) -> None:
         """Ask about a fixed list of ids (the marked rows, or everything the filter matches now);
-        a yes approves exactly those, however the queue changed while the question was open."""
+        a yes approves exactly those, however the queue changed while the question was open. The
+        question lists every one of them (the dialog scrolls): a reviewer says yes only to what
+        they could read."""
         review = self.review_app.memory.review
-        if self.marked:
-            chosen = [self.candidates[c] for c in self._marked_in_order() if c in self.candidates]
+        rows = self.pending_list
+        if rows.marked:
+            chosen = [rows.candidates[c] for c in rows.marked_in_order() if c in rows.candidates]
             scope = f"the {len(chosen)} marked candidates"
         else:
             chosen = []
@@ -1288,38 +1142,26 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             )
             return
         question = f"Approve {len(ids)} of {scope} as new facts? Exactly these, whatever arrives meanwhile:\n"
-        question += "\n".join(f"  #{c.id} {c.user_id}: {c.statement}" for c in approve[:BULK_SHOWN])
-        if len(approve) > BULK_SHOWN:
-            question += f"\n  … and {len(approve) - BULK_SHOWN} more"
+        question += "\n".join(f"  #{c.id} {c.user_id}: {c.statement}" for c in approve)
         if left_out:
-            question += (
-                f"\nLeft for one-by-one review ({len(left_out)}): "
-                + "; ".join(f"#{c.id} {one_by_one_reason(c)}" for c in left_out[:BULK_SHOWN])
-                + ("; …" if len(left_out) > BULK_SHOWN else "")
+            question += f"\nLeft for one-by-one review ({len(left_out)}):\n" + "\n".join(
+                f"  #{c.id} {one_by_one_reason(c)}" for c in left_out
             )
 
         def answered(yes: bool | None) -> None:
-            if yes and not self._deciding:
-                self._deciding = True
-                self.run_worker(
-                    self._run_bulk(ids),
-                    group="queue-decide",
-                    name=f"Bulk approving {len(ids)} candidates",
-                    exit_on_error=False,
-                )
+            if not yes:
+                return
+
+            async def each(chosen: Sequence[int]) -> tuple[list[int], list[str]]:
+                await self._drop_current()
+                result = await review.bulk_approve(list(chosen), self.review_app.reviewer)
+                done = [f.candidate_id for f in result.approved if f.candidate_id is not None]
+                return done, [f"#{cid} {why}" for cid, why in result.skipped]
+
+            self._in_flight(
+                self.decisions.decide_many(ids, each, "Approved"),
+                f"Bulk approving {len(ids)} candidates",
+                self._finish_bulk,
+            )
 
         self.app.push_screen(ConfirmModal(question), answered)
-
-    async def _run_bulk(self, ids: list[int]) -> None:
-        """Approve exactly `ids` (each its own transaction); ids decided or claimed elsewhere
-        meanwhile are skipped and said so."""
-        review = self.review_app.memory.review
-        done: list[int] = []
-        skipped: list[str] = []
-        try:
-            await self._drop_current()
-            result = await review.bulk_approve(ids, self.review_app.reviewer)
-            done = [f.candidate_id for f in result.approved if f.candidate_id is not None]
-            skipped = [f"#{cid} {why}" for cid, why in result.skipped]
-        finally:
-            self._finish_bulk(done, "Approved", skipped)

@@ -14,10 +14,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
+from ..decision_session import Outcome
 from ..modals import ConfirmModal
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
@@ -115,28 +115,38 @@ class QueueTeamActions:
 
         screen.app.push_screen(FlagModal(cand), flagged)
 
-    @work(exit_on_error=False, group="queue-decide", name="Asking for a second opinion")
-    async def _flag(self, candidate_id: int, result: FlagResult) -> None:
+    def _flag(self, candidate_id: int, result: FlagResult) -> None:
+        """Ask for a second opinion: a change in flight like a decision (the session's one slot),
+        after which the flagger moves on to the next row; the flagged row stays, marked ⚑."""
         screen = self._team_screen()
         app = screen.review_app
-        await app.memory.team.flag(candidate_id, app.reviewer, result.note or None, lean=result.lean)
-        app.claimed.discard(candidate_id)  # the engine released the lease with the flag
-        if screen.current_id == candidate_id:
-            screen.current_id, screen.current = None, None
-        tell(screen, f"Candidate {candidate_id} is flagged: another reviewer will decide it.")
-        screen.reload(select_id=self._next_row_id(candidate_id))
+        following = self._next_row_id(candidate_id)
+
+        async def after(outcome: Outcome) -> None:
+            screen._say(outcome)
+            if outcome.decided_elsewhere:
+                screen.reload()
+            elif outcome.ok:
+                app.claimed.discard(candidate_id)  # the engine released the lease with the flag
+                if screen.current_id == candidate_id:
+                    screen.current_id, screen.current = None, None
+                screen.reload(select_id=following)
+
+        screen._in_flight(
+            screen.decisions.change(
+                candidate_id,
+                lambda: app.memory.team.flag(candidate_id, app.reviewer, result.note or None, lean=result.lean),
+                f"Candidate {candidate_id} is flagged: another reviewer will decide it.",
+            ),
+            "Asking for a second opinion",
+            after,
+        )
 
     def _next_row_id(self, candidate_id: int) -> int | None:
         """The id of the row after `candidate_id` (the flagger moves on; the row stays, marked ⚑)."""
-        table = self._team_screen().query_one("#pending", DataTable)
-        try:
-            index = table.get_row_index(str(candidate_id))
-        except Exception:
-            return None
-        if index + 1 >= table.row_count:
-            return None
-        key = table.coordinate_to_cell_key(Coordinate(index + 1, 0)).row_key.value
-        return int(key) if key is not None else None
+        rows = self._team_screen().pending_list
+        index = rows.index_of(candidate_id)
+        return None if index is None else rows.id_at(index + 1)
 
     def action_my_queue(self) -> None:
         self._my_queue()

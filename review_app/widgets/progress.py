@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
 
@@ -127,12 +128,28 @@ class ProgressHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.progress: Progress | None = None
+        self._filters: dict[str, Any] = {}
+        self._later: Timer | None = None
+        self._generation = 0
 
-    def refresh_for(self, filters: dict[str, Any]) -> None:
-        """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments)."""
+    def refresh_for(self, filters: dict[str, Any], *, settle: float = 0.0) -> None:
+        """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments):
+        now, or `settle` seconds after the last call (after a decision: a reviewer deciding ten
+        items a second causes one read, not ten, each of which counts the whole queue)."""
+        self._filters = dict(filters)
+        if self._later is not None:
+            self._later.stop()
+            self._later = None
+        if settle > 0:
+            self._later = self.set_timer(settle, self._read)
+        else:
+            self._read()
+
+    def _read(self) -> None:
+        self._later = None
+        self._generation += 1
         self.run_worker(
-            self._load(dict(filters)),
-            exclusive=True,
+            self._load(dict(self._filters), self._generation),
             group="progress",
             name="Reading the progress",
             exit_on_error=False,
@@ -142,10 +159,12 @@ class ProgressHeader(Widget):
         """A failed read opens the app's error dialog (the worker does not exit the app)."""
         cast("ReviewApp", self.app).report_worker_failure(event.worker)
 
-    async def _load(self, filters: dict[str, Any]) -> None:
+    async def _load(self, filters: dict[str, Any], generation: int) -> None:
         app = cast("ReviewApp", self.app)
-        self.progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
-        self._fit()
+        progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
+        if generation == self._generation:  # not overtaken by a newer read (reads are never cancelled)
+            self.progress = progress
+            self._fit()
 
     def _fit(self) -> None:
         """As many rows as the progress needs at this width (one, unless the screen is narrow)."""
