@@ -145,7 +145,7 @@ class ReviewApp(App[None]):
     def on_mount(self) -> None:
         self._open_memory()
 
-    @work(exclusive=True, group="open", name="Opening the database", exit_on_error=False)
+    @work(group="open", name="Opening the database", exit_on_error=False)
     async def _open_memory(self) -> None:
         await self.memory.open()
         self.memory_ready = True

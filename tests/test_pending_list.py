@@ -136,3 +136,16 @@ async def test_groups_holders_and_narrow_columns() -> None:
         widget.remove_row(1)
         await pilot.pause()
         assert widget.cells(2)["user"].plain == "u-ana"  # now the first of its group
+
+
+async def test_removing_a_row_above_the_cursor_keeps_the_cursor_on_its_candidate() -> None:
+    app = Host([cand(i) for i in range(1, 11)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        widget = app.query_one(PendingList)
+        widget.move_cursor(4)
+        await pilot.pause()
+        assert widget.cursor_id == 5
+        widget.remove_row(2)  # decided elsewhere, above the reviewer
+        assert widget.cursor_id == 5
+        widget.remove_row(5)  # control: the row under the cursor leaves, the next takes its place
+        assert widget.cursor_id == 6 and widget.cursor_row == 3

@@ -16,6 +16,7 @@ from textual.widgets import Input
 from engine import AlreadyDecidedError, Memory
 from engine.storage import NEW_CANDIDATES
 from review_app.app import ReviewApp
+from review_app.modals import ReplaceChoiceModal
 from tests.pilot_helpers import db, keys, settle
 from tests.test_tui_list import row_ids
 from tests.test_tui_queue import SIZE, notes, queue, settle_until
@@ -234,3 +235,28 @@ async def test_keys_typed_while_the_edit_dialog_opens_edit_the_statement_and_nev
         assert app.screen.query_one("#edit-statement", Input).value == before + "X"
         assert db(path, "SELECT statement, status FROM candidates WHERE id = ?", first) == [(before, "pending")]
         await keys(pilot, "escape")
+
+
+async def test_a_move_while_a_decision_is_saved_keeps_the_cursor_where_the_reviewer_put_it(tui_db: SeededDb) -> None:
+    """`a` then `n` at once: the first row is approved; the `n` moved the cursor down while the
+    decision was being saved, and the row leaving above it must not carry the cursor one further
+    (onto an item the reviewer did not choose). What is shown is what is under the cursor, and a
+    later `a` decides exactly that. Control: the shown item is decidable."""
+    path, _ = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        rows = screen.pending_list
+        first, second = rows.row_ids[:2]
+        assert screen.current_id == first
+        burst(app, "a", "n")
+        await settle(pilot)
+        assert decided_by_ana(path) == [(first,)]
+        assert rows.cursor_id == screen.current_id
+        assert rows.cursor_id == second  # where `n` put it, not one further (`third`)
+        chosen = rows.cursor_id
+        await keys(pilot, "a")
+        if isinstance(app.screen, ReplaceChoiceModal):  # an update: the reviewer says which
+            await keys(pilot, "k")
+    assert sorted(decided_by_ana(path)) == sorted([(first,), (chosen,)])

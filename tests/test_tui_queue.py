@@ -446,3 +446,33 @@ async def test_bulk_approve_asks_first_and_leaves_supersessions_and_retractions_
         assert approved.fetchone() == (5,)
     assert left == {"update": 1, "contradiction": 1, "retraction": 1}
     assert row(path, "SELECT status FROM knowledge WHERE id = ?", ids["porto"]) == ("active",)
+
+
+async def test_a_deferred_row_stays_after_every_page_that_loads_later(tmp_path: Path) -> None:
+    """`d` on the first row of a long queue: when the next page loads, the deferred row moves after
+    it (it used to stay at the end of the first page only), and the cursor stays on its candidate."""
+    path = str(tmp_path / "big.db")
+    async with Memory(path, clock=lambda: T0 - timedelta(days=1)) as mem:
+        for i in range(PAGE_SIZE + 30):
+            await mem.queue_candidate("u-big", f"Fact number {i}", created_at=T0 - timedelta(days=1, seconds=-i))
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = queue(app)
+        rows = screen.pending_list
+        skipped = rows.cursor_id
+        assert skipped is not None
+        await pilot.press("d")
+        await settle(pilot)
+        assert rows.row_ids[-1] == skipped and rows.row_count == PAGE_SIZE
+        rows.move_cursor(PAGE_SIZE - 5)  # near the end: the next page loads
+        under = rows.cursor_id
+        await settle(pilot)
+        assert rows.row_count == PAGE_SIZE + 30
+        assert rows.row_ids[-1] == skipped  # after the new page too
+        assert rows.cursor_id == under  # the cursor did not move to another candidate
+        assert db_pending(path) == PAGE_SIZE + 30  # nothing decided
+
+
+def db_pending(path: str) -> int:
+    return int(row(path, "SELECT count(*) FROM candidates WHERE status = 'pending'")[0])

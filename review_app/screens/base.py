@@ -1,6 +1,7 @@
 """The one thing every workstation screen shares: typed access to the app's open store and to the
-reviewer's name, which the app owns (it opens the store once and closes it on exit), and the route
-by which a failed worker becomes an error dialog."""
+reviewer's name, which the app owns (it opens the store once and closes it on exit), the route
+by which a failed worker becomes an error dialog, and the tickets that drop stale reads: the worker
+policy is review_app/workers.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import TYPE_CHECKING, cast
 from textual.screen import Screen
 from textual.worker import Worker
 
+from ..workers import Reads
+
 if TYPE_CHECKING:
     from engine import Memory
 
@@ -16,6 +19,15 @@ if TYPE_CHECKING:
 
 
 class WorkstationScreen(Screen[None]):
+    _reads: Reads | None = None
+
+    @property
+    def reads(self) -> Reads:
+        """This screen's read tickets (review_app/workers.py)."""
+        if self._reads is None:
+            self._reads = Reads()
+        return self._reads
+
     @property
     def review_app(self) -> ReviewApp:
         return cast("ReviewApp", self.app)

@@ -9,6 +9,7 @@ candidate or tombstone), newest first, and `a` queues it anyway as a pending can
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
@@ -88,7 +89,6 @@ class DiscardedScreen(UserListScreen):
     def __init__(self) -> None:
         super().__init__()
         self.items: dict[int, Discarded] = {}
-        self._gen = 0
         self._select_after_load: int | None = None
 
     def compose(self) -> ComposeResult:
@@ -112,23 +112,23 @@ class DiscardedScreen(UserListScreen):
         table.focus()
 
     def on_screen_resume(self) -> None:
-        self._gen += 1
-        self._work(partial(self._load_users_and_items, self._gen), "Loading the discarded statements", "load")
+        self._work(
+            partial(self._load_users_and_items, self.reads.ask("load")), "Loading the discarded statements", "load"
+        )
 
-    async def _load_users_and_items(self, gen: int) -> None:
+    async def _load_users_and_items(self, fresh: Callable[[], bool]) -> None:
         users = await self.memory.users()
-        if gen != self._gen:
+        if not fresh():
             return
         self._set_users(users)
-        await self._load(gen)
+        await self._load(fresh)
 
     def reload(self) -> None:
-        self._gen += 1
-        self._work(partial(self._load, self._gen), "Loading the discarded statements", "load")
+        self._work(partial(self._load, self.reads.ask("load")), "Loading the discarded statements", "load")
 
-    async def _load(self, gen: int) -> None:
+    async def _load(self, fresh: Callable[[], bool]) -> None:
         items = await self.memory.discarded(self.user_id, limit=MAX_ROWS)
-        if gen != self._gen:
+        if not fresh():
             return
         self.items = {d.id: d for d in items}
         table = self.table
@@ -224,5 +224,4 @@ class DiscardedScreen(UserListScreen):
         cand = await self.memory.queue_discarded(item.id, actor=self.reviewer, reason=result.reason)
         self._status(f"#{item.id} queued as candidate {cand.id} ({result.reason}).")
         self._select_after_load = item.id
-        self._gen += 1
-        await self._load(self._gen)
+        await self._load(self.reads.ask("load"))

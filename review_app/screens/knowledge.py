@@ -172,8 +172,6 @@ class KnowledgeScreen(UserListScreen):
         self.search_text = ""
         self.facts: dict[int, Knowledge] = {}
         self._select_after_load: int | None = None
-        self._load_gen = 0
-        self._history_gen = 0
         self._layout: list[tuple[str, str, int]] = []
 
     # -- layout -------------------------------------------------------------------------------------
@@ -226,28 +224,28 @@ class KnowledgeScreen(UserListScreen):
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): other screens may have changed the users
         and facts meanwhile, so re-read both."""
-        self._load_gen += 1
-        self._work(partial(self._load_users_and_facts, self._load_gen), "Loading the user list and facts", "load")
+        self._work(
+            partial(self._load_users_and_facts, self.reads.ask("load")), "Loading the user list and facts", "load"
+        )
 
     # -- workers ------------------------------------------------------------------------------------
 
-    async def _load_users_and_facts(self, gen: int) -> None:
+    async def _load_users_and_facts(self, fresh: Callable[[], bool]) -> None:
         users = await self.memory.users()
-        if gen != self._load_gen:
+        if not fresh():
             return
         self._set_users(users)
         if not users:
             self._status("No users in this database yet.")
             return
-        await self._load_facts(gen)
+        await self._load_facts(fresh)
 
     def reload(self, select_id: int | None = None) -> None:
         """Re-read the table for the current user, filters and as-of date."""
         self._select_after_load = select_id
-        self._load_gen += 1
-        self._work(partial(self._load_facts, self._load_gen), f"Loading the facts of {self.user_id}", "load")
+        self._work(partial(self._load_facts, self.reads.ask("load")), f"Loading the facts of {self.user_id}", "load")
 
-    async def _load_facts(self, gen: int) -> None:
+    async def _load_facts(self, fresh: Callable[[], bool]) -> None:
         if self.user_id is None:
             return
         facts = await self.memory.knowledge(
@@ -258,7 +256,7 @@ class KnowledgeScreen(UserListScreen):
             limit=MAX_ROWS + 1,
             viewer=self.reviewer,
         )
-        if gen != self._load_gen:
+        if not fresh():
             return
         more = len(facts) > MAX_ROWS
         facts = facts[:MAX_ROWS]
@@ -269,7 +267,7 @@ class KnowledgeScreen(UserListScreen):
         self._fill_table(facts, target)
         self._show_mode(len(facts), more)
         if not facts:
-            self._history_gen += 1
+            self.reads.ask("history")
             self.query_one("#knowledge-versions", Static).update(Text("No facts match.", style="dim"))
             self.query_one("#knowledge-audit", Static).update("")
         else:
@@ -293,15 +291,14 @@ class KnowledgeScreen(UserListScreen):
         self._work(partial(self._load_history, self.user_id, kid), f"Loading the history of fact {kid}", "history")
 
     async def _load_history(self, user_id: str, kid: int | None) -> None:
-        self._history_gen += 1
-        gen = self._history_gen
+        fresh = self.reads.ask("history")
         if kid is None:
             return
         # viewer: what this reviewer must still second-review blind reads "hidden" (engine/blind.py)
         chain = await self.memory.versions(user_id, kid, viewer=self.reviewer)
         events = await self.memory.history(user_id, kid, viewer=self.reviewer)
         fact = next((k for k in chain if k.id == kid), None)
-        if fact is None or gen != self._history_gen:
+        if fact is None or not fresh():
             return
         compact = self.size.width < COMPACT_BELOW
         self.query_one("#knowledge-versions", Static).update(versions_renderable(fact, chain, compact))
@@ -406,8 +403,7 @@ class KnowledgeScreen(UserListScreen):
             return
         self._status(f"Fact #{message.id} added for {user} by {self.reviewer}.")
         self._select_after_load = message.id
-        self._load_gen += 1
-        await self._load_facts(self._load_gen)
+        await self._load_facts(self.reads.ask("load"))
 
     def action_correct(self) -> None:
         fact = self._current_fact()
@@ -514,5 +510,4 @@ class KnowledgeScreen(UserListScreen):
         """Run one engine change, then re-read the table selecting the row it produced."""
         selected = await change()
         self._select_after_load = selected
-        self._load_gen += 1
-        await self._load_facts(self._load_gen)
+        await self._load_facts(self.reads.ask("load"))

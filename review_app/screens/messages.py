@@ -14,6 +14,7 @@ marked `∅` (something came of them, the view cannot say which).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -155,15 +156,16 @@ class MessagesScreen(WorkstationScreen):
 
     def reload(self, select: int | None = None) -> None:
         self.run_worker(
-            self._load(select),
+            self._load(select, self.reads.ask("messages")),
             name=f"Reading the messages of {self.user_id}",
             group="messages-load",
-            exclusive=True,
             exit_on_error=False,
         )
 
-    async def _load(self, select: int | None) -> None:
+    async def _load(self, select: int | None, fresh: Callable[[], bool]) -> None:
         episodes = await self.memory.conversations(self.user_id, limit=EPISODES)
+        if not fresh():  # a newer read was asked for (review_app/workers.py)
+            return
         self.rows = message_rows(episodes)
         table = self.table
         previous = table.cursor_row

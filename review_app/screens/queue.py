@@ -21,9 +21,9 @@ AlreadyDecidedError, shown as "already decided by X", and the list is refreshed.
 The parts: this screen keeps composition, bindings and actions; the list and how it looks is the
 `PendingList` widget (review_app/widgets/pending_list.py), the candidate's panes `CandidateDetail`.
 
-Workers follow the workstation's one policy (review_app/screens/base.py): reads are never
-cancelled; a read that a newer one supersedes drops its result (`_generation`), and changes go
-through the session one at a time.
+Workers follow the workstation's one policy (review_app/workers.py): reads are never cancelled;
+a read that a newer one supersedes drops its result (its `Reads` ticket), and changes go through
+the session one at a time.
 """
 
 from __future__ import annotations
@@ -202,8 +202,6 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         """The chain of replacements the shown candidate belongs to (the fact it starts from, then the
         pending candidates in order); one link when it replaces nothing."""
         self._loading_more = False
-        self._generation = 0
-        """Counts list reads: a read that finds a newer one was asked for drops its result."""
         self._select_lock = asyncio.Lock()
         self._wanted: int | None = None
         self.flag_notes: dict[int, str] = {}
@@ -211,7 +209,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         beside the item while it is on screen."""
         self.deferred: list[int] = []
         """Candidates skipped with `d` in this session, in the order they were: kept at the end of
-        the list (of each loaded page) until decided."""
+        the loaded list (after each further page too) until decided."""
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
         self._seen: QueueMark | None = None
         self._look: Timer | None = None
@@ -295,9 +293,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if self.decisions.busy:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
-        generation = self._generation
+        fresh = self.reads.since("list")
         mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
-        if generation != self._generation:  # a reload since has taken its own look
+        if not fresh():  # a reload since has taken its own look
             return
         seen, self._seen = self._seen, mark
         if seen is not None and mark != seen and not self.decisions.busy:
@@ -383,15 +381,14 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         The candidate under the cursor may have been decided elsewhere: its row stays at the
         cursor, marked with what happened (`gone`), and nothing is shown to decide until the
         reviewer moves: the next key then lands on nothing rather than on the row that moved up."""
-        self._generation += 1
         self.run_worker(
-            self._reload(self._generation, select_id, first),
+            self._reload(self.reads.ask("list"), select_id, first),
             group="queue-list",
             name="Loading the queue",
             exit_on_error=False,
         )
 
-    async def _reload(self, generation: int, select_id: int | None, first: bool) -> None:
+    async def _reload(self, fresh: Callable[[], bool], select_id: int | None, first: bool) -> None:
         memory = self.review_app.memory
         rows = self.pending_list
         previous_row = 0 if first else rows.cursor_row
@@ -401,7 +398,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
         gone = await self._decided_under_cursor(first or select_id is not None, rows.cursor_id, {c.id for c in page})
         empty = await self._empty_text() if not page and gone is None else ""
-        if generation != self._generation:  # a newer read was asked for: its result counts
+        if not fresh():  # a newer read was asked for: its result counts
             return
         now = self.review_app.now()
         self._seen, self.total = mark, mark.count
@@ -476,23 +473,26 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if not self.pending_list.all_loaded and not self._loading_more:
             self._loading_more = True
             self.run_worker(
-                self._load_more(loaded, self._generation),
+                self._load_more(loaded, self.reads.since("list")),
                 group="queue-page",
                 name="Loading more of the queue",
                 exit_on_error=False,
             )
 
-    async def _load_more(self, loaded: int, generation: int) -> None:
+    async def _load_more(self, loaded: int, fresh: Callable[[], bool]) -> None:
         try:
             page = await self.review_app.memory.review.pending(
                 limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs()
             )
-            if generation != self._generation:  # the list was read again meanwhile
+            if not fresh():  # the list was read again meanwhile
                 return
             rows = self.pending_list
             rows.all_loaded = len(page) < PAGE_SIZE
             rows.holders.update(self._holders(page, self.review_app.now()))
             rows.extend(page)
+            for cid in self.deferred:  # deferred rows stay after everything not deferred
+                if cid != rows.cursor_id:
+                    rows.to_end(cid)
         finally:
             self._loading_more = False
 

@@ -224,7 +224,7 @@ class QueueTeamActions:
         if cand.flagged_by is not None:
             self._announce_flag(cand.id)
 
-    @work(exit_on_error=False, group="queue-flag-note", exclusive=True, name="Reading the second-opinion note")
+    @work(exit_on_error=False, group="queue-flag-note", name="Reading the second-opinion note")
     async def _announce_flag(self, candidate_id: int) -> None:
         screen = self._team_screen()
         flag = await screen.review_app.memory.team.flag_of(candidate_id)

@@ -9,6 +9,7 @@ the audit log, time per decision as the median gap between one reviewer's consec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
@@ -136,12 +137,12 @@ class ReviewersScreen(WorkstationScreen):
         self.action_refresh()
 
     def action_refresh(self) -> None:
-        self._load(self.period)
+        self._load(self.period, self.reads.ask("reviewers"))
 
-    @work(exit_on_error=False, exclusive=True, group="reviewers-load", name="Reading the reviewers' figures")
-    async def _load(self, period: int) -> None:
+    @work(exit_on_error=False, group="reviewers-load", name="Reading the reviewers' figures")
+    async def _load(self, period: int, fresh: Callable[[], bool]) -> None:
         figures = await self.memory.team.figures(since=self._since())
-        if period != self.period:
+        if period != self.period or not fresh():  # a newer read was asked for (review_app/workers.py)
             return
         self.query_one("#rv-headline", Static).update(headline(figures, PERIODS[period]))
         table = self.query_one("#rv-reviewers", DataTable)

@@ -8,6 +8,7 @@ who approved it and how. Pushed from the queue with `v`; Escape goes back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -108,10 +109,15 @@ class SecondReviewScreen(WorkstationScreen):
         table.focus()
         self.reload()
 
-    @work(exit_on_error=False, exclusive=True, group="second-review-list", name="Reading the second-review queue")
-    async def reload(self) -> None:
+    def reload(self) -> None:
+        self._reload(self.reads.ask("list"))
+
+    @work(exit_on_error=False, group="second-review-list", name="Reading the second-review queue")
+    async def _reload(self, fresh: Callable[[], bool]) -> None:
         page = await self.memory.team.second_review_queue(self.reviewer, limit=200)
         total = await self.memory.team.second_review_count(self.reviewer)
+        if not fresh():  # a newer read was asked for (review_app/workers.py)
+            return
         self.items = {b.candidate_id: b for b in page}
         table = self.query_one("#sr-list", DataTable)
         table.clear()
@@ -139,9 +145,14 @@ class SecondReviewScreen(WorkstationScreen):
         if event.row_key.value is not None:
             self._open(int(event.row_key.value))
 
-    @work(exit_on_error=False, exclusive=True, group="second-review-open", name="Opening a sampled approval")
-    async def _open(self, candidate_id: int) -> None:
+    def _open(self, candidate_id: int) -> None:
+        self._read_item(candidate_id, self.reads.ask("item"))
+
+    @work(exit_on_error=False, group="second-review-open", name="Opening a sampled approval")
+    async def _read_item(self, candidate_id: int, fresh: Callable[[], bool]) -> None:
         item = await self.memory.team.blind_review(candidate_id, self.reviewer)
+        if not fresh():
+            return
         self.current = item
         self.query_one("#sr-detail", Static).update(blind_text(item))
 

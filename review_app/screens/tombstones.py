@@ -8,6 +8,7 @@ them) so a curator can see who lifted what and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
@@ -60,7 +61,6 @@ class TombstonesScreen(UserListScreen):
         self.include_lifted = False
         self.stones: dict[int, Tombstone] = {}
         self._select_after_load: int | None = None
-        self._gen = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="tombstones-bar"):
@@ -85,24 +85,22 @@ class TombstonesScreen(UserListScreen):
     def on_screen_resume(self) -> None:
         """Shown (first time or back from another mode): other screens may have written or lifted
         tombstones meanwhile."""
-        self._gen += 1
-        self._work(partial(self._load_users_and_stones, self._gen), "Loading tombstones", "load")
+        self._work(partial(self._load_users_and_stones, self.reads.ask("load")), "Loading tombstones", "load")
 
-    async def _load_users_and_stones(self, gen: int) -> None:
+    async def _load_users_and_stones(self, fresh: Callable[[], bool]) -> None:
         users = await self.memory.users()
-        if gen != self._gen:
+        if not fresh():
             return
         self._set_users(users)
-        await self._load(gen)
+        await self._load(fresh)
 
     def reload(self, select_id: int | None = None) -> None:
         self._select_after_load = select_id
-        self._gen += 1
-        self._work(partial(self._load, self._gen), "Loading tombstones", "load")
+        self._work(partial(self._load, self.reads.ask("load")), "Loading tombstones", "load")
 
-    async def _load(self, gen: int) -> None:
+    async def _load(self, fresh: Callable[[], bool]) -> None:
         stones = await self.memory.tombstones(self.user_id, include_lifted=self.include_lifted)
-        if gen != self._gen:
+        if not fresh():
             return
         self.stones = {t.id: t for t in stones}
         table = self.table
@@ -193,5 +191,4 @@ class TombstonesScreen(UserListScreen):
         await self.memory.lift_tombstone(stone.user_id, stone.id, actor=self.reviewer, reason=result.reason)
         self._status(f"Tombstone #{stone.id} lifted ({result.reason}); this value may be queued again.")
         self._select_after_load = stone.id
-        self._gen += 1
-        await self._load(self._gen)
+        await self._load(self.reads.ask("load"))

@@ -1,7 +1,7 @@
 """The per-user list screen that Knowledge, Tombstones and Discarded share.
 
 Each of the three had its own copy of the same parts: a user Select above a DataTable, DB work in
-workers whose stale results are dropped by generation, the row id under the cursor, a status line,
+workers whose stale results are dropped (review_app/workers.py), the row id under the cursor, a status line,
 `u` for the user and Escape back to the table. They live here once; each screen keeps what is its
 own (its columns, its read, its actions). The ids follow the screen's NAME: `#{NAME}-user`,
 `#{NAME}-table`, `#{NAME}-status`.
@@ -48,13 +48,9 @@ class UserListScreen(WorkstationScreen):
         raise NotImplementedError
 
     def _work(self, work: Callable[[], Awaitable[None]], description: str, group: str) -> None:
-        """Run DB work in a worker. A failure reaches the app's error dialog through the worker's
-        `StateChanged` message (see WorkstationScreen), which names `description`.
-
-        Reads are not cancelled when a newer one starts (a cancelled worker makes
-        `workers.wait_for_complete()` raise, and cancelling inside an aiosqlite call is fragile);
-        instead each read carries a generation number and drops its result when a newer read
-        was asked for meanwhile. A change is never cancelled either: that would roll it back."""
+        """Run DB work in a worker, under the workstation's worker policy (review_app/workers.py):
+        a failure reaches the app's error dialog through the worker's `StateChanged` message, which
+        names `description`; a read drops its result when its `self.reads` ticket went stale."""
         self.run_worker(
             work, name=description, description=description, group=f"{self.NAME}-{group}", exit_on_error=False
         )

@@ -240,8 +240,9 @@ class PendingList(ScrollView, can_focus=True):
         self.refresh()
 
     def remove_row(self, candidate_id: int) -> int | None:
-        """Take a row out (decided); the cursor stays at its place, now on the row that followed.
-        Returns the index it had, or None when it was not listed."""
+        """Take a row out (decided). When it was under the cursor, the cursor stays at its place,
+        now on the row that followed; otherwise it stays on its own candidate. Returns the index
+        the row had, or None when it was not listed."""
         index = self._index.get(candidate_id)
         if index is None:
             return None
@@ -252,6 +253,8 @@ class PendingList(ScrollView, can_focus=True):
         self.holders.pop(candidate_id, None)
         self.gone.pop(candidate_id, None)
         self._lines.pop(candidate_id, None)
+        if index < self._cursor:  # a row above it left: the cursor stays on its candidate
+            self._cursor -= 1
         self._cursor = max(0, min(self._cursor, len(self._order) - 1))
         self._resized()
         self._scroll_to_cursor()
@@ -259,13 +262,18 @@ class PendingList(ScrollView, can_focus=True):
         return index
 
     def to_end(self, candidate_id: int) -> None:
-        """Move a row to the end of the list (deferred); the cursor stays at its place."""
+        """Move a row to the end of the list (deferred). Moving the row under the cursor leaves
+        the cursor at its place, now on the row that followed (the reviewer skipped it); moving
+        another row leaves the cursor on the candidate it was on."""
         index = self._index.get(candidate_id)
         if index is None:
             return
+        under = self.cursor_id
         del self._order[index]
         self._order.append(candidate_id)
         self._reindex(index)
+        if under is not None and under != candidate_id:
+            self._cursor = self._index[under]
         self.refresh()
 
     def toggle_mark(self, candidate_id: int) -> None:

@@ -8,12 +8,15 @@ come from the database, so they survive a restart and include the other reviewer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
+
+from ..workers import Reads
 
 if TYPE_CHECKING:
     from engine.team import Progress
@@ -130,7 +133,7 @@ class ProgressHeader(Widget):
         self.progress: Progress | None = None
         self._filters: dict[str, Any] = {}
         self._later: Timer | None = None
-        self._generation = 0
+        self._reads = Reads()
 
     def refresh_for(self, filters: dict[str, Any], *, settle: float = 0.0) -> None:
         """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments):
@@ -147,9 +150,8 @@ class ProgressHeader(Widget):
 
     def _read(self) -> None:
         self._later = None
-        self._generation += 1
         self.run_worker(
-            self._load(dict(self._filters), self._generation),
+            self._load(dict(self._filters), self._reads.ask("progress")),
             group="progress",
             name="Reading the progress",
             exit_on_error=False,
@@ -159,10 +161,10 @@ class ProgressHeader(Widget):
         """A failed read opens the app's error dialog (the worker does not exit the app)."""
         cast("ReviewApp", self.app).report_worker_failure(event.worker)
 
-    async def _load(self, filters: dict[str, Any], generation: int) -> None:
+    async def _load(self, filters: dict[str, Any], fresh: Callable[[], bool]) -> None:
         app = cast("ReviewApp", self.app)
         progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
-        if generation == self._generation:  # not overtaken by a newer read (reads are never cancelled)
+        if fresh():  # not overtaken by a newer read (review_app/workers.py)
             self.progress = progress
             self._fit()
 
