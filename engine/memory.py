@@ -34,7 +34,7 @@ from .policies import PolicyService
 from .retrieval import retrieve as _retrieve
 from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permission_error, masked, open_store
-from .storage.sql.tx import recorded_embedder
+from .storage.sql.core import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, system_clock
 

@@ -17,7 +17,8 @@ import pytest
 from engine_helpers import Clock
 
 from engine import HashingEmbedder, Memory, NewFact
-from engine.storage.sql.tx import BM25_B, BM25_K1, COMMON_TERM_MIN_FACTS, SqlTx, fts_tokens
+from engine.storage.sql.text_arm import BM25_B, BM25_K1, COMMON_TERM_MIN_FACTS, fts_tokens
+from engine.storage.sql.tx import SqlTx
 from engine.timeutil import to_us
 
 COMMON = ["likes", "plays", "owns"]

@@ -90,3 +90,16 @@ def parse_handle(value: object) -> tuple[Literal["knowledge", "candidate"], int]
     if number == 0:
         return None
     return ("candidate", -number) if number < 0 else ("knowledge", number)
+
+
+def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
+    """The stored prediction with every listed fact that has since ended marked as such
+    ("- User lives in Lisbon. (superseded by #15)"): a prediction is read later than it was made."""
+    ended = {k.statement.rstrip(". ").casefold(): k.status_note() for k in facts if k.status != "active"}
+    if not ended:
+        return prediction
+    lines = []
+    for line in prediction.splitlines():
+        body = line.lstrip("-• ").rstrip(". ").casefold()
+        lines.append(f"{line} ({ended[body]})" if body in ended else line)
+    return "\n".join(lines)

@@ -10,9 +10,10 @@ function, the sample hash is integer arithmetic both backends evaluate identical
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .conn import SqlConn
+from .core import returned_id
 
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
 HASH_SPACE = 4_294_967_296
@@ -33,7 +34,7 @@ def _marks(values: Sequence[Any]) -> str:
 
 def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'pending'") -> tuple[str, list[Any]]:
     """queue_filters for the keyword filters of ReviewService.count (what SqlTx.pending_count takes)."""
-    from .tx import queue_filters
+    from .queue import queue_filters
 
     return queue_filters(
         filters.get("user_id"),
@@ -48,7 +49,7 @@ def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'p
     )
 
 
-class TeamOps:
+class TeamOps(Protocol):
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
     conn: SqlConn
@@ -144,8 +145,6 @@ class TeamOps:
         lean: str | None,
         at: int,
     ) -> int:
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             "INSERT INTO flags(candidate_id, user_id, flagged_by, note, lean, flagged_at)"
             " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -278,8 +277,6 @@ class TeamOps:
 
     async def insert_second_review(self, values: Sequence[Any]) -> Any:
         """`values` in SECOND_REVIEW_COLS order without the id; returns the stored row."""
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             f"INSERT INTO second_reviews({SECOND_REVIEW_COLS.split(', ', 1)[1]}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " RETURNING id",
@@ -326,8 +323,6 @@ class TeamOps:
         await self.conn.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))
 
     async def insert_assignment(self, user_id: str, reviewer: str, at: int, by: str) -> int:
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             "INSERT INTO assignments(user_id, reviewer, assigned_at, assigned_by) VALUES (?, ?, ?, ?) RETURNING id",
             (user_id, reviewer, at, by),
