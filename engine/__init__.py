@@ -56,10 +56,12 @@ from .models import (
     RetrievedItem,
     Tombstone,
 )
+from .queue_filter import CANDIDATE_KINDS, QueueFilter
 from .review import KEEP, ReviewService
 
 __all__ = [
     "ANY_SPECIAL",
+    "CANDIDATE_KINDS",
     "CATEGORIES",
     "KEEP",
     "AddedFacts",
@@ -105,6 +107,7 @@ __all__ = [
     "OpenAIExtractor",
     "ProcessReport",
     "ProposalOutcome",
+    "QueueFilter",
     "QueueMark",
     "RetrievalResult",
     "RetrievedItem",

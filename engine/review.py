@@ -44,6 +44,7 @@ from .gate import Admission, EndReason, activate, refuse_tombstone_over_active, 
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
+from .queue_filter import ALL_PENDING, QueueFilter
 from .stated import candidate_stated_at
 from .storage.rooms import ReviewTx, Rooms
 from .storage.sql.records import candidate_from_row_json
@@ -109,45 +110,29 @@ class ReviewService:
         limit: int = 50,
         offset: int = 0,
         *,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        max_confidence: float | None = None,
-        unsupported: bool | None = None,
-        search: str | None = None,
+        filter: QueueFilter = ALL_PENDING,
         newest_first: bool = False,
-        assigned_to: str | None = None,
         sort: str = "age",
-        category: str | None = None,
     ) -> list[Candidate]:
-        """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
-        ("age", "user", "kind", "confidence": highest first) orders by that key, then by age.
-        `category`: one special category, or "any" for every candidate that has one."""
+        """One page of the queue under `filter`, oldest first by default. Pages, never the whole
+        table. `sort` ("age", "user", "kind", "confidence": highest first) orders by that key, then
+        by age. `user_id` is short for `filter=QueueFilter(user_id=...)`."""
         async with self._store.reading() as tx:
             return await tx.pending(
-                user_id=user_id,
-                kind=kind,
-                min_confidence=min_confidence,
-                max_confidence=max_confidence,
-                unsupported=unsupported,
-                search=search,
-                limit=limit,
-                offset=offset,
-                newest_first=newest_first,
-                assigned_to=assigned_to,
-                sort=sort,
-                category=category,
+                filter.for_user(user_id), limit=limit, offset=offset, newest_first=newest_first, sort=sort
             )
 
-    async def count(self, user_id: str | None = None, **filters: Any) -> int:
+    async def count(self, user_id: str | None = None, *, filter: QueueFilter = ALL_PENDING) -> int:
+        """How many candidates are pending under the filter of `pending`."""
         async with self._store.reading() as tx:
-            return await tx.pending_count(user_id=user_id, **filters)
+            return await tx.pending_count(filter.for_user(user_id))
 
-    async def mark(self, user_id: str | None = None, **filters: Any) -> QueueMark:
-        """How many candidates are pending under the filters of `pending`, and the newest id among
+    async def mark(self, user_id: str | None = None, *, filter: QueueFilter = ALL_PENDING) -> QueueMark:
+        """How many candidates are pending under the filter of `pending`, and the newest id among
         them: what an open queue compares with its last look to find new work (a count alone
         cannot tell "one decided elsewhere and one added" from "nothing happened")."""
         async with self._store.reading() as tx:
-            return QueueMark(*await tx.pending_mark(user_id=user_id, **filters))
+            return QueueMark(*await tx.pending_mark(filter.for_user(user_id)))
 
     async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
         async with self._store.reading() as tx:

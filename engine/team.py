@@ -57,6 +57,7 @@ from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
 from .policies import policy_sample_rates
+from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
@@ -322,33 +323,22 @@ class TeamService:
 
     # -- progress and figures -------------------------------------------------------------------
 
-    async def progress(self, reviewer: str, *, since: datetime | None = None, **filters: Any) -> Progress:
-        """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
+    async def progress(
+        self, reviewer: str, *, since: datetime | None = None, filter: QueueFilter = ALL_PENDING
+    ) -> Progress:
+        """Progress of the queue under `filter` (the one the queue's list shows)."""
         start = since or _start_of_day(self._ctx.now())
         start_us: int = to_us(start, "since")
-        keys = (
-            "user_id",
-            "kind",
-            "min_confidence",
-            "max_confidence",
-            "unsupported",
-            "search",
-            "assigned_to",
-            "category",
-        )
-        unknown = set(filters) - set(keys)
-        if unknown:
-            raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")
         async with self._store.reading() as tx:
-            remaining = await tx.pending_count(**filters)
-            done = await tx.decided_since_count(filters, start_us)
-            flagged_by_me = await tx.live_flag_count(filters, reviewer, by_reviewer=True)
-            others = await tx.live_flag_count(filters, reviewer, by_reviewer=False)
+            remaining = await tx.pending_count(filter)
+            done = await tx.decided_since_count(filter, start_us)
+            flagged_by_me = await tx.live_flag_count(filter, reviewer, by_reviewer=True)
+            others = await tx.live_flag_count(filter, reviewer, by_reviewer=False)
             times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
             now_us: int = to_us(self._ctx.now())
             sla_us = int(self._ctx.config.review_sla_hours * 3_600_000_000)
-            oldest, past_sla = await tx.pending_age(now_us - sla_us, **filters)
+            oldest, past_sla = await tx.pending_age(now_us - sla_us, filter)
         return Progress(
             reviewer=reviewer,
             since=start,

@@ -17,6 +17,7 @@ from engine import (
     Memory,
     MemoryConfig,
     NotFoundError,
+    QueueFilter,
     StaleSupersessionError,
     TombstonedError,
     UserInputError,
@@ -177,7 +178,9 @@ async def test_a_proposal_carries_its_source_and_no_confidence(mem: Memory) -> N
     cand = await mem.review.get(outcome.candidate_id)
     assert (cand.kind, cand.created_by, cand.confidence) == ("proposed", AGENT, None)
     extracted = await mem.queue_candidate("ana", "Ana plays the oboe", confidence=0.9)
-    assert [c.id for c in await mem.review.pending("ana", min_confidence=0.8)] == [extracted]  # control: 0.9 is in
+    assert [c.id for c in await mem.review.pending("ana", filter=QueueFilter(min_confidence=0.8))] == [
+        extracted
+    ]  # control: 0.9 is in
     fact = await mem.review.approve(cand.id, reviewer="rev")
     assert fact.confidence is None  # a reviewer's approval does not invent one either
 

@@ -34,6 +34,7 @@ from textual.coordinate import Coordinate
 from textual.events import Resize
 from textual.widgets import DataTable, Input, Static
 
+from engine import QueueFilter
 from engine.errors import (
     AlreadyDecidedError,
     ChainOrderError,
@@ -62,7 +63,7 @@ from ..widgets.candidate_detail import CandidateDetail, ChainLink
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
-from ..widgets.queue_filter import FilterModal, QueueFilter
+from ..widgets.queue_filter import FilterModal
 from .base import WorkstationScreen
 from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
@@ -315,7 +316,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if self._deciding:
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
-        mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
+        mark = await self.review_app.memory.review.mark(filter=self.filter)
         seen, self._seen = self._seen, mark
         if seen is not None and mark != seen and not self._deciding:
             self.reload()
@@ -353,7 +354,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         head.append(f"  ·  decided this session: {self.decided}  ·  reviewer: ")
         head.append_text(literal(app.reviewer, "bold"))
         self.query_one("#queue-header", Static).update(head)
-        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs())
+        self.query_one(ProgressHeader).refresh_for(self.filter)
 
     def _update_title(self) -> None:
         table = self.query_one(PendingTable)
@@ -480,10 +481,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         table = self.query_one(PendingTable)
         previous_row = 0 if first else table.cursor_row
         keep = None if first else select_id if select_id is not None else self.current_id
-        kwargs = self.filter.kwargs()
-        self._seen = await memory.review.mark(**kwargs)
+        self._seen = await memory.review.mark(filter=self.filter)
         self.total = self._seen.count
-        page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
+        page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, filter=self.filter)
         now = self.review_app.now()
         self.candidates = {c.id: c for c in page}
         self.marked &= set(self.candidates)
@@ -568,7 +568,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     async def _load_more(self, loaded: int) -> None:
         try:
             page = await self.review_app.memory.review.pending(
-                limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs()
+                limit=PAGE_SIZE, offset=loaded, sort=self.sort, filter=self.filter
             )
             now = self.review_app.now()
             table = self.query_one(PendingTable)
@@ -1271,7 +1271,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             chosen = []
             offset = 0
             while True:
-                page = await review.pending(limit=1000, offset=offset, sort=self.sort, **self.filter.kwargs())
+                page = await review.pending(limit=1000, offset=offset, sort=self.sort, filter=self.filter)
                 chosen += page
                 if len(page) < 1000:
                     break

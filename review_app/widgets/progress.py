@@ -8,11 +8,13 @@ come from the database, so they survive a restart and include the other reviewer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.widget import Widget
 from textual.worker import Worker
+
+from engine import QueueFilter
 
 if TYPE_CHECKING:
     from engine.team import Progress
@@ -128,10 +130,10 @@ class ProgressHeader(Widget):
         super().__init__(id=id)
         self.progress: Progress | None = None
 
-    def refresh_for(self, filters: dict[str, Any]) -> None:
-        """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments)."""
+    def refresh_for(self, queue: QueueFilter) -> None:
+        """Re-read the progress of the queue's filter."""
         self.run_worker(
-            self._load(dict(filters)),
+            self._load(queue),
             exclusive=True,
             group="progress",
             name="Reading the progress",
@@ -142,9 +144,9 @@ class ProgressHeader(Widget):
         """A failed read opens the app's error dialog (the worker does not exit the app)."""
         cast("ReviewApp", self.app).report_worker_failure(event.worker)
 
-    async def _load(self, filters: dict[str, Any]) -> None:
+    async def _load(self, queue: QueueFilter) -> None:
         app = cast("ReviewApp", self.app)
-        self.progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
+        self.progress = await app.memory.team.progress(app.reviewer, filter=queue)  # since the start of today, UTC
         self._fit()
 
     def _fit(self) -> None:

@@ -14,6 +14,7 @@ from ...errors import NotFoundError, UserInputError
 from ...models import (
     Candidate,
 )
+from ...queue_filter import QueueFilter
 from ...text import value_key
 from ...timeutil import to_us
 from .core import TxCore, fetchall, returned_id
@@ -45,48 +46,33 @@ _CANDIDATE_INSERT_FIELDS = (
 )
 
 
-def queue_filters(
-    user_id: str | None,
-    kind: str | None,
-    min_confidence: float | None,
-    max_confidence: float | None,
-    unsupported: bool | None,
-    search: str | None,
-    assigned_to: str | None = None,
-    status_clause: str = "c.status = 'pending'",
-    category: str | None = None,
-) -> tuple[str, list[Any]]:
-    """The queue filter as SQL. `status_clause` lets progress (engine/team.py) count the decided
-    candidates of the very same filter; `assigned_to` is the "my queue" filter; `category` one
-    special category, or ANY_SPECIAL for every candidate that has one (engine/categories.py)."""
+def queue_where(queue: QueueFilter, status_clause: str = "c.status = 'pending'") -> tuple[str, list[Any]]:
+    """The queue filter as SQL on `candidates c`: the one translation of a `QueueFilter`, used by
+    the queue's pages, counts and marks and by the team's progress. `status_clause` lets progress
+    (engine/team.py) count the decided candidates of the very same filter."""
     where: list[str] = [status_clause]
     args: list[Any] = []
-    if assigned_to is not None:
+    if queue.assigned_to is not None:
         where.append("c.user_id IN (SELECT a.user_id FROM assignments a WHERE a.reviewer = ?)")
-        args.append(assigned_to)
-    if user_id is not None:
-        where.append("c.user_id = ?")
-        args.append(user_id)
-    if kind is not None:
-        where.append("c.kind = ?")
-        args.append(kind)
-    if min_confidence is not None:
-        where.append("c.confidence >= ?")
-        args.append(min_confidence)
-    if max_confidence is not None:
-        where.append("c.confidence <= ?")
-        args.append(max_confidence)
-    if unsupported is not None:
-        where.append("c.unsupported = ?")
-        args.append(int(unsupported))
-    if category == ANY_SPECIAL:
+        args.append(queue.assigned_to)
+    for column, op, value in (
+        ("user_id", "=", queue.user_id),
+        ("kind", "=", queue.kind),
+        ("confidence", ">=", queue.min_confidence),
+        ("confidence", "<=", queue.max_confidence),
+        ("unsupported", "=", None if queue.unsupported is None else int(queue.unsupported)),
+    ):
+        if value is not None:
+            where.append(f"c.{column} {op} ?")
+            args.append(value)
+    if queue.category == ANY_SPECIAL:
         where.append("c.category IS NOT NULL")
-    elif category is not None:
+    elif queue.category is not None:
         where.append("c.category = ?")
-        args.append(category)
-    if search:
+        args.append(queue.category)
+    if queue.search:
         where.append("(c.statement LIKE ? ESCAPE '\\' OR c.user_id LIKE ? ESCAPE '\\')")
-        pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = "%" + queue.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         args += [pattern, pattern]
     return " AND ".join(where), args
 
@@ -99,20 +85,6 @@ QUEUE_SORTS: dict[str, str] = {
 }
 """How the queue may be ordered (and so grouped): a key first, then age within it, so pages stay
 stable while reviewers work and a user's (or a kind's) candidates sit together."""
-
-
-def _pending_where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
-    """`queue_filters` from the keyword filters of `pending_count` / `pending_mark`."""
-    return queue_filters(
-        filters.get("user_id"),
-        filters.get("kind"),
-        filters.get("min_confidence"),
-        filters.get("max_confidence"),
-        filters.get("unsupported"),
-        filters.get("search"),
-        filters.get("assigned_to"),
-        category=filters.get("category"),
-    )
 
 
 class QueueOps(TxCore, Protocol):
@@ -342,23 +314,15 @@ class QueueOps(TxCore, Protocol):
 
     async def pending(
         self,
+        queue: QueueFilter,
         *,
-        user_id: str | None = None,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        max_confidence: float | None = None,
-        unsupported: bool | None = None,
-        search: str | None = None,
         limit: int = 50,
         offset: int = 0,
         newest_first: bool = False,
-        assigned_to: str | None = None,
         sort: str = "age",
-        category: str | None = None,
     ) -> list[Candidate]:
-        where, args = queue_filters(
-            user_id, kind, min_confidence, max_confidence, unsupported, search, assigned_to, category=category
-        )
+        """One page of the queue under `queue`, ordered by `sort` (QUEUE_SORTS) then by age."""
+        where, args = queue_where(queue)
         if sort not in QUEUE_SORTS:
             raise UserInputError(f"unknown queue order {sort!r}: use one of {', '.join(QUEUE_SORTS)}")
         order = "DESC" if newest_first else "ASC"
@@ -371,14 +335,14 @@ class QueueOps(TxCore, Protocol):
         ).fetchall()
         return [candidate_from_row(r) for r in rows]
 
-    async def pending_count(self, **filters: Any) -> int:
-        where, args = _pending_where(filters)
+    async def pending_count(self, queue: QueueFilter) -> int:
+        where, args = queue_where(queue)
         row = await (await self.conn.execute(f"SELECT count(*) FROM candidates c WHERE {where}", args)).fetchone()
         return int(row[0])
 
-    async def pending_mark(self, **filters: Any) -> tuple[int, int]:
-        """(how many candidates are pending under the filters, the largest of their ids or 0)."""
-        where, args = _pending_where(filters)
+    async def pending_mark(self, queue: QueueFilter) -> tuple[int, int]:
+        """(how many candidates are pending under the filter, the largest of their ids or 0)."""
+        where, args = queue_where(queue)
         [row] = await fetchall(
             self.conn, f"SELECT count(*), coalesce(max(c.id), 0) FROM candidates c WHERE {where}", args
         )
@@ -397,10 +361,10 @@ class QueueOps(TxCore, Protocol):
         )
         return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
-    async def pending_age(self, cutoff_us: int, **filters: Any) -> tuple[int | None, int]:
-        """(created_at of the oldest candidate pending under the filters or None, how many of them
+    async def pending_age(self, cutoff_us: int, queue: QueueFilter) -> tuple[int | None, int]:
+        """(created_at of the oldest candidate pending under the filter or None, how many of them
         were created before `cutoff_us`): the queue's age against its SLA."""
-        where, args = _pending_where(filters)
+        where, args = queue_where(queue)
         [row] = await fetchall(
             self.conn,
             f"SELECT min(c.created_at), coalesce(sum(CASE WHEN c.created_at < ? THEN 1 ELSE 0 END), 0)"

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ...queue_filter import QueueFilter
 from .conn import SqlConn
 from .core import returned_id
+from .queue import queue_where
 
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
 HASH_SPACE = 4_294_967_296
@@ -32,23 +34,6 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'pending'") -> tuple[str, list[Any]]:
-    """queue_filters for the keyword filters of ReviewService.count (what SqlTx.pending_count takes)."""
-    from .queue import queue_filters
-
-    return queue_filters(
-        filters.get("user_id"),
-        filters.get("kind"),
-        filters.get("min_confidence"),
-        filters.get("max_confidence"),
-        filters.get("unsupported"),
-        filters.get("search"),
-        filters.get("assigned_to"),
-        status_clause=status_clause,
-        category=filters.get("category"),
-    )
-
-
 class TeamOps(Protocol):
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
@@ -60,15 +45,15 @@ class TeamOps(Protocol):
 
     # -- progress and figures -------------------------------------------------------------------
 
-    async def decided_since_count(self, filters: Mapping[str, Any], since_us: int) -> int:
-        """Candidates matching the queue filter (pending_count's keywords) decided since then."""
-        where, args = _queue_where(filters, f"c.status != 'pending' AND c.decided_at >= {int(since_us)}")
+    async def decided_since_count(self, queue: QueueFilter, since_us: int) -> int:
+        """Candidates matching the queue filter decided since then."""
+        where, args = queue_where(queue, f"c.status != 'pending' AND c.decided_at >= {int(since_us)}")
         return await self._count(f"SELECT count(*) FROM candidates c WHERE {where}", args)
 
-    async def live_flag_count(self, filters: Mapping[str, Any], reviewer: str, *, by_reviewer: bool) -> int:
+    async def live_flag_count(self, queue: QueueFilter, reviewer: str, *, by_reviewer: bool) -> int:
         """Pending candidates matching the queue filter with a live flag raised by `reviewer`
         (`by_reviewer`) or by anyone else."""
-        where, args = _queue_where(filters)
+        where, args = queue_where(queue)
         op = "=" if by_reviewer else "!="
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
