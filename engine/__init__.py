@@ -58,6 +58,7 @@ from .models import (
 )
 from .queue_filter import CANDIDATE_KINDS, QueueFilter
 from .review import KEEP, ReviewService
+from .stats import Stats
 
 __all__ = [
     "ANY_SPECIAL",
@@ -115,6 +116,7 @@ __all__ = [
     "SecondOpinionError",
     "SettleRequiredError",
     "StaleSupersessionError",
+    "Stats",
     "Tombstone",
     "TombstonedError",
     "UndoRefusedError",

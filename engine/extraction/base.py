@@ -42,11 +42,27 @@ from ..models import Candidate, Episode, Extraction, Knowledge
 
 @runtime_checkable
 class Extractor(Protocol):
-    name: str
-    model: str | None
-    prompt_version: str | None
+    """What the pipeline runs on an episode. `name`, `model` and `prompt_version` are recorded on
+    each extraction run; read-only here, so an extractor may declare them narrower (a plain `str`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def prompt_version(self) -> str | None: ...
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction: ...
+
+
+@runtime_checkable
+class Calibrating(Extractor, Protocol):
+    """An extractor that sets its confidence from the reviewers' past decisions per rule (the
+    offline one): the pipeline fills `calibration` ({rule: (approved, rejected)}) before it runs."""
+
+    calibration: dict[str, tuple[int, int]]
 
 
 def handle(record: Knowledge) -> str:

@@ -62,7 +62,7 @@ from ..storage.rooms import PipelineTx, Rooms
 from ..storage.sql.core import IdSource
 from ..text import value_key
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
-from .base import is_pending, parse_handle, pending_record
+from .base import Calibrating, Extractor, is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
 
 if TYPE_CHECKING:
@@ -155,13 +155,11 @@ class Pipeline:
         """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
         return self._ctx.store
 
-    def __init__(self, ctx: EngineContext, extractor: Any = None) -> None:
+    def __init__(self, ctx: EngineContext, extractor: Extractor | None = None) -> None:
         self._ctx = ctx
-        if extractor is None:
-            from .offline import OfflineExtractor
+        from .offline import OfflineExtractor  # late: the offline rules build on the pipeline's records
 
-            extractor = OfflineExtractor()
-        self.extractor = extractor
+        self.extractor: Extractor = OfflineExtractor() if extractor is None else extractor
         self._locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[ProcessReport]] = set()
         self._token = f"proc-{uuid.uuid4().hex[:12]}"
@@ -487,15 +485,14 @@ class Pipeline:
         """Give an extractor that calibrates (it has a `calibration` table: the offline one) the
         reviewers' decisions per rule of its past candidates, read once per `process` call;
         None for an extractor that reports its own confidence (a model's is taken as given)."""
-        if not isinstance(getattr(self.extractor, "calibration", None), dict):
+        extractor = self.extractor
+        if not isinstance(extractor, Calibrating) or not isinstance(extractor.calibration, dict):
             return None
         if not self._calibrated:
-            name = getattr(self.extractor, "name", type(self.extractor).__name__)
             async with self._store.reading() as tx:
-                self.extractor.calibration = await tx.rule_decisions(name)
+                extractor.calibration = await tx.rule_decisions(extractor.name)
             self._calibrated = True
-        table: dict[str, tuple[int, int]] = self.extractor.calibration
-        return table
+        return extractor.calibration
 
     def _lost(self, episode_id: int) -> ProcessReport:
         lost = ProcessReport(leased_elsewhere=1)
