@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import pytest
 import sqlite_vec
-from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import (
     HashingEmbedder,
@@ -26,20 +25,10 @@ from engine.erase import erase_user
 from engine.storage.sqlite.connection import Database
 from engine.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.timeutil import FOREVER
+from tests.engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 from tests.tui_seed import ScriptedExtractor
 
 AGENT = "mcp-agent"
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("agents"), clock) as m:
-        yield m
 
 
 async def max_ids(mem: Memory) -> dict[str, int]:

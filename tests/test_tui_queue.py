@@ -21,6 +21,8 @@ from review_app.keymap import KeymapError, load_keymap
 from review_app.modals import EditModal, ErrorModal, ReasonModal, ReplaceChoiceModal
 from review_app.screens.queue import PAGE_SIZE, QueueScreen
 from tests.pilot_helpers import (
+    queue,
+    row,
     settle,
     sqlite3,  # the engine's own SQLite library (see there)
 )
@@ -43,12 +45,6 @@ async def settle_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -
     raise AssertionError(f"{what} never happened; notifications: {notes(app)}; focus: {app.focused!r}")
 
 
-def queue(app: ReviewApp) -> QueueScreen:
-    screens = [s for s in app.screen_stack if isinstance(s, QueueScreen)]
-    assert screens, f"no queue screen under {app.screen_stack}"
-    return screens[0]
-
-
 async def go_to(pilot: Pilot[Any], candidate_id: int) -> None:
     """Move the cursor (with `n`) until the candidate is shown."""
     app = pilot.app
@@ -59,11 +55,6 @@ async def go_to(pilot: Pilot[Any], candidate_id: int) -> None:
         await pilot.press("n")
         await settle(pilot)
     raise AssertionError(f"candidate {candidate_id} never became current")
-
-
-def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(sql, args).fetchone()
 
 
 def notes(app: ReviewApp) -> list[str]:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import Clock, last_audit_id, snapshot, sql
 
 from engine import (
     ConflictError,
@@ -38,6 +37,7 @@ from engine import (
 from engine.data import conversations_path, load_expected
 from engine.extraction.base import handle, parse_handle
 from engine.text import same_value
+from tests.engine_helpers import Clock, last_audit_id, snapshot, sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 MEMDESK = Path(sys.executable).parent / "memdesk"
