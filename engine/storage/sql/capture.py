@@ -1,7 +1,8 @@
 """`CaptureOps`: what comes in and how it is processed: `messages`, `episodes` (with the leases a
 worker holds on them), `extraction_runs`, and `discarded` (what a gate dropped, kept so a curator
-can queue it anyway). engine/ingest.py and engine/extraction/pipeline.py write them; ingestion is
-audited per message, a run by its `extraction_run` row.
+can queue it anyway). engine/extraction/pipeline.py writes them (engine/ingest.py only plans what
+it captures); captured messages are audited as entity `message`, episodes, runs and discarded
+statements as `episode`, `extraction_run` and `discarded`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """`KnowledgeOps`: the `knowledge` table, facts as the engine believes them: insert (each backend
 writes its own search and vector rows), end, supersede, reactivate, delete on undo, list, and the
-vector arm of retrieval. Every change here is made by a decision of engine/review.py or
-engine/knowledge.py, which writes the audit row in the same transaction (TxCore.audit).
+vector arm of retrieval. A fact becomes active only through engine.gate.activate (called by
+engine/review.py, engine/knowledge.py and engine/team.py); it ends through the gate, a retraction
+(engine/knowledge.retract_in) or undo (engine/review.py). Each caller writes the audit row (entity
+`knowledge`) in the same transaction (TxCore.audit).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`TombstoneOps`: the `tombstones` table (a rejected value, keyed, so it is never proposed again)
 and the gate views: what the tombstone, duplicate and activation gates (engine/gate.py) compare a
 statement against, read in one or two statements inside the writing transaction. Tombstones are
-written by rejections and lifted by engine/review.py, audited as entity `tombstone`.
+written by rejections and retractions (engine/knowledge.write_tombstone) and lifted by
+engine/knowledge.py or by the activation gate (engine/gate.py), audited as entity `tombstone`.
 """
 
 from __future__ import annotations
