@@ -94,13 +94,13 @@ def _target_text(cand: Candidate) -> str:
 
 
 class ReviewService:
+    def __init__(self, ctx: EngineContext) -> None:
+        self._ctx = ctx
+
     @property
     def _store(self) -> Rooms[ReviewTx]:
         """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
         return self._ctx.store
-
-    def __init__(self, ctx: EngineContext) -> None:
-        self._ctx = ctx
 
     # -- reading the queue ------------------------------------------------------------------------
 

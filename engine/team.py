@@ -313,13 +313,13 @@ def _optional_text(text: str | None, config: MemoryConfig, what: str) -> str | N
 
 
 class TeamService:
+    def __init__(self, ctx: EngineContext) -> None:
+        self._ctx = ctx
+
     @property
     def _store(self) -> Rooms[TeamTx]:
         """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
         return self._ctx.store
-
-    def __init__(self, ctx: EngineContext) -> None:
-        self._ctx = ctx
 
     # -- progress and figures -------------------------------------------------------------------
 

@@ -150,11 +150,6 @@ def _adopt(view: GateView, fresh: GateView) -> None:
 
 
 class Pipeline:
-    @property
-    def _store(self) -> Rooms[PipelineTx]:
-        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
-        return self._ctx.store
-
     def __init__(self, ctx: EngineContext, extractor: Extractor | None = None) -> None:
         self._ctx = ctx
         from .offline import OfflineExtractor  # late: the offline rules build on the pipeline's records
@@ -166,6 +161,11 @@ class Pipeline:
         self._lease_holders = 0
         self._renewer: asyncio.Task[None] | None = None
         self._calibrated = False
+
+    @property
+    def _store(self) -> Rooms[PipelineTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self._ctx.store
 
     # -- capture ----------------------------------------------------------------------------------
 
