@@ -56,10 +56,13 @@ from .models import (
     RetrievedItem,
     Tombstone,
 )
+from .queue_filter import CANDIDATE_KINDS, QueueFilter
 from .review import KEEP, ReviewService
+from .stats import Stats
 
 __all__ = [
     "ANY_SPECIAL",
+    "CANDIDATE_KINDS",
     "CATEGORIES",
     "KEEP",
     "AddedFacts",
@@ -105,6 +108,7 @@ __all__ = [
     "OpenAIExtractor",
     "ProcessReport",
     "ProposalOutcome",
+    "QueueFilter",
     "QueueMark",
     "RetrievalResult",
     "RetrievedItem",
@@ -112,6 +116,7 @@ __all__ = [
     "SecondOpinionError",
     "SettleRequiredError",
     "StaleSupersessionError",
+    "Stats",
     "Tombstone",
     "TombstonedError",
     "UndoRefusedError",

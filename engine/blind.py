@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from .models import AuditEvent, Knowledge
 from .policies import policy_sample_rates
-from .storage import SqlTx
+from .storage.rooms import BlindTx
 from .storage.sql.team import HASH_SPACE
 from .timeutil import to_us
 
@@ -84,14 +84,14 @@ class BlindSpots:
         return [replace(k, created_by=HIDDEN) if (k.user_id, k.id) in hidden else k for k in facts]
 
 
-async def sample_bounds(tx: SqlTx, config: MemoryConfig) -> tuple[int, dict[str, int]]:
+async def sample_bounds(tx: BlindTx, config: MemoryConfig) -> tuple[int, dict[str, int]]:
     """The second-review sample as id-hash bounds: people's approvals, and each review policy's
     own share of its approvals (engine/policies.py)."""
     by_actor = {actor: int(rate * HASH_SPACE) for actor, rate in policy_sample_rates(await tx.policy_settings())}
     return int(config.second_review_rate * HASH_SPACE), by_actor
 
 
-async def blind_spots(tx: SqlTx, config: MemoryConfig, viewer: str | None, user_id: str | None = None) -> BlindSpots:
+async def blind_spots(tx: BlindTx, config: MemoryConfig, viewer: str | None, user_id: str | None = None) -> BlindSpots:
     """The approvals waiting for `viewer`'s blind second review (of one user, or all); none for
     no viewer."""
     if viewer is None:

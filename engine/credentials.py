@@ -37,7 +37,8 @@ from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, Keywo
 from detect_secrets.plugins.slack import SlackDetector
 
 from .models import ProposalOutcome
-from .storage import SqlTx, Store
+from .storage import Store
+from .storage.sql.core import TxCore
 
 MARKER = "[credential removed: {kind}]"
 MARKER_PREFIX = "[credential removed:"
@@ -137,7 +138,7 @@ def has_marker(text: str | None) -> bool:
 
 
 async def audit_credentials(
-    tx: SqlTx,
+    tx: TxCore,
     *,
     now_us: int,
     user_id: str,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import InvalidStatementError, NotFoundError
-from .storage.sql.tx import USER_TABLES
+from .storage.sql.core import USER_TABLES
 from .timeutil import to_us
 
 if TYPE_CHECKING:

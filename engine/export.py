@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError
 from .models import AuditEvent, Knowledge, to_jsonable
-from .storage.sql.tx import USER_TABLES
+from .storage.sql.core import USER_TABLES
 from .timeutil import from_us
 
 if TYPE_CHECKING:

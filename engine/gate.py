@@ -38,8 +38,8 @@ from typing import Any, Literal
 from .errors import DuplicateFactError, StaleSupersessionError, TombstonedError, UserInputError
 from .extraction.offline import relate_statement
 from .models import GapKind, Knowledge, to_jsonable
-from .storage import SqlTx
-from .storage.sql.tx import GateView, LiveEntry
+from .storage.rooms import GateTx
+from .storage.sql.tombstones import GateView, LiveEntry
 from .text import ValueIndex, value_key
 
 EndReason = Literal["superseded", "contradicted", "corrected"]
@@ -52,7 +52,7 @@ class Admission:
     values of its active facts, read once (after the user's lock), then kept up to date as facts
     are admitted, so a batch checks each fact against the ones before it too."""
 
-    def __init__(self, tx: SqlTx, user_id: str, rows: list[tuple[str, int, str, str]]) -> None:
+    def __init__(self, tx: GateTx, user_id: str, rows: list[tuple[str, int, str, str]]) -> None:
         self._tx = tx
         self.user_id = user_id
         self._active: list[tuple[str, int, str]] = [(k, i, t) for e, i, k, t in rows if e == "knowledge"]
@@ -60,7 +60,7 @@ class Admission:
         self._values: ValueIndex[tuple[int, str]] = ValueIndex((k, (i, t)) for k, i, t in self._active)
 
     @classmethod
-    async def read(cls, tx: SqlTx, user_id: str) -> Admission:
+    async def read(cls, tx: GateTx, user_id: str) -> Admission:
         await tx.lock_user(user_id)
         return cls(tx, user_id, await tx.admission_rows(user_id))
 
@@ -123,7 +123,7 @@ class Admission:
 
 
 async def activate(
-    tx: SqlTx,
+    tx: GateTx,
     *,
     user_id: str,
     statement: str,
@@ -206,7 +206,7 @@ async def activate(
     return created
 
 
-async def refuse_tombstone_over_active(tx: SqlTx, user_id: str, statement: str) -> None:
+async def refuse_tombstone_over_active(tx: GateTx, user_id: str, statement: str) -> None:
     """The other side of I1: a tombstone may not be written for a value an active fact holds (the
     tombstone would sit live beside it). The caller should retract the fact, which ends it and
     tombstones its value in one step."""
@@ -268,7 +268,7 @@ class Screened:
     covered_by: int | None = None
 
 
-async def screen(tx: SqlTx, user_id: str, statement: str, *, kind: str = "new", detect: bool = True) -> Screened:
+async def screen(tx: GateTx, user_id: str, statement: str, *, kind: str = "new", detect: bool = True) -> Screened:
     """The intake of one written statement, under the user's lock: TombstonedError for a value a
     tombstone blocks; `duplicate_of` for a value an active fact or a pending candidate already
     holds, or that an active fact already says with more detail; otherwise the kind and target it

@@ -33,7 +33,8 @@ from .gate import Admission, EndReason, activate, replacement, screen
 from .limits import check_reason, check_statement, check_unicode
 from .models import KEEP, AddedFacts, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
 from .stated import candidate_stated_at
-from .storage import SqlTx
+from .storage.rooms import GateTx, KnowledgeTx, Rooms
+from .storage.sql.queue import QueueOps
 from .text import ValueIndex, value_key
 from .timeutil import check_interval, from_us, to_us
 
@@ -45,7 +46,7 @@ _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
 async def retract_in(
-    tx: SqlTx,
+    tx: GateTx,
     fact: Knowledge,
     actor: str,
     reason: str,
@@ -74,7 +75,7 @@ async def retract_in(
 
 
 async def tombstone_in(
-    tx: SqlTx,
+    tx: GateTx,
     fact: Knowledge,
     actor: str,
     reason: str,
@@ -97,7 +98,7 @@ async def tombstone_in(
 
 
 async def write_tombstone(
-    tx: SqlTx,
+    tx: GateTx,
     user_id: str,
     statement: str,
     actor: str,
@@ -133,7 +134,7 @@ async def write_tombstone(
     return stone
 
 
-async def queue_in(tx: SqlTx, **fields: Any) -> int:
+async def queue_in(tx: QueueOps, **fields: Any) -> int:
     """Insert one pending candidate and its `queue` audit row (by its creator, with its reason), in
     the caller's transaction: the one way a written statement joins the queue after the intake."""
     cid = await tx.insert_candidate(**fields)
@@ -162,6 +163,11 @@ class NewFact:
 
 class KnowledgeOps:
     """Operations on facts; the class that mixes this in provides `ctx` (an EngineContext)."""
+
+    @property
+    def _store(self) -> Rooms[KnowledgeTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self.ctx.store
 
     ctx: EngineContext
 
@@ -192,7 +198,7 @@ class KnowledgeOps:
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.ctx.embedder.embed([text])
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             admission = await Admission.read(tx, uid)
             old: Knowledge | None = None
             end_reason: EndReason | None = None
@@ -256,7 +262,7 @@ class KnowledgeOps:
             embeddings = await self.ctx.embedder.embed([text for text, _, _, _ in batch])
             now_us: int = to_us(self.ctx.now())
             created: datetime = from_us(now_us)
-            async with self.ctx.store.transaction() as tx:
+            async with self._store.transaction() as tx:
                 admission = await Admission.read(tx, uid)
                 rows: list[tuple[str, str, list[float], int | None, int | None, float]] = []
                 kept: list[tuple[str, int | None, int | None, float]] = []
@@ -325,7 +331,7 @@ class KnowledgeOps:
         why = check_reason(_reason(reason, "a correction"), self.ctx.config)
         [embedding] = await self.ctx.embedder.embed([text])
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             old = await tx.get_knowledge(user_id, knowledge_id)
             if old.status != "active":
                 raise StaleSupersessionError(
@@ -365,7 +371,7 @@ class KnowledgeOps:
         extraction does not bring it back."""
         why = check_reason(_reason(reason, "a retraction"), self.ctx.config)
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             fact = await tx.get_knowledge(user_id, knowledge_id)
             if fact.status != "active":
                 raise StaleSupersessionError(f"fact {knowledge_id} is already {fact.status}")
@@ -384,7 +390,7 @@ class KnowledgeOps:
         viewer: str | None = None,
     ) -> list[Knowledge]:
         """`viewer`: the reviewer reading, whose pending blind second reviews stay blind (engine/blind.py)."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             facts = await tx.list_knowledge(
                 user_id,
                 include_expired=include_expired,
@@ -399,7 +405,7 @@ class KnowledgeOps:
         """One episode of the user with its messages in order (the source of a candidate or of a
         dropped statement); NotFoundError when the user has no such episode."""
         uid = _user(user_id)
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             found = await tx.episode_with_messages(episode_id)
         if found is None or found.user_id != uid:
             raise NotFoundError(f"user {uid} has no episode {episode_id}")
@@ -410,7 +416,7 @@ class KnowledgeOps:
         extracted from it and the statements its gates dropped: what a curator reads to find a fact
         the extractor missed (and then adds with `add_knowledge`)."""
         uid = _user(user_id)
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             ids = await tx.user_episode_ids(uid, limit)
             episodes = await tx.episodes_with_messages(ids)
             wanted = set(ids)
@@ -430,12 +436,12 @@ class KnowledgeOps:
         return out
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.get_knowledge(user_id, knowledge_id)
 
     async def versions(self, user_id: str, knowledge_id: int, *, viewer: str | None = None) -> list[Knowledge]:
         """The fact's chain of versions, oldest first (`viewer`: as in `knowledge`)."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             chain = await tx.version_chain(user_id, knowledge_id)
             return (await blind_spots(tx, self.ctx.config, viewer, user_id)).facts(chain)
 
@@ -444,7 +450,7 @@ class KnowledgeOps:
     ) -> list[AuditEvent]:
         """Audit events of one user, or of one fact and every version in its chain. `viewer`: the
         reviewer reading; who decided what they must still second-review, and why, is redacted."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             if knowledge_id is None:
                 events = await tx.audit_events(user_id)
             else:
@@ -454,13 +460,13 @@ class KnowledgeOps:
 
     async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:
         """One user's tombstones, or every user's with user_id=None (the curator's view)."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.list_tombstones(user_id, include_lifted)
 
     async def lift_tombstone(self, user_id: str, tombstone_id: int, actor: str, reason: str) -> Tombstone:
         why = check_reason(_reason(reason, "lifting a tombstone"), self.ctx.config)
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             stone = await tx.get_tombstone(user_id, tombstone_id)
             if stone.lifted_at is not None:
                 raise StaleSupersessionError(f"tombstone {tombstone_id} was already lifted by {stone.lifted_by}")
@@ -481,17 +487,17 @@ class KnowledgeOps:
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
         """The live tombstone of this user matching the statement's value (exact key or near match)."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.matching_tombstone(user_id, statement)
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
         the same value (engine.text's rule), or None."""
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.duplicate_of(user_id, statement)
 
     async def users(self) -> list[str]:
-        async with self.ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.users()
 
     async def queue_candidate(
@@ -521,7 +527,7 @@ class KnowledgeOps:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             if kind != "retraction":
                 named = supersedes_id is not None or supersedes_candidate_id is not None
                 screened = await screen(tx, _user(user_id), text, kind=kind, detect=not named)
@@ -551,7 +557,7 @@ class KnowledgeOps:
 
     # -- requests from agents (the MCP server's two writes) ---------------------------------------
 
-    async def _agent_room(self, tx: SqlTx, user_id: str) -> None:
+    async def _agent_room(self, tx: KnowledgeTx, user_id: str) -> None:
         waiting = await tx.pending_agent_requests(user_id)
         if waiting >= self.ctx.config.max_pending_proposals_per_user:
             raise UserInputError(
@@ -571,7 +577,7 @@ class KnowledgeOps:
         now_us: int = to_us(self.ctx.now())
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
             return refused
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             screened = await screen(tx, uid, text, kind="proposed")
             if screened.duplicate_of is not None:
                 return ProposalOutcome(duplicate_of=screened.duplicate_of)
@@ -598,7 +604,7 @@ class KnowledgeOps:
         why = check_reason(_reason(reason, "a request to forget"), self.ctx.config)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             fact = await tx.get_knowledge(uid, knowledge_id)
             if fact.status != "active":
                 raise StaleSupersessionError(f"memory {knowledge_id} is already {fact.status}")
@@ -642,7 +648,7 @@ class KnowledgeOps:
         if old_id == new_id:
             raise UserInputError("a fact cannot supersede itself")
         now_us: int = to_us(self.ctx.now())
-        async with self.ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             old = await tx.get_knowledge(user_id, old_id)
             new = await tx.get_knowledge(user_id, new_id)
             for fact in (old, new):

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .config import MemoryConfig
 from .context import EngineContext
@@ -34,9 +34,14 @@ from .policies import PolicyService
 from .retrieval import retrieve as _retrieve
 from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permission_error, masked, open_store
-from .storage.sql.tx import recorded_embedder
+from .storage.sql.core import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, system_clock
+
+if TYPE_CHECKING:  # late at run time: extraction builds on the engine core
+    from .extraction.base import Extractor
+    from .extraction.pipeline import Pipeline
+    from .stats import Stats
 
 _log = logging.getLogger("memdesk")
 
@@ -46,7 +51,7 @@ class Memory(KnowledgeOps):
         self,
         path: str | os.PathLike[str] = "memdesk.db",
         embedder: Embedder | None = None,
-        extractor: Any = None,
+        extractor: Extractor | None = None,
         *,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
@@ -65,7 +70,7 @@ class Memory(KnowledgeOps):
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
         self.policies = PolicyService(self.ctx, self.review)
-        self._pipeline: Any = None
+        self._pipeline: Pipeline | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -167,7 +172,7 @@ class Memory(KnowledgeOps):
     # -- capture and processing (engine.extraction) -----------------------------------------------
 
     @property
-    def pipeline(self) -> Any:
+    def pipeline(self) -> Pipeline:
         if self._pipeline is None:
             from .extraction.pipeline import Pipeline  # late: extraction builds on the engine core
 
@@ -230,7 +235,7 @@ class Memory(KnowledgeOps):
         """Queue a dropped statement anyway (a pending `new` candidate; audited; refused twice)."""
         return await self.pipeline.queue_discarded(discarded_id, actor, reason)
 
-    async def stats(self, user_id: str | None = None, discarded_limit: int = 20) -> dict[str, Any]:
+    async def stats(self, user_id: str | None = None, discarded_limit: int = 20) -> Stats:
         from .stats import stats
 
         return await stats(self.ctx, user_id, discarded_limit)

@@ -38,7 +38,7 @@ from .context import EngineContext
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
 from .limits import check_reason
 from .models import Candidate
-from .storage import SqlTx
+from .storage.rooms import PolicyTx, Rooms
 from .storage.sql.policies import POLICY_KEY
 from .timeutil import to_us
 
@@ -148,6 +148,11 @@ class PolicyService:
     """`Memory.policies`: add, all, get, report, enable, disable, run; and `after_queue`, which
     `Memory.process` and `Memory.propose` call with the newest candidate id they saw before."""
 
+    @property
+    def _store(self) -> Rooms[PolicyTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self._ctx.store
+
     def __init__(self, ctx: EngineContext, review: object) -> None:
         self._ctx = ctx
         self._review = review  # engine.review.ReviewService (typed loosely: review imports nothing of this)
@@ -155,7 +160,7 @@ class PolicyService:
     # -- settings ---------------------------------------------------------------------------------
 
     async def all(self) -> list[Policy]:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return [_policy(raw) for raw in await tx.policy_settings()]
 
     async def get(self, name: str) -> Policy:
@@ -209,7 +214,7 @@ class PolicyService:
             created_by=actor,
             created_at=now.isoformat(),
         )
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             if await tx.meta_value(POLICY_KEY + name) is not None:
                 raise ConflictError(f"a policy named {name!r} exists already")
             await self._save(tx, None, policy, actor, to_us(now), "policy_add", None)
@@ -239,7 +244,7 @@ class PolicyService:
 
     async def _set_mode(self, name: str, actor: str, mode: PolicyMode, action: str, reason: str | None) -> Policy:
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             raw = await tx.meta_value(POLICY_KEY + name)
             if raw is None:
                 raise NotFoundError(f"no policy named {name!r}")
@@ -250,7 +255,7 @@ class PolicyService:
 
     @staticmethod
     async def _save(
-        tx: SqlTx, before: Policy | None, after: Policy, actor: str, now_us: int, action: str, reason: str | None
+        tx: PolicyTx, before: Policy | None, after: Policy, actor: str, now_us: int, action: str, reason: str | None
     ) -> None:
         await tx.set_meta(POLICY_KEY + after.name, json.dumps(asdict(after)))
         await tx.audit(
@@ -269,7 +274,7 @@ class PolicyService:
 
     async def report(self, name: str) -> PolicyReport:
         policy = await self.get(name)
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             rows = await tx.verdicts_with_outcomes(policy.actor)
             reviewed, overturned = await tx.second_review_outcomes(policy.actor)
         judged = would = decided = agreed = approvals_decided = confirmed = own = 0
@@ -338,7 +343,7 @@ class PolicyService:
                 live.append(policy)
         cursor = after_id
         while True:
-            async with self._ctx.store.reading() as tx:
+            async with self._store.reading() as tx:
                 batch: list[Candidate] = await tx.pending_after(cursor, 200)
             if not batch:
                 return out
@@ -353,7 +358,7 @@ class PolicyService:
         assert isinstance(review, ReviewService)
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             seen = await tx.judged_by(policy.actor, [c.id for c in batch])
             # a verdict is recorded once per candidate (what the report compares); an enabled policy
             # still decides what it judged while in shadow
@@ -402,7 +407,7 @@ class PolicyService:
                 allowance -= 1
 
     async def _suspend_if_overturned(self, policy: Policy) -> bool:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             reviewed, overturned = await tx.second_review_outcomes(policy.actor)
         lower = wilson_lower(overturned, reviewed)
         if lower is None or lower <= policy.tolerance:

@@ -19,7 +19,7 @@ from .embedders import Embedder
 from .errors import UserInputError
 from .limits import check_unicode
 from .models import Knowledge, RetrievalResult, RetrievedItem
-from .storage import Store
+from .storage.rooms import RetrievalTx, Rooms
 from .timeutil import check_representable, to_us
 
 RRF_K = 60
@@ -75,7 +75,7 @@ def rrf(rankings: list[list[int]], k: int = RRF_K, weights: list[float] | None =
 
 
 async def retrieve(
-    store: Store,
+    store: Rooms[RetrievalTx],
     embedder: Embedder,
     query: str,
     *,

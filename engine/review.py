@@ -44,8 +44,9 @@ from .gate import Admission, EndReason, activate, refuse_tombstone_over_active, 
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
+from .queue_filter import ALL_PENDING, QueueFilter
 from .stated import candidate_stated_at
-from .storage import SqlTx
+from .storage.rooms import ReviewTx, Rooms
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
 
@@ -96,6 +97,11 @@ class ReviewService:
     def __init__(self, ctx: EngineContext) -> None:
         self._ctx = ctx
 
+    @property
+    def _store(self) -> Rooms[ReviewTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self._ctx.store
+
     # -- reading the queue ------------------------------------------------------------------------
 
     async def pending(
@@ -104,53 +110,37 @@ class ReviewService:
         limit: int = 50,
         offset: int = 0,
         *,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        max_confidence: float | None = None,
-        unsupported: bool | None = None,
-        search: str | None = None,
+        filter: QueueFilter = ALL_PENDING,
         newest_first: bool = False,
-        assigned_to: str | None = None,
         sort: str = "age",
-        category: str | None = None,
     ) -> list[Candidate]:
-        """One page of the queue, oldest first by default. Pages, never the whole table. `sort`
-        ("age", "user", "kind", "confidence": highest first) orders by that key, then by age.
-        `category`: one special category, or "any" for every candidate that has one."""
-        async with self._ctx.store.reading() as tx:
+        """One page of the queue under `filter`, oldest first by default. Pages, never the whole
+        table. `sort` ("age", "user", "kind", "confidence": highest first) orders by that key, then
+        by age. `user_id` is short for `filter=QueueFilter(user_id=...)`."""
+        async with self._store.reading() as tx:
             return await tx.pending(
-                user_id=user_id,
-                kind=kind,
-                min_confidence=min_confidence,
-                max_confidence=max_confidence,
-                unsupported=unsupported,
-                search=search,
-                limit=limit,
-                offset=offset,
-                newest_first=newest_first,
-                assigned_to=assigned_to,
-                sort=sort,
-                category=category,
+                filter.for_user(user_id), limit=limit, offset=offset, newest_first=newest_first, sort=sort
             )
 
-    async def count(self, user_id: str | None = None, **filters: Any) -> int:
-        async with self._ctx.store.reading() as tx:
-            return await tx.pending_count(user_id=user_id, **filters)
+    async def count(self, user_id: str | None = None, *, filter: QueueFilter = ALL_PENDING) -> int:
+        """How many candidates are pending under the filter of `pending`."""
+        async with self._store.reading() as tx:
+            return await tx.pending_count(filter.for_user(user_id))
 
-    async def mark(self, user_id: str | None = None, **filters: Any) -> QueueMark:
-        """How many candidates are pending under the filters of `pending`, and the newest id among
+    async def mark(self, user_id: str | None = None, *, filter: QueueFilter = ALL_PENDING) -> QueueMark:
+        """How many candidates are pending under the filter of `pending`, and the newest id among
         them: what an open queue compares with its last look to find new work (a count alone
         cannot tell "one decided elsewhere and one added" from "nothing happened")."""
-        async with self._ctx.store.reading() as tx:
-            return QueueMark(*await tx.pending_mark(user_id=user_id, **filters))
+        async with self._store.reading() as tx:
+            return QueueMark(*await tx.pending_mark(filter.for_user(user_id)))
 
     async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.get_candidate(candidate_id, user_id)
 
     async def context(self, candidate_id: int, user_id: str | None = None) -> CandidateContext:
         """The candidate with its prediction, source messages and the fact it would supersede."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             return await tx.candidate_context(cand)
 
@@ -177,14 +167,14 @@ class ReviewService:
         now = self._ctx.now()
         ttl = self._ctx.config.claim_ttl_seconds if ttl_seconds is None else ttl_seconds
         until = now + timedelta(seconds=ttl)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id)
             self._check_open(cand, reviewer, now)
             await tx.claim_candidate(candidate_id, reviewer, to_us(now), to_us(until))
             return replace(cand, claimed_by=reviewer, claimed_until=until)
 
     async def release(self, candidate_id: int, reviewer: str) -> None:
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             await tx.release_candidate(candidate_id, reviewer)
 
     @staticmethod
@@ -327,7 +317,7 @@ class ReviewService:
             )
         return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
 
-    async def _target(self, tx: SqlTx, cand: Candidate) -> Knowledge:
+    async def _target(self, tx: ReviewTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
         candidate became (normally re-pointed already; this covers a chain made meanwhile)."""
         kid = cand.supersedes_id
@@ -380,7 +370,7 @@ class ReviewService:
         [embedding] = await self._ctx.embedder.embed([text])
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
             if mode == "approve" and replaces(current):
@@ -457,7 +447,7 @@ class ReviewService:
 
     async def _cut_chain(
         self,
-        tx: SqlTx,
+        tx: ReviewTx,
         decided: Candidate,
         knowledge_id: int | None,
         reviewer: str,
@@ -495,7 +485,7 @@ class ReviewService:
         reason, note = self._check_note(reason, note)
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             current = await tx.get_candidate(cand.id)
             self._check_open(current, reviewer, now)
             target = await tx.get_knowledge(current.user_id, current.supersedes_id)  # type: ignore[arg-type]
@@ -545,7 +535,7 @@ class ReviewService:
         _, note = self._check_note(why, note)
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
             stone: Tombstone | None = None
@@ -630,7 +620,7 @@ class ReviewService:
         _, note = self._check_note(None, note)
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             current = await tx.get_candidate(candidate_id, user_id)
             self._check_open(current, reviewer, now)
             if current.kind == "retraction":
@@ -681,7 +671,7 @@ class ReviewService:
         change that was itself undone leaves it as it was, so a chain unwinds in reverse order."""
         _, note = self._check_note(None, note)
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":
                 raise UndoRefusedError(f"candidate {candidate_id} is pending: there is no decision to undo")

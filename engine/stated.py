@@ -16,7 +16,7 @@ from datetime import datetime
 from rapidfuzz import fuzz
 
 from .models import Candidate, Message
-from .storage import SqlTx
+from .storage.sql.capture import CaptureOps
 
 
 def stated_at(evidence: str, messages: Sequence[Message], threshold: float) -> tuple[datetime | None, bool]:
@@ -38,7 +38,7 @@ def stated_at(evidence: str, messages: Sequence[Message], threshold: float) -> t
     return (best[1].at, True) if best is not None else (fallback, False)
 
 
-async def candidate_stated_at(tx: SqlTx, cand: Candidate, threshold: float) -> datetime:
+async def candidate_stated_at(tx: CaptureOps, cand: Candidate, threshold: float) -> datetime:
     """`stated_at` for a candidate: over its episode's messages, else when it was queued (an
     agent's proposal or a curator's candidate came from no conversation)."""
     if cand.episode_id is not None:

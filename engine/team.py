@@ -57,7 +57,8 @@ from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
 from .policies import policy_sample_rates
-from .storage import SqlTx
+from .queue_filter import ALL_PENDING, QueueFilter
+from .storage.rooms import Rooms, TeamTx
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
 
@@ -315,35 +316,29 @@ class TeamService:
     def __init__(self, ctx: EngineContext) -> None:
         self._ctx = ctx
 
+    @property
+    def _store(self) -> Rooms[TeamTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self._ctx.store
+
     # -- progress and figures -------------------------------------------------------------------
 
-    async def progress(self, reviewer: str, *, since: datetime | None = None, **filters: Any) -> Progress:
-        """Progress of the queue filter `filters` (the keyword arguments of ReviewService.count)."""
+    async def progress(
+        self, reviewer: str, *, since: datetime | None = None, filter: QueueFilter = ALL_PENDING
+    ) -> Progress:
+        """Progress of the queue under `filter` (the one the queue's list shows)."""
         start = since or _start_of_day(self._ctx.now())
         start_us: int = to_us(start, "since")
-        keys = (
-            "user_id",
-            "kind",
-            "min_confidence",
-            "max_confidence",
-            "unsupported",
-            "search",
-            "assigned_to",
-            "category",
-        )
-        unknown = set(filters) - set(keys)
-        if unknown:
-            raise UserInputError(f"unknown queue filter(s): {', '.join(sorted(unknown))}")
-        async with self._ctx.store.reading() as tx:
-            remaining = await tx.pending_count(**filters)
-            done = await tx.decided_since_count(filters, start_us)
-            flagged_by_me = await tx.live_flag_count(filters, reviewer, by_reviewer=True)
-            others = await tx.live_flag_count(filters, reviewer, by_reviewer=False)
+        async with self._store.reading() as tx:
+            remaining = await tx.pending_count(filter)
+            done = await tx.decided_since_count(filter, start_us)
+            flagged_by_me = await tx.live_flag_count(filter, reviewer, by_reviewer=True)
+            others = await tx.live_flag_count(filter, reviewer, by_reviewer=False)
             times = await tx.decision_times(reviewer, start_us, DECISIONS)
             waiting = await self._second_review_count(tx, reviewer)
             now_us: int = to_us(self._ctx.now())
             sla_us = int(self._ctx.config.review_sla_hours * 3_600_000_000)
-            oldest, past_sla = await tx.pending_age(now_us - sla_us, **filters)
+            oldest, past_sla = await tx.pending_age(now_us - sla_us, filter)
         return Progress(
             reviewer=reviewer,
             since=start,
@@ -375,7 +370,7 @@ class TeamService:
 
         daily: dict[tuple[int, str], list[int]] = {}
         times: dict[str, list[int]] = {}
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             for actor, action, at in await tx.decision_events(lo, hi, user_id, DECISIONS):
                 f = fig(actor)
                 if action == "undo":
@@ -413,7 +408,7 @@ class TeamService:
 
     async def _comparisons(
         self,
-        tx: SqlTx,
+        tx: TeamTx,
         lo: int,
         hi: int,
         user_id: str | None,
@@ -466,7 +461,7 @@ class TeamService:
             raise UserInputError(f"lean must be one of {', '.join(LEANS)} (or none), not {lean!r}")
         now = self._ctx.now()
         now_us: int = to_us(now)
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status != "pending":
                 raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
@@ -495,7 +490,7 @@ class TeamService:
     async def withdraw_flag(self, candidate_id: int, reviewer: str, *, user_id: str | None = None) -> Flag:
         """The flagger takes the item back (only the flagger: a flag is their request)."""
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id, user_id)
             row = await tx.live_flag_row(cand.id)
             if row is None:
@@ -523,26 +518,26 @@ class TeamService:
 
     async def flags(self, *, pending_only: bool = True, user_id: str | None = None) -> list[Flag]:
         """Live flags (on pending candidates by default), oldest first."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             rows = await tx.flag_rows(pending_only=pending_only, user_id=user_id)
         return [_flag(r) for r in rows]
 
     async def flag_of(self, candidate_id: int) -> Flag | None:
         """The live flag of a candidate, with its note (for the detail pane)."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             row = await tx.live_flag_row(candidate_id)
         return _flag(row) if row is not None else None
 
     # -- second review --------------------------------------------------------------------------
 
-    async def _second_review_count(self, tx: SqlTx, reviewer: str) -> int:
+    async def _second_review_count(self, tx: TeamTx, reviewer: str) -> int:
         threshold, by_actor = await sample_bounds(tx, self._ctx.config)
         return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, threshold, by_actor)
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
         """Approvals in the sample that `reviewer` did not make and nobody has second-reviewed,
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             threshold, by_actor = await sample_bounds(tx, self._ctx.config)
             rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, threshold, limit, offset, by_actor)
         return [
@@ -561,19 +556,19 @@ class TeamService:
         ]
 
     async def second_review_count(self, reviewer: str) -> int:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await self._second_review_count(tx, reviewer)
 
     async def blind_spots(self, reviewer: str, user_id: str | None = None) -> BlindSpots:
         """What `reviewer` may not see yet (engine/blind.py): the approvals waiting for their blind
         second review, of one user or all. `Memory.history`, `knowledge` and `versions` apply it
         with `viewer=`; a caller with rows of its own redacts them with `.events()` / `.facts()`."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await blind_spots(tx, self._ctx.config, reviewer, user_id)
 
     async def blind_review(self, candidate_id: int, reviewer: str) -> BlindReview:
         """One sampled approval with its source messages, for a reviewer who did not make it."""
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
             ctx = await tx.candidate_context(cand)
@@ -590,7 +585,7 @@ class TeamService:
             messages=list(ctx.messages),
         )
 
-    async def _check_reviewable(self, tx: SqlTx, cand: Candidate, reviewer: str) -> Any:
+    async def _check_reviewable(self, tx: TeamTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
         rate = self._ctx.config.second_review_rate
@@ -621,7 +616,7 @@ class TeamService:
         if not approve and why is None:
             raise UserInputError("overturning an approval needs a reason")
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             cand = await tx.get_candidate(candidate_id)
             fact = await self._check_reviewable(tx, cand, reviewer)
             verdict = "agree" if approve else ("overturn" if fact.status == "active" else "disagree")
@@ -666,7 +661,7 @@ class TeamService:
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             rows = await tx.second_review_rows(user_id)
         return [_second_review(r) for r in rows]
 
@@ -678,7 +673,7 @@ class TeamService:
         if not user_id or not user_id.strip():
             raise UserInputError("a user_id is required")
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             if await tx.user_candidate_count(user_id) == 0:
                 raise NotFoundError(f"user {user_id!r} has no candidates to take")
             before = await _get_assignment(tx, user_id)
@@ -707,7 +702,7 @@ class TeamService:
     async def release_user(self, user_id: str, reviewer: str) -> Assignment:
         """Give a user's items back to the whole team (only the assignee)."""
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             before = await _get_assignment(tx, user_id)
             if before is None:
                 raise NotFoundError(f"user {user_id!r} is not assigned to anyone")
@@ -726,12 +721,12 @@ class TeamService:
             return before
 
     async def assignments(self, reviewer: str | None = None) -> list[Assignment]:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             rows = await tx.assignment_rows(reviewer)
         return [_assignment(r) for r in rows]
 
 
-async def _get_assignment(tx: SqlTx, user_id: str) -> Assignment | None:
+async def _get_assignment(tx: TeamTx, user_id: str) -> Assignment | None:
     row = await tx.assignment_row(user_id)
     return _assignment(row) if row is not None else None
 

@@ -1053,7 +1053,7 @@ def stats(db: str, user: str | None, discarded_limit: int, as_json: bool) -> Non
         async with Memory(db) as mem:
             if user is not None and user not in await mem.users():
                 raise _no_user(user, db)
-            return await mem.stats(user, discarded_limit)
+            return (await mem.stats(user, discarded_limit)).to_dict()
 
     data = _run(go())
     if as_json:
@@ -1082,17 +1082,18 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
 
     async def go() -> dict[str, Any]:
         from engine import Memory, MemoryConfig
+        from engine.models import to_jsonable
 
         config = MemoryConfig() if sla_hours is None else MemoryConfig(review_sla_hours=sla_hours)
         async with Memory(db, config=config) as mem:
             figures = await mem.stats(None, 0)
             now = mem.now()
             oldest = await mem.review.pending(limit=limit) if limit else []
-        queue = figures["queue"]
+        queue = figures.queue
         return {
-            "pending": queue["pending"],
-            "pending_by_kind": queue["pending_by_kind"],
-            **queue["age"],
+            "pending": queue.pending,
+            "pending_by_kind": queue.pending_by_kind,
+            **to_jsonable(queue.age),
             "oldest": [
                 {
                     "id": c.id,

@@ -103,8 +103,8 @@ async def build_demo(db_path: str, progress: Progress | None = None) -> dict[str
         "rejected": rejected,
         "pending": len(pending),
         "pending_updates": sum(1 for c in pending if c.supersedes_id is not None),
-        "facts": int(stats["knowledge"]["active"]),
-        "superseded_facts": int(stats["knowledge"]["superseded"]),
+        "facts": stats.knowledge.active,
+        "superseded_facts": stats.knowledge.superseded,
         "tombstones": len(tombstones),
     }
 

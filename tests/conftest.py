@@ -1,16 +1,20 @@
-"""Fixtures shared by the workstation tests: the seeded database of tests/tui_seed.py is built
-once per session (seeding is the slow part) and every test gets its own copy, so a test that
-decides or corrects something never changes what the next one sees."""
+"""Fixtures shared by the tests: the backend every engine test runs on, a store and a `mem` on it
+with its fake `clock`; and for the workstation tests the seeded database of tests/tui_seed.py,
+built once per session (seeding is the slow part), of which every test gets its own copy, so a
+test that decides or corrects something never changes what the next one sees. Helpers are imported
+one way: `from tests.engine_helpers import ...`, `from tests.pilot_helpers import ...`."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from engine import Memory
+from tests.engine_helpers import Clock, open_memory
 from tests.pg import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
 from tests.tui_seed import seed_sync
 
@@ -44,6 +48,20 @@ def store_target(new_target: Callable[[str], str]) -> str:
     """What `Memory(...)` opens for this test: a tmp_path file for SQLite, a fresh database's URL
     for PostgreSQL."""
     return new_target("memdesk")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The fake clock an engine test's `mem` reads; a module whose story starts on another day
+    overrides this fixture (test_one_gate.py)."""
+    return Clock()
+
+
+@pytest.fixture
+async def mem(store_target: str, clock: Clock) -> AsyncIterator[Memory]:
+    """A Memory on this test's backend, open for the test, on `clock`."""
+    async with open_memory(store_target, clock) as m:
+        yield m
 
 
 @pytest.fixture(autouse=True)

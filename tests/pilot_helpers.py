@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.pilot import Pilot
 
 from engine.storage.sqlite.connection import sqlite_module
+from review_app.app import ReviewApp
+from review_app.screens.queue import QueueScreen
 
 # The engine's own SQLite library: a second copy of SQLite in one process (the stdlib's, when the
 # engine runs on pysqlite3) drops the engine's file locks whenever it closes the file.
@@ -44,5 +47,18 @@ async def keys(pilot: Pilot[Any], *pressed: str) -> None:
 
 def db(path: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     """Rows from the workstation's database, read on a connection of the test's own."""
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         return conn.execute(sql, args).fetchall()
+
+
+def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
+    """The first row `db` would read, or None."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(sql, args).fetchone()
+
+
+def queue(app: ReviewApp) -> QueueScreen:
+    """The app's queue screen, whatever is open over it."""
+    screens = [s for s in app.screen_stack if isinstance(s, QueueScreen)]
+    assert screens, f"no queue screen under {app.screen_stack}"
+    return screens[-1]

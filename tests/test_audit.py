@@ -4,25 +4,13 @@ written in the same transaction as the change, and append-only at the database l
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
 from engine import Memory
 from engine.storage import SqlTx
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("audit"), clock) as m:
-        yield m
+from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, snapshot, sql
 
 
 def shape(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -41,7 +41,7 @@ async def test_a_rejected_rule_loses_confidence_and_an_approved_one_keeps_it(sto
                     "SELECT calibration FROM extraction_runs WHERE user_id = ? AND calibration IS NOT NULL", ["new"]
                 )
             ).fetchall()
-        table = (await mem.stats())["review"]["calibration"]["offline"]
+        table = (await mem.stats()).to_dict()["review"]["calibration"]["offline"]
     works = next(v for s, v in fresh.items() if "potter" in s)
     # six rejections of that rule: 9/16 < the 0.7 gate, so it is counted, not queued
     assert dropped == {"User lives in Wells": ("below_confidence", calibrated(0.9, 0, 6))}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import ANY_SPECIAL, CATEGORIES, Memory
+from engine import ANY_SPECIAL, CATEGORIES, Memory, QueueFilter
 from engine.categories import category_of, offline_category
 from engine.extraction.openai_extractor import ItemAnswer
 from tests.engine_helpers import sql
@@ -69,10 +69,10 @@ async def test_every_queue_path_sets_the_category_and_the_queue_filters_on_it(st
         assert (await mem.review.get(plain)).category is None
         extracted = [c for s, c in by_statement.items() if "penicillin" in s.lower()]
         assert extracted and extracted[0].category == "health"
-        special = await mem.review.pending(category=ANY_SPECIAL, limit=100)
+        special = await mem.review.pending(limit=100, filter=QueueFilter(category=ANY_SPECIAL))
         assert plain not in {c.id for c in special} and curated in {c.id for c in special}
-        assert [c.id for c in await mem.review.pending(category="criminal_record")] == [curated]
-        assert await mem.review.count(category="trade_union") == 1
+        assert [c.id for c in await mem.review.pending(filter=QueueFilter(category="criminal_record"))] == [curated]
+        assert await mem.review.count(filter=QueueFilter(category="trade_union")) == 1
         async with sql(mem) as conn:  # the column itself, not only the model
             rows = await (await conn.execute("SELECT category FROM candidates WHERE id = ?", [curated])).fetchall()
         assert rows[0][0] == "criminal_record"

@@ -90,7 +90,7 @@ async def test_every_intake_path_stores_no_credential(store_target: str, tmp_pat
     assert "[credential removed: AWS access key]" in stored and "[credential removed: GitHub token]" in stored
     assert not any("credential removed" in r[0] for r in queued)  # never queued as a candidate
     # one audit row per exchange or proposal that held any: 3 + 3 exchanges, 2 proposals
-    assert len(audits) == 8 and figures["credentials_removed"] == 8
+    assert len(audits) == 8 and figures.credentials_removed == 8
     kinds = [json.loads(a) if isinstance(a, str) else a for _, a in audits]
     assert {"AWS access key": 2, "high-entropy secret": 1} in [k["kinds"] for k in kinds]
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
-from engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
 from engine import (
     BulkResult,
@@ -24,17 +23,7 @@ from engine import (
     UserInputError,
 )
 from engine.erase import erase_user
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("rules"), clock) as m:
-        yield m
+from tests.engine_helpers import Clock, audit_rows_since, last_audit_id, open_memory, snapshot, sql
 
 
 def day(y: int, m: int = 1, d: int = 1) -> datetime:

@@ -206,7 +206,7 @@ async def test_failed_run_leaves_the_episode_retryable_and_the_retry_succeeds(ne
         await mem.add_exchange("ana", "I live in Lisbon.", None, at=T0)
         first = await mem.process()
         assert (first.failed, first.queued) == (1, 0) and await pending(mem) == []
-        assert (await mem.stats())["extraction"]["episodes"]["failed"] == 1
+        assert (await mem.stats()).extraction.episodes.failed == 1
         retry = await mem.process()
         assert (retry.failed, retry.queued) == (0, 1)
         assert await pending(mem) == ["User lives in Lisbon"]

@@ -30,7 +30,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
-from engine_helpers import Clock
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -44,6 +43,7 @@ from engine import (
 )
 from engine.review import replaces
 from engine.text import ValueIndex, value_key
+from tests.engine_helpers import Clock
 
 T = TypeVar("T")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, open_memory
 
 from engine import EmbeddingDimensionError, HashingEmbedder, Memory
 from engine.embedders import cosine
+from tests.engine_helpers import Clock, open_memory
 
 # Same statement, different surface: case, punctuation, order, one extra word.
 REWORDED = [

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import HashingEmbedder, Memory, MemoryConfig, UserInputError
 from engine.storage.sqlite.connection import Database
+from tests.engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 # -- per-user ranking -------------------------------------------------------------------------------
 

@@ -10,13 +10,13 @@ from collections.abc import Callable
 
 import pytest
 import sqlite_vec
-from engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 
 from engine import (
     HashingEmbedder,
     Memory,
     MemoryConfig,
     NotFoundError,
+    QueueFilter,
     StaleSupersessionError,
     TombstonedError,
     UserInputError,
@@ -25,20 +25,10 @@ from engine.erase import erase_user
 from engine.storage.sqlite.connection import Database
 from engine.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.timeutil import FOREVER
+from tests.engine_helpers import Clock, open_memory, snapshot, sql, sqlite_only
 from tests.tui_seed import ScriptedExtractor
 
 AGENT = "mcp-agent"
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("agents"), clock) as m:
-        yield m
 
 
 async def max_ids(mem: Memory) -> dict[str, int]:
@@ -177,7 +167,9 @@ async def test_a_proposal_carries_its_source_and_no_confidence(mem: Memory) -> N
     cand = await mem.review.get(outcome.candidate_id)
     assert (cand.kind, cand.created_by, cand.confidence) == ("proposed", AGENT, None)
     extracted = await mem.queue_candidate("ana", "Ana plays the oboe", confidence=0.9)
-    assert [c.id for c in await mem.review.pending("ana", min_confidence=0.8)] == [extracted]  # control: 0.9 is in
+    assert [c.id for c in await mem.review.pending("ana", filter=QueueFilter(min_confidence=0.8))] == [
+        extracted
+    ]  # control: 0.9 is in
     fact = await mem.review.approve(cand.id, reviewer="rev")
     assert fact.confidence is None  # a reviewer's approval does not invent one either
 

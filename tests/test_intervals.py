@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from engine_helpers import T0, Clock, snapshot, sql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import InvalidIntervalError, Knowledge, Memory
+from tests.engine_helpers import T0, Clock, snapshot, sql
 
 ZONES = [UTC, timezone(timedelta(hours=2)), timezone(timedelta(hours=-5, minutes=-30)), timezone(timedelta(hours=14))]
 

@@ -3,25 +3,13 @@ tombstone lifting. Every call names the user; another user's id reads as unknown
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot
 
 from engine import InvalidStatementError, Memory, NotFoundError
 from engine.errors import StaleSupersessionError
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("ops"), clock) as m:
-        yield m
+from tests.engine_helpers import Clock, snapshot
 
 
 async def test_add_knowledge_is_active_at_once_and_audited(mem: Memory, clock: Clock) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from engine_helpers import Clock, open_memory, snapshot
 
 from engine import (
     AssignedError,
@@ -21,6 +20,7 @@ from engine import (
     UndoRefusedError,
     UserInputError,
 )
+from tests.engine_helpers import Clock, snapshot
 from tests.tui_seed import ScriptedExtractor
 
 
@@ -31,12 +31,6 @@ def day(y: int, m: int = 1, d: int = 1) -> datetime:
 @pytest.fixture
 def clock() -> Clock:
     return Clock(day(2026, 3, 1))
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("gate"), clock) as m:
-        yield m
 
 
 async def active(mem: Memory, uid: str) -> list[str]:

@@ -243,15 +243,15 @@ async def test_malformed_answer_fails_the_run_stores_nothing_and_the_retry_succe
     [error] = report.errors
     assert "MalformedModelOutputError" in error and expected in error, error
     assert await mem.review.pending() == []
-    stats = (await mem.stats())["extraction"]
-    assert stats["episodes"]["failed"] == 1 and stats["failed_runs"] == 1
+    stats = (await mem.stats()).extraction
+    assert stats.episodes.failed == 1 and stats.failed_runs == 1
     # The failed episode is retryable: the next process() call sends it again and succeeds.
     server.script(chat_reply({"items": [item("The user lives in Lyon.", "I live in Lyon")]}))
     retry = await mem.process()
     assert (retry.failed, retry.queued) == (0, 1)
     assert [c.statement for c in await mem.review.pending()] == ["The user lives in Lyon."]
-    stats = (await mem.stats())["extraction"]
-    assert stats["episodes"] == {"open": 0, "processed": 1, "failed": 0}
+    episodes = (await mem.stats()).to_dict()["extraction"]["episodes"]
+    assert episodes == {"open": 0, "processed": 1, "failed": 0}
 
 
 async def test_malformed_output_is_a_typed_model_error(server: ScriptedOpenAIServer) -> None:

@@ -250,11 +250,11 @@ async def test_failed_run_leaves_episode_retryable_and_retry_succeeds(new_target
         report = await mem.process()
         assert report.failed == 1 and report.queued == 0 and "unavailable" in report.errors[0]
         stats = await mem.stats()
-        assert stats["extraction"]["episodes"]["failed"] == 1 and stats["extraction"]["failed_runs"] == 1
+        assert stats.extraction.episodes.failed == 1 and stats.extraction.failed_runs == 1
         assert await mem.review.pending() == []
         retry = await mem.process()
         assert retry.failed == 0 and retry.queued == 1 and retry.messages == 0
-        assert (await mem.stats())["extraction"]["episodes"] == {"open": 0, "processed": 1, "failed": 0}
+        assert (await mem.stats()).to_dict()["extraction"]["episodes"] == {"open": 0, "processed": 1, "failed": 0}
 
 
 async def test_episodes_split_at_gaps_and_size(new_target) -> None:

@@ -230,7 +230,7 @@ async def test_extractor_dates_out_of_range_are_dropped_and_counted_never_crash(
         assert by_text["Ana keeps bees"].valid_at == datetime(2025, 1, 1, tzinfo=UTC)
         assert by_text["Ana rows"].valid_at is None and by_text["Ana rows"].invalid_at is None
         stats = await mem.stats()
-        assert stats["extraction"]["by_extractor"]["dates"]["dates_dropped"] == 4
+        assert stats.extraction.by_extractor["dates"].dates_dropped == 4
 
 
 async def test_users_are_processed_concurrently_up_to_the_bound(new_target: Callable[[str], str]) -> None:

@@ -26,14 +26,16 @@ async def _queue(db: str, ages_hours: list[float], first: int = 2) -> list[int]:
 async def test_stats_show_the_oldest_pending_and_how_many_are_past_the_sla(store_target: str) -> None:
     await _queue(store_target, [72, 50, 1])
     async with Memory(store_target) as mem:
-        age = (await mem.stats())["queue"]["age"]
-        assert age["past_sla"] == 2 and age["sla_hours"] == 48
-        assert 71.5 < age["oldest_pending_hours"] < 72.5
+        age = (await mem.stats()).queue.age
+        assert age.past_sla == 2 and age.sla_hours == 48
+        assert age.oldest_pending_hours is not None and 71.5 < age.oldest_pending_hours < 72.5
         ids = [c.id for c in await mem.review.pending()]
         await mem.review.approve(ids[0], "rev")
         await mem.review.reject(ids[1], "rev", "no")
-        after = (await mem.stats())["queue"]["age"]
-    assert after["past_sla"] == 0 and after["oldest_pending_hours"] < 2  # decided items no longer wait
+        after = (await mem.stats()).queue.age
+    assert (
+        after.past_sla == 0 and after.oldest_pending_hours is not None and after.oldest_pending_hours < 2
+    )  # decided items no longer wait
 
 
 async def test_digest_exits_1_past_the_sla_and_0_within(tmp_path: Path) -> None:
@@ -66,7 +68,7 @@ async def test_stats_calibration_is_the_approval_rate_per_confidence_bucket(stor
             await mem.review.approve(cid, "rev")
         for cid in low[1:]:
             await mem.review.reject(cid, "rev", "wrong")
-        table = (await mem.stats())["review"]["calibration"]
+        table = (await mem.stats()).to_dict()["review"]["calibration"]
     assert table == {
         "system": {
             "0.5-0.7": {"approved": 1, "rejected": 3, "approval_rate": 0.25},

@@ -7,21 +7,10 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from engine_helpers import Clock, open_memory, row, snapshot, vec_row
 
 from engine import AlreadyDecidedError, ClaimedError, DecisionRequiredError, Memory, NotFoundError, UndoRefusedError
 from engine.errors import StaleSupersessionError
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("queue"), clock) as m:
-        yield m
+from tests.engine_helpers import Clock, open_memory, row, snapshot, vec_row
 
 
 async def visible_statements(mem: Memory, user_id: str, query: str) -> set[str]:

@@ -3,25 +3,13 @@ that results are never another user's and never short: exactly min(top_k, matchi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from engine_helpers import Clock, open_memory
 
 from engine import Memory
 from engine.retrieval import RRF_K, query_terms, rrf
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str], clock: Clock):
-    async with open_memory(new_target("retrieval"), clock) as m:
-        yield m
+from tests.engine_helpers import Clock
 
 
 def ids(result) -> list[int]:  # type: ignore[no-untyped-def]

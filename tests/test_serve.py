@@ -50,7 +50,7 @@ from review_app.serve import (
     TLS_COOKIE,
     WorkstationServer,
 )
-from tests.pilot_helpers import sqlite3  # the engine's own SQLite library (see there)
+from tests.pilot_helpers import row, sqlite3  # sqlite3: the engine's own SQLite library (see there)
 from tests.tui_seed import SeededDb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,11 +59,6 @@ REVIEWER = "ana-web"
 WAIT = 120.0
 """The most any one step waits (a loaded machine can take tens of seconds to start a workstation);
 each wait ends as soon as its condition holds."""
-
-
-def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        return conn.execute(sql, args).fetchone()
 
 
 def poll(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:

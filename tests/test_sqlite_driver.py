@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import Clock, open_memory
 
 from engine import ConfigurationError, Memory
 from engine.storage.sqlite import connection as engine_db
 from engine.storage.sqlite.schema import SCHEMA_VERSION
+from tests.engine_helpers import Clock, open_memory
 
 
 class _Conn:

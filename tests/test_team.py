@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Memory, MemoryConfig
+from engine import Memory, MemoryConfig, QueueFilter
 from engine.erase import erase_user
 from engine.errors import (
     AlreadyDecidedError,
@@ -72,9 +72,9 @@ async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewe
         assert every.per_hour == 60.0
         assert every.eta_seconds == 60.0
 
-        only_u1 = await mem.team.progress("ana", user_id="u1")
+        only_u1 = await mem.team.progress("ana", filter=QueueFilter(user_id="u1"))
         assert (only_u1.done, only_u1.remaining) == (3, 1)
-        assert (await mem.team.progress("ana", kind="update")).total == 0
+        assert (await mem.team.progress("ana", filter=QueueFilter(kind="update"))).total == 0
 
         # undo puts the candidate back: pending again, never counted twice
         await mem.review.undo(b[0], "ana")
@@ -88,8 +88,8 @@ async def test_progress_counts_done_and_remaining_for_the_filter_and_the_reviewe
         # the window: decisions before `since` are not "done" in it
         later = await mem.team.progress("ana", since=clock.now)
         assert (later.done, later.remaining) == (0, 2)
-        with pytest.raises(UserInputError, match="unknown queue filter"):
-            await mem.team.progress("ana", colour="red")
+        with pytest.raises(UserInputError, match="unknown kind 'colour'"):
+            await mem.team.progress("ana", filter=QueueFilter(kind="colour"))  # type: ignore[arg-type]
 
 
 async def test_progress_defaults_to_the_current_utc_day(new_target: Callable[[str], str]) -> None:
@@ -278,9 +278,10 @@ async def test_taking_a_users_items_makes_them_mine_and_refuses_the_others(new_t
         [b1] = await queue(mem, "u2", "User likes jazz")
         taken = await mem.team.take_user("u1", "bob")
         assert (taken.user_id, taken.reviewer) == ("u1", "bob")
-        assert [c.id for c in await mem.review.pending(assigned_to="bob")] == [a1, a2]
-        assert await mem.review.count(assigned_to="bob") == 2
-        assert (await mem.team.progress("bob", assigned_to="bob")).remaining == 2
+        mine = QueueFilter(assigned_to="bob")
+        assert [c.id for c in await mem.review.pending(filter=mine)] == [a1, a2]
+        assert await mem.review.count(filter=mine) == 2
+        assert (await mem.team.progress("bob", filter=mine)).remaining == 2
 
         before = await snapshot(mem)
         with pytest.raises(AssignedError, match="bob has taken"):

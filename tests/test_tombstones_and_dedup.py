@@ -7,10 +7,7 @@ whitespace, punctuation, NFC/NFD, full-width) share a key, and different word se
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
 
-import pytest
-from engine_helpers import Clock, open_memory
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -200,12 +197,6 @@ async def test_tombstone_gate_blocks_typos_and_look_alikes_but_not_another_value
 
 
 # -- tombstones through Memory --------------------------------------------------------------------
-
-
-@pytest.fixture
-async def mem(new_target: Callable[[str], str]):
-    async with open_memory(new_target("stones"), Clock()) as m:
-        yield m
 
 
 REJECTED = "Zoë is allergic to crème brûlée"

@@ -23,18 +23,12 @@ from review_app.screens.tombstones import TombstonesScreen
 from review_app.widgets.candidate_detail import CandidateDetail
 from review_app.widgets.keybar import KeyBar
 from review_app.widgets.literal import visible
-from tests.pilot_helpers import db, keys, settle
+from tests.pilot_helpers import db, keys, queue, settle
 from tests.test_tui_hostile import screen_text
 from tests.tui_seed import MARKUP_STATEMENT, T0, SeededDb, fixed_clock
 
 WIDE = (160, 48)
 SMALL = (80, 24)
-
-
-def queue(app: ReviewApp) -> QueueScreen:
-    screen = app.screen_stack[-1] if isinstance(app.screen_stack[-1], QueueScreen) else app.get_screen("queue")
-    assert isinstance(screen, QueueScreen)
-    return screen
 
 
 def cells(app: ReviewApp, column: str) -> list[str]:

@@ -22,6 +22,8 @@ from review_app.modals import EditModal, ErrorModal, ReasonModal, ReplaceChoiceM
 from review_app.screens.queue import PAGE_SIZE, QueueScreen
 from review_app.widgets.pending_list import PendingList
 from tests.pilot_helpers import (
+    queue,
+    row,
     settle,
     sqlite3,  # the engine's own SQLite library (see there)
 )
@@ -44,12 +46,6 @@ async def settle_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -
     raise AssertionError(f"{what} never happened; notifications: {notes(app)}; focus: {app.focused!r}")
 
 
-def queue(app: ReviewApp) -> QueueScreen:
-    screens = [s for s in app.screen_stack if isinstance(s, QueueScreen)]
-    assert screens, f"no queue screen under {app.screen_stack}"
-    return screens[0]
-
-
 async def go_to(pilot: Pilot[Any], candidate_id: int) -> None:
     """Move the cursor (with `n`) until the candidate is shown."""
     app = pilot.app
@@ -60,11 +56,6 @@ async def go_to(pilot: Pilot[Any], candidate_id: int) -> None:
         await pilot.press("n")
         await settle(pilot)
     raise AssertionError(f"candidate {candidate_id} never became current")
-
-
-def row(path: str, sql: str, *args: Any) -> tuple[Any, ...] | None:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(sql, args).fetchone()
 
 
 def notes(app: ReviewApp) -> list[str]:

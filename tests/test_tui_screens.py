@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from engine import Memory
+from engine.stats import DayFigures
 from review_app.app import ReviewApp
 from review_app.modals import ReasonModal
 from review_app.screens import knowledge as knowledge_screen
@@ -314,8 +315,8 @@ async def test_tombstones_per_user(tui_db: SeededDb) -> None:
 
 def test_daily_series_fills_quiet_days_and_tracks_the_queue() -> None:
     daily = [
-        {"day": "2026-03-01", "queued": 3, "decided": 1},
-        {"day": "2026-03-04", "queued": 1, "decided": 2},
+        DayFigures(date(2026, 3, 1), queued=3, decided=1),
+        DayFigures(date(2026, 3, 4), queued=1, decided=2),
     ]
     points = daily_series(daily, until=date(2026, 3, 5))
     assert [p.day.day for p in points] == [1, 2, 3, 4, 5]

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from engine_helpers import Clock, open_memory, vec_row
 
 from engine import Memory
+from tests.engine_helpers import Clock, open_memory, vec_row
 from tests.tui_seed import ScriptedExtractor
 
 MEMDESK = Path(sys.executable).parent / "memdesk"

@@ -16,12 +16,12 @@ import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from engine_helpers import Clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Memory
 from engine.timeutil import to_us
+from tests.engine_helpers import Clock
 
 YEARS = list(range(2018, 2031))
 QUERY = "ana fact"

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_helpers import Clock, last_audit_id, snapshot, sql
 
 from engine import (
     ConflictError,
@@ -38,6 +37,7 @@ from engine import (
 from engine.data import conversations_path, load_expected
 from engine.extraction.base import handle, parse_handle
 from engine.text import same_value
+from tests.engine_helpers import Clock, last_audit_id, snapshot, sql
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 MEMDESK = Path(sys.executable).parent / "memdesk"
@@ -332,9 +332,9 @@ async def test_stats_lists_discarded_statements_text_and_json(store_target: str,
         await mem.add_exchange("ana", "bees, sails, queen, rows, hums", "ok", at=T0)
         await mem.process()
         data = await mem.stats()
-        assert data["discarded"]["total"] == 5 and data["discarded"]["by_gate"]["duplicate"] == 2
-        assert data["discarded"]["by_gate"]["predicted"] == 1
-        assert {d["statement"] for d in data["discarded"]["latest"]} >= {"Ana hums", "Ana keeps bees"}
+        assert data.discarded.total == 5 and data.discarded.by_gate["duplicate"] == 2
+        assert data.discarded.by_gate["predicted"] == 1
+        assert {d.statement for d in data.discarded.latest} >= {"Ana hums", "Ana keeps bees"}
     db = store_target
     as_json = subprocess.run([str(MEMDESK), "stats", str(db), "--json"], capture_output=True, text=True, check=False)
     assert as_json.returncode == 0, as_json.stderr
@@ -406,10 +406,10 @@ async def test_runs_record_model_and_prompt_version_and_stats_split_approval_by_
                 await conn.execute("SELECT model, prompt_version FROM extraction_runs ORDER BY id")
             ).fetchall()
         assert [tuple(r) for r in runs] == [("script-1", "v1"), ("script-1", "v1"), ("script-1", "v2")]
-        split = {e["prompt_version"]: e for e in (await mem.stats())["review"]["by_extractor_version"]}
-        assert (split["v1"]["approved"], split["v1"]["rejected"], split["v1"]["approval_rate"]) == (1, 1, 0.5)
-        assert (split["v2"]["approved"], split["v2"]["rejected"], split["v2"]["approval_rate"]) == (1, 0, 1.0)
-        assert split["v1"]["extractor"] == "scripted" and split["v1"]["model"] == "script-1"
+        split = {e.prompt_version: e for e in (await mem.stats()).review.by_extractor_version}
+        assert (split["v1"].approved, split["v1"].rejected, split["v1"].approval_rate) == (1, 1, 0.5)
+        assert (split["v2"].approved, split["v2"].rejected, split["v2"].approval_rate) == (1, 0, 1.0)
+        assert split["v1"].extractor == "scripted" and split["v1"].model == "script-1"
 
 
 async def test_an_oversized_statement_is_invalid_and_kept_clipped(store_target: str, clock: Clock) -> None:

@@ -42,11 +42,27 @@ from ..models import Candidate, Episode, Extraction, Knowledge
 
 @runtime_checkable
 class Extractor(Protocol):
-    name: str
-    model: str | None
-    prompt_version: str | None
+    """What the pipeline runs on an episode. `name`, `model` and `prompt_version` are recorded on
+    each extraction run; read-only here, so an extractor may declare them narrower (a plain `str`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def prompt_version(self) -> str | None: ...
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction: ...
+
+
+@runtime_checkable
+class Calibrating(Extractor, Protocol):
+    """An extractor that sets its confidence from the reviewers' past decisions per rule (the
+    offline one): the pipeline fills `calibration` ({rule: (approved, rejected)}) before it runs."""
+
+    calibration: dict[str, tuple[int, int]]
 
 
 def handle(record: Knowledge) -> str:
@@ -90,3 +106,16 @@ def parse_handle(value: object) -> tuple[Literal["knowledge", "candidate"], int]
     if number == 0:
         return None
     return ("candidate", -number) if number < 0 else ("knowledge", number)
+
+
+def mark_ended_facts(prediction: str, facts: list[Knowledge]) -> str:
+    """The stored prediction with every listed fact that has since ended marked as such
+    ("- User lives in Lisbon. (superseded by #15)"): a prediction is read later than it was made."""
+    ended = {k.statement.rstrip(". ").casefold(): k.status_note() for k in facts if k.status != "active"}
+    if not ended:
+        return prediction
+    lines = []
+    for line in prediction.splitlines():
+        body = line.lstrip("-• ").rstrip(". ").casefold()
+        lines.append(f"{line} ({ended[body]})" if body in ended else line)
+    return "\n".join(lines)

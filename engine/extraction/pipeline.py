@@ -57,11 +57,12 @@ from ..gate import corrected_target, gate_verdict, screen
 from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, ProcessReport
 from ..retrieval import retrieve
 from ..stated import stated_at
-from ..storage import GateView, SqlTx
-from ..storage.sql.tx import IdSource
+from ..storage import GateView
+from ..storage.rooms import PipelineTx, Rooms
+from ..storage.sql.core import IdSource
 from ..text import value_key
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
-from .base import is_pending, parse_handle, pending_record
+from .base import Calibrating, Extractor, is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class _Writes:
         await self.run_ids.reserve(1)
         await self.candidate_ids.reserve(len(outcome.extraction.items) if outcome.extraction else 0)
 
-    async def flush(self, tx: SqlTx) -> None:
+    async def flush(self, tx: PipelineTx) -> None:
         await tx.finish_episodes_many(self.finished)
         await tx.insert_runs_many(self.runs)
         await tx.insert_candidates_many(self.candidates)
@@ -149,19 +150,22 @@ def _adopt(view: GateView, fresh: GateView) -> None:
 
 
 class Pipeline:
-    def __init__(self, ctx: EngineContext, extractor: Any = None) -> None:
+    def __init__(self, ctx: EngineContext, extractor: Extractor | None = None) -> None:
         self._ctx = ctx
-        if extractor is None:
-            from .offline import OfflineExtractor
+        from .offline import OfflineExtractor  # late: the offline rules build on the pipeline's records
 
-            extractor = OfflineExtractor()
-        self.extractor = extractor
+        self.extractor: Extractor = OfflineExtractor() if extractor is None else extractor
         self._locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[ProcessReport]] = set()
         self._token = f"proc-{uuid.uuid4().hex[:12]}"
         self._lease_holders = 0
         self._renewer: asyncio.Task[None] | None = None
         self._calibrated = False
+
+    @property
+    def _store(self) -> Rooms[PipelineTx]:
+        """The store, seen through the rooms this service may touch (engine/storage/rooms.py)."""
+        return self._ctx.store
 
     # -- capture ----------------------------------------------------------------------------------
 
@@ -195,7 +199,7 @@ class Pipeline:
                 count = 2
             spans.append(count)
             removed.append(dict(kinds))
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             ids = await tx.insert_messages(rows)
             out, pos = [], 0
             for (user_id, *_), count in zip(exchanges, spans, strict=True):
@@ -226,7 +230,7 @@ class Pipeline:
         return out
 
     async def _maybe_background(self, user_id: str) -> None:
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             waiting = await tx.unprocessed_count(user_id)
         if waiting >= (self._ctx.config.batch_threshold or 0) and not self._locked(user_id):
             task = asyncio.create_task(self.process(user_id))
@@ -275,7 +279,7 @@ class Pipeline:
             await asyncio.sleep(period)
             with contextlib.suppress(MemdeskError, OSError, RuntimeError):
                 # A failed renewal is survivable: the write of a run checks the lease it holds.
-                async with self._ctx.store.transaction() as tx:
+                async with self._store.transaction() as tx:
                     await tx.renew_leases(self._token, to_us(self._ctx.now()) + self._lease_us())
 
     # -- processing -------------------------------------------------------------------------------
@@ -290,7 +294,7 @@ class Pipeline:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UserInputError(f"concurrency must be a whole number of at least 1, not {concurrency!r}")
         if user_id is None:
-            async with self._ctx.store.reading() as tx:
+            async with self._store.reading() as tx:
                 user_ids = await tx.users_with_work()
         else:
             user_ids = [user_id]
@@ -327,7 +331,7 @@ class Pipeline:
         report = ProcessReport()
         cfg = self._ctx.config
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             raw = [RawMessage(*r) for r in await tx.unprocessed_messages(user_id)]
             chunks = segment(raw, cfg.episode_gap, cfg.episode_max_messages)
             new = [(*title_and_narrative(c), [m.id for m in c], c[0].at, c[-1].at) for c in chunks]
@@ -374,7 +378,7 @@ class Pipeline:
         existing = await self._existing(episode, view)
         outcome = await self._extract(episode, existing)
         try:
-            async with self._ctx.store.transaction() as tx:
+            async with self._store.transaction() as tx:
                 if not await tx.held_episodes([episode.id], self._token):
                     raise _LeaseLost
                 fresh = await tx.gate_view(episode.user_id, view.pending)
@@ -398,7 +402,7 @@ class Pipeline:
         chunk = todo[:BATCH_EPISODES]
         facts = {e.id: await self._facts(e, view) for e in chunk} if view.active_ids else {}
         go_on = True
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             held = await tx.held_episodes([e.id for e in chunk], self._token)
             fresh = await tx.gate_view(chunk[0].user_id, view.pending)
             writes = await self._writes(tx)
@@ -421,7 +425,7 @@ class Pipeline:
         _adopt(view, fresh)
         return go_on
 
-    async def _writes(self, tx: SqlTx) -> _Writes:
+    async def _writes(self, tx: PipelineTx) -> _Writes:
         return _Writes(tx.id_source("candidates"), tx.id_source("extraction_runs"))
 
     async def _facts(self, episode: Episode, view: GateView) -> list[Knowledge]:
@@ -481,15 +485,14 @@ class Pipeline:
         """Give an extractor that calibrates (it has a `calibration` table: the offline one) the
         reviewers' decisions per rule of its past candidates, read once per `process` call;
         None for an extractor that reports its own confidence (a model's is taken as given)."""
-        if not isinstance(getattr(self.extractor, "calibration", None), dict):
+        extractor = self.extractor
+        if not isinstance(extractor, Calibrating) or not isinstance(extractor.calibration, dict):
             return None
         if not self._calibrated:
-            name = getattr(self.extractor, "name", type(self.extractor).__name__)
-            async with self._ctx.store.reading() as tx:
-                self.extractor.calibration = await tx.rule_decisions(name)
+            async with self._store.reading() as tx:
+                extractor.calibration = await tx.rule_decisions(extractor.name)
             self._calibrated = True
-        table: dict[str, tuple[int, int]] = self.extractor.calibration
-        return table
+        return extractor.calibration
 
     def _lost(self, episode_id: int) -> ProcessReport:
         lost = ProcessReport(leased_elsewhere=1)
@@ -752,7 +755,7 @@ class Pipeline:
         if not actor or not actor.strip():
             raise InvalidStatementError("queueing a discarded statement needs an actor")
         now_us: int = to_us(self._ctx.now())
-        async with self._ctx.store.transaction() as tx:
+        async with self._store.transaction() as tx:
             found = await tx.get_discarded(discarded_id)
             if found.queued_candidate_id is not None:
                 raise ConflictError(
@@ -815,7 +818,7 @@ class Pipeline:
     async def discarded(self, user_id: str | None = None, limit: int = 50, offset: int = 0) -> list[Discarded]:
         if limit < 0 or offset < 0:
             raise UserInputError("limit and offset must be 0 or more")
-        async with self._ctx.store.reading() as tx:
+        async with self._store.reading() as tx:
             return await tx.list_discarded(user_id, limit=limit, offset=offset)
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..errors import IncompleteStoreError, MemdeskError, UserInputError
 from .base import NEW_CANDIDATES, TABLES, Store, Verify
-from .sql.tx import GateView, SqlTx
+from .sql.tombstones import GateView
+from .sql.tx import SqlTx
 
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 

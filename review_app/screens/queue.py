@@ -43,6 +43,7 @@ from textual.events import Resize
 from textual.timer import Timer
 from textual.widgets import Input, Static
 
+from engine import QueueFilter
 from engine.errors import AlreadyDecidedError, ClaimedError, NotFoundError, SecondOpinionError
 from engine.models import Candidate, CandidateContext, QueueMark
 from engine.review import replaces
@@ -63,7 +64,7 @@ from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
 from ..widgets.pending_list import PREFETCH, PendingList, age_text, confidence_text
 from ..widgets.progress import ProgressHeader
-from ..widgets.queue_filter import FilterModal, QueueFilter
+from ..widgets.queue_filter import FilterModal
 from .base import WorkstationScreen
 from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
@@ -294,7 +295,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self.set_timer(POLL_SECONDS / 4, self._check_new)
             return
         fresh = self.reads.since("list")
-        mark = await self.review_app.memory.review.mark(**self.filter.kwargs())
+        mark = await self.review_app.memory.review.mark(filter=self.filter)
         if not fresh():  # a reload since has taken its own look
             return
         seen, self._seen = self._seen, mark
@@ -324,7 +325,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         head.append(f"  ·  decided this session: {self.decisions.decided}  ·  reviewer: ")
         head.append_text(literal(app.reviewer, "bold"))
         self.query_one("#queue-header", Static).update(head, layout=False)
-        self.query_one(ProgressHeader).refresh_for(self.filter.kwargs(), settle=settle)
+        self.query_one(ProgressHeader).refresh_for(self.filter, settle=settle)
 
     def _update_title(self) -> None:
         rows = self.pending_list
@@ -393,9 +394,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         rows = self.pending_list
         previous_row = 0 if first else rows.cursor_row
         keep = None if first else select_id if select_id is not None else self.current_id
-        kwargs = self.filter.kwargs()
-        mark = await memory.review.mark(**kwargs)
-        page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, **kwargs)
+        mark = await memory.review.mark(filter=self.filter)
+        page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, filter=self.filter)
         gone = await self._decided_under_cursor(first or select_id is not None, rows.cursor_id, {c.id for c in page})
         empty = await self._empty_text() if not page and gone is None else ""
         if not fresh():  # a newer read was asked for: its result counts
@@ -482,7 +482,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     async def _load_more(self, loaded: int, fresh: Callable[[], bool]) -> None:
         try:
             page = await self.review_app.memory.review.pending(
-                limit=PAGE_SIZE, offset=loaded, sort=self.sort, **self.filter.kwargs()
+                limit=PAGE_SIZE, offset=loaded, sort=self.sort, filter=self.filter
             )
             if not fresh():  # the list was read again meanwhile
                 return
@@ -1125,7 +1125,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             chosen = []
             offset = 0
             while True:
-                page = await review.pending(limit=1000, offset=offset, sort=self.sort, **self.filter.kwargs())
+                page = await review.pending(limit=1000, offset=offset, sort=self.sort, filter=self.filter)
                 chosen += page
                 if len(page) < 1000:
                     break

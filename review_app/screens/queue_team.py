@@ -215,7 +215,7 @@ class QueueTeamActions:
         screen = self._team_screen()
 
         def back(_: Any) -> None:
-            screen.query_one(ProgressHeader).refresh_for(screen.filter.kwargs())
+            screen.query_one(ProgressHeader).refresh_for(screen.filter)
 
         screen.app.push_screen(SecondReviewScreen(), back)
 

@@ -134,17 +134,17 @@ class StatsScreen(WorkstationScreen):
         if gen != self._gen:
             return
         now = cast(Any, self.app).now()
-        review = stats["review"]
+        review = stats.review
         scope = "all users" if self.user_id is None else f"user {self.user_id}"
         headline = Text.assemble(
             ("Scope: ", "dim"),
             literal(scope),
             ("   pending ", "dim"),
-            (str(stats["queue"]["pending"]), "bold"),
+            (str(stats.queue.pending), "bold"),
             ("   decided ", "dim"),
-            (str(review["decided"]), "bold"),
+            (str(review.decided), "bold"),
             ("   approval rate ", "dim"),
-            ("—" if review["approval_rate"] is None else f"{review['approval_rate'] * 100:.0f}%", "bold"),
+            ("—" if review.approval_rate is None else f"{review.approval_rate * 100:.0f}%", "bold"),
             ("   as of ", "dim"),
             now.strftime("%Y-%m-%d %H:%M UTC"),
         )
@@ -152,13 +152,11 @@ class StatsScreen(WorkstationScreen):
         self.query_one("#stats-queue", Static).update(queue_table(stats))
         self.query_one("#stats-extraction", Static).update(extraction_table(stats))
         self.query_one("#stats-discards", Static).update(discards_table(stats))
-        self.query_one("#stats-by-kind", Static).update(outcomes_table("Review by kind", review["by_kind"]))
-        self.query_one("#stats-by-extractor", Static).update(
-            outcomes_table("Review by extractor", review["by_extractor"])
-        )
+        self.query_one("#stats-by-kind", Static).update(outcomes_table("Review by kind", review.by_kind))
+        self.query_one("#stats-by-extractor", Static).update(outcomes_table("Review by extractor", review.by_extractor))
         self.query_one("#stats-reasons", Static).update(reasons_table(stats))
 
-        points = daily_series(stats["daily"], until=now.date(), max_days=CHART_DAYS)
+        points = daily_series(stats.daily, until=now.date(), max_days=CHART_DAYS)
         sizes = [float(p.queue_size) for p in points]
         decided = [float(p.decided) for p in points]
         # A sparkline scales from its smallest value to its largest, so an all-zero series (an empty

@@ -9,12 +9,14 @@ come from the database, so they survive a restart and include the other reviewer
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.worker import Worker
+
+from engine import QueueFilter
 
 from ..workers import Reads
 
@@ -131,15 +133,15 @@ class ProgressHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.progress: Progress | None = None
-        self._filters: dict[str, Any] = {}
+        self._queue = QueueFilter()
         self._later: Timer | None = None
         self._reads = Reads()
 
-    def refresh_for(self, filters: dict[str, Any], *, settle: float = 0.0) -> None:
-        """Re-read the progress of `filters` (the queue's ReviewService.count keyword arguments):
-        now, or `settle` seconds after the last call (after a decision: a reviewer deciding ten
-        items a second causes one read, not ten, each of which counts the whole queue)."""
-        self._filters = dict(filters)
+    def refresh_for(self, queue: QueueFilter, *, settle: float = 0.0) -> None:
+        """Re-read the progress of the queue's filter: now, or `settle` seconds after the last call
+        (after a decision: a reviewer deciding ten items a second causes one read, not ten, each of
+        which counts the whole queue)."""
+        self._queue = queue
         if self._later is not None:
             self._later.stop()
             self._later = None
@@ -151,7 +153,7 @@ class ProgressHeader(Widget):
     def _read(self) -> None:
         self._later = None
         self.run_worker(
-            self._load(dict(self._filters), self._reads.ask("progress")),
+            self._load(self._queue, self._reads.ask("progress")),
             group="progress",
             name="Reading the progress",
             exit_on_error=False,
@@ -161,9 +163,9 @@ class ProgressHeader(Widget):
         """A failed read opens the app's error dialog (the worker does not exit the app)."""
         cast("ReviewApp", self.app).report_worker_failure(event.worker)
 
-    async def _load(self, filters: dict[str, Any], fresh: Callable[[], bool]) -> None:
+    async def _load(self, queue: QueueFilter, fresh: Callable[[], bool]) -> None:
         app = cast("ReviewApp", self.app)
-        progress = await app.memory.team.progress(app.reviewer, **filters)  # since the start of today, UTC
+        progress = await app.memory.team.progress(app.reviewer, filter=queue)  # since the start of today, UTC
         if fresh():  # not overtaken by a newer read (review_app/workers.py)
             self.progress = progress
             self._fit()

@@ -1,13 +1,9 @@
-"""The queue's filters and the dialog that edits them.
-
-A `QueueFilter` maps one-to-one onto the keyword arguments of `ReviewService.pending`/`count`, so
-the list, the header count and bulk approval always agree on what "the filtered selection" is.
-"""
+"""The dialog that edits the queue's filter (an `engine.QueueFilter`, which the queue passes as it
+is to `ReviewService.pending` / `count` / `mark` and `TeamService.progress`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,66 +12,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from engine import ANY_SPECIAL, CATEGORIES
+from engine import ANY_SPECIAL, CANDIDATE_KINDS, CATEGORIES, QueueFilter
 
 from ..modals import StateCheckbox
 from ..widgets.literal import literal
 
-KINDS: tuple[str, ...] = ("new", "update", "contradiction", "proposed", "retraction")
 # Special categories the filter offers: "any" (every one) first, then each (engine.categories).
 CATEGORY_CHOICES: tuple[str, ...] = (ANY_SPECIAL, *CATEGORIES)
-
-
-@dataclass(frozen=True, slots=True)
-class QueueFilter:
-    user_id: str | None = None
-    kind: str | None = None
-    min_confidence: float | None = None
-    max_confidence: float | None = None
-    unsupported_only: bool = False
-    search: str = ""
-    assigned_to: str | None = None  # "my queue": only the users this reviewer took (engine/team.py)
-    category: str | None = None  # a special category, or "any" of them (engine.categories)
-
-    def kwargs(self) -> dict[str, Any]:
-        """The filter as keyword arguments of ReviewService.pending / count."""
-        return {
-            "user_id": self.user_id,
-            "kind": self.kind,
-            "min_confidence": self.min_confidence,
-            "max_confidence": self.max_confidence,
-            "unsupported": True if self.unsupported_only else None,
-            "search": self.search or None,
-            "assigned_to": self.assigned_to,
-            "category": self.category,
-        }
-
-    @property
-    def active(self) -> bool:
-        return self != QueueFilter()
-
-    def describe(self) -> str:
-        parts = []
-        if self.assigned_to:
-            parts.append("my queue")
-        if self.user_id:
-            parts.append(f"user {self.user_id}")
-        if self.kind:
-            parts.append(f"kind {self.kind}")
-        if self.min_confidence is not None or self.max_confidence is not None:
-            low = f"{self.min_confidence:.2f}" if self.min_confidence is not None else "0"
-            high = f"{self.max_confidence:.2f}" if self.max_confidence is not None else "1"
-            parts.append(f"confidence {low}–{high}")
-        if self.unsupported_only:
-            parts.append("unsupported only")
-        if self.category:
-            parts.append("any special category" if self.category == ANY_SPECIAL else f"category {self.category}")
-        if self.search:
-            parts.append(f"search “{self.search}”")
-        return ", ".join(parts) if parts else "no filter"
-
-    def with_search(self, text: str) -> QueueFilter:
-        return replace(self, search=text)
 
 
 def _parse_confidence(raw: str, what: str) -> float | None:
@@ -119,7 +62,7 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             )
             yield Label("Kind")
             yield Select(
-                [(k, k) for k in KINDS],
+                [(k, k) for k in CANDIDATE_KINDS],
                 value=cur.kind if cur.kind is not None else Select.NULL,
                 prompt="any kind",
                 id="filter-kind",
@@ -139,7 +82,7 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
                 prompt="no category filter",
                 id="filter-category",
             )
-            yield StateCheckbox("Unsupported evidence only", cur.unsupported_only, id="filter-unsupported")
+            yield StateCheckbox("Unsupported evidence only", cur.unsupported is True, id="filter-unsupported")
             yield Static("", id="filter-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
                 yield Button("Apply", id="apply", variant="primary")
@@ -164,10 +107,10 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             return None
         return QueueFilter(
             user_id=user if isinstance(user, str) else None,
-            kind=kind if isinstance(kind, str) else None,
+            kind=next((k for k in CANDIDATE_KINDS if k == kind), None),
             min_confidence=low,
             max_confidence=high,
-            unsupported_only=self.query_one("#filter-unsupported", Checkbox).value,
+            unsupported=True if self.query_one("#filter-unsupported", Checkbox).value else None,
             search=self.current.search,
             assigned_to=self.current.assigned_to,
             category=category if isinstance(category, str) else None,

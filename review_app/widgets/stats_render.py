@@ -1,20 +1,21 @@
 """Turning `Memory.stats()` into what the Stats screen draws.
 
-Pure functions (a stats dict in, Rich renderables or numbers out) so the arithmetic behind the
+Pure functions (an `engine.Stats` in, Rich renderables or numbers out) so the arithmetic behind the
 charts is tested without a terminal. `daily_series` fills the days without activity: a sparkline
 over only the active days would squeeze a quiet month into nothing and make the queue look stable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
+
+from engine.stats import DayFigures, Outcome, Stats
 
 from .literal import literal
 
@@ -37,13 +38,13 @@ class DayPoint:
     queue_size: int
 
 
-def daily_series(daily: list[Mapping[str, Any]], until: date | None = None, max_days: int = 90) -> list[DayPoint]:
+def daily_series(daily: Sequence[DayFigures], until: date | None = None, max_days: int = 90) -> list[DayPoint]:
     """Every day from the first active day to `until` (default: the last active day), gaps as
     zeros, with the running queue size; only the last `max_days` days are returned (the running
     size still counts everything before them)."""
     if not daily:
         return []
-    counts = {date.fromisoformat(str(row["day"])): (int(row["queued"]), int(row["decided"])) for row in daily}
+    counts = {row.day: (row.queued, row.decided) for row in daily}
     first = min(counts)
     last = max(max(counts), until) if until is not None else max(counts)
     points: list[DayPoint] = []
@@ -76,44 +77,42 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def queue_table(stats: Mapping[str, Any]) -> Table:
-    queue, knowledge = stats["queue"], stats["knowledge"]
+def queue_table(stats: Stats) -> Table:
+    queue, knowledge = stats.queue, stats.knowledge
     table = _table("Queue and store", "count")
-    table.add_row(Text("pending candidates", style="bold"), Text(str(queue["pending"]), style="bold"))
-    for kind, n in sorted(queue.get("pending_by_kind", {}).items()):
+    table.add_row(Text("pending candidates", style="bold"), Text(str(queue.pending), style="bold"))
+    for kind, n in sorted(queue.pending_by_kind.items()):
         table.add_row(Text.assemble("  of kind ", literal(kind)), str(n))
-    table.add_row("approved", str(queue["approved"]))
-    table.add_row("rejected", str(queue["rejected"]))
-    table.add_row("active facts", str(knowledge["active"]))
-    table.add_row("superseded facts", str(knowledge["superseded"]))
-    table.add_row("retracted facts", str(knowledge["retracted"]))
-    table.add_row("live tombstones", str(stats["tombstones"]))
+    table.add_row("approved", str(queue.approved))
+    table.add_row("rejected", str(queue.rejected))
+    table.add_row("active facts", str(knowledge.active))
+    table.add_row("superseded facts", str(knowledge.superseded))
+    table.add_row("retracted facts", str(knowledge.retracted))
+    table.add_row("live tombstones", str(stats.tombstones))
     return table
 
 
-def extraction_table(stats: Mapping[str, Any]) -> Table:
-    ex = stats["extraction"]
+def extraction_table(stats: Stats) -> Table:
+    ex = stats.extraction
     table = _table("Extraction", "value")
     table.add_row(
-        Text("extraction rate (queued / claims)", style="bold"), Text(_rate(ex["extraction_rate"]), style="bold")
+        Text("extraction rate (queued / claims)", style="bold"), Text(_rate(ex.extraction_rate), style="bold")
     )
-    table.add_row("claims found", str(ex["claims"]))
-    table.add_row("queued for review", str(ex["queued"]))
-    table.add_row("runs (failed)", f"{ex['runs']} ({ex['failed_runs']})")
-    episodes = ex["episodes"]
-    table.add_row(
-        "episodes open / processed / failed", f"{episodes['open']} / {episodes['processed']} / {episodes['failed']}"
-    )
-    table.add_row("unsupported evidence (flagged)", str(ex["unsupported"]))
-    table.add_row("supersedes dropped", str(ex["supersedes_dropped"]))
-    for name, row in sorted(ex.get("by_extractor", {}).items()):
-        table.add_row(Text.assemble("  extractor ", literal(name)), f"{row['queued']}/{row['claims']} queued")
+    table.add_row("claims found", str(ex.claims))
+    table.add_row("queued for review", str(ex.queued))
+    table.add_row("runs (failed)", f"{ex.runs} ({ex.failed_runs})")
+    episodes = ex.episodes
+    table.add_row("episodes open / processed / failed", f"{episodes.open} / {episodes.processed} / {episodes.failed}")
+    table.add_row("unsupported evidence (flagged)", str(ex.unsupported))
+    table.add_row("supersedes dropped", str(ex.supersedes_dropped))
+    for name, row in sorted(ex.by_extractor.items()):
+        table.add_row(Text.assemble("  extractor ", literal(name)), f"{row.queued}/{row.claims} queued")
     return table
 
 
-def discards_table(stats: Mapping[str, Any]) -> Table:
-    discards: Mapping[str, int] = stats["extraction"]["discards"]
-    claims = int(stats["extraction"]["claims"]) or 0
+def discards_table(stats: Stats) -> Table:
+    discards = stats.extraction.discards
+    claims = stats.extraction.claims
     table = _table("Discarded by gate", "count", "of claims")
     for gate, label in GATE_LABELS.items():
         n = int(discards.get(gate, 0))
@@ -121,17 +120,17 @@ def discards_table(stats: Mapping[str, Any]) -> Table:
     return table
 
 
-def outcomes_table(title: str, outcomes: Mapping[str, Mapping[str, Any]]) -> Table:
+def outcomes_table(title: str, outcomes: Mapping[str, Outcome]) -> Table:
     table = _table(title, "approved", "rejected", "rate")
     for name, row in sorted(outcomes.items()):
-        table.add_row(literal(name), str(row["approved"]), str(row["rejected"]), _rate(row["approval_rate"]))
+        table.add_row(literal(name), str(row.approved), str(row.rejected), _rate(row.approval_rate))
     if not outcomes:
         table.add_row(Text("no decisions yet", style="dim"), "", "", "")
     return table
 
 
-def reasons_table(stats: Mapping[str, Any]) -> Table:
-    reasons: Mapping[str, Mapping[str, int]] = stats["review"]["rejection_reasons"]
+def reasons_table(stats: Stats) -> Table:
+    reasons = stats.review.rejection_reasons
     table = _table("Rejection reasons", "kind", "count")
     rows = [(reason, kind, n) for kind, by_reason in reasons.items() for reason, n in by_reason.items()]
     for reason, kind, n in sorted(rows, key=lambda r: (-r[2], r[0], r[1])):

@@ -32,8 +32,10 @@ from ...errors import NotFoundError
 from ...models import Candidate, Knowledge
 from ...text import value_key
 from ..base import NEW_CANDIDATES
+from ..sql.core import IdSource, fetchall
 from ..sql.records import CANDIDATE_COLS, CANDIDATE_FROM, KNOWLEDGE_COLS, MAX_ID, candidate_from_row, knowledge_from_row
-from ..sql.tx import _WORDS, IdSource, SqlTx, _belief_filter, _UserStats, fetchall, fts_tokens
+from ..sql.text_arm import _WORDS, _belief_filter, _UserStats, fts_tokens
+from ..sql.tx import SqlTx
 from .connection import PgConn
 
 # Advisory locks are (int4, int4) pairs; memdesk's user locks use this first half ("md").

@@ -9,16 +9,19 @@ candidate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+from .conn import SqlConn
 from .records import CANDIDATE_COLS, CANDIDATE_FROM, candidate_from_row
 
 POLICY_KEY = "policy:"
 """The meta key prefix of a policy's settings."""
 
 
-class PolicyOps:
-    conn: Any
+class PolicyOps(Protocol):
+    """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
+
+    conn: SqlConn
 
     async def policy_settings(self) -> list[str]:
         """Every policy's settings (JSON), by name."""

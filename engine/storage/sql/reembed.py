@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...embedders import Embedder, embedder_name
 from ...models import ReembedReport
-from .tx import fetchall, recorded_embedder
+from .core import fetchall, recorded_embedder
 
 if TYPE_CHECKING:
     from ..base import Store

@@ -9,7 +9,7 @@ the derived table (PostgreSQL before 16 requires one).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .conn import SqlConn
 
@@ -49,7 +49,7 @@ class StatsRows:
     calibration: list[Any]  # (extractor, confidence bucket 0..4, status, n) of decided candidates
 
 
-class StatsOps:
+class StatsOps(Protocol):
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
     conn: SqlConn

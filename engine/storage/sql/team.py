@@ -10,9 +10,12 @@ function, the sample hash is integer arithmetic both backends evaluate identical
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+from ...queue_filter import QueueFilter
 from .conn import SqlConn
+from .core import returned_id
+from .queue import queue_where
 
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
 HASH_SPACE = 4_294_967_296
@@ -31,24 +34,7 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-def _queue_where(filters: Mapping[str, Any], status_clause: str = "c.status = 'pending'") -> tuple[str, list[Any]]:
-    """queue_filters for the keyword filters of ReviewService.count (what SqlTx.pending_count takes)."""
-    from .tx import queue_filters
-
-    return queue_filters(
-        filters.get("user_id"),
-        filters.get("kind"),
-        filters.get("min_confidence"),
-        filters.get("max_confidence"),
-        filters.get("unsupported"),
-        filters.get("search"),
-        filters.get("assigned_to"),
-        status_clause=status_clause,
-        category=filters.get("category"),
-    )
-
-
-class TeamOps:
+class TeamOps(Protocol):
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
 
     conn: SqlConn
@@ -59,15 +45,15 @@ class TeamOps:
 
     # -- progress and figures -------------------------------------------------------------------
 
-    async def decided_since_count(self, filters: Mapping[str, Any], since_us: int) -> int:
-        """Candidates matching the queue filter (pending_count's keywords) decided since then."""
-        where, args = _queue_where(filters, f"c.status != 'pending' AND c.decided_at >= {int(since_us)}")
+    async def decided_since_count(self, queue: QueueFilter, since_us: int) -> int:
+        """Candidates matching the queue filter decided since then."""
+        where, args = queue_where(queue, f"c.status != 'pending' AND c.decided_at >= {int(since_us)}")
         return await self._count(f"SELECT count(*) FROM candidates c WHERE {where}", args)
 
-    async def live_flag_count(self, filters: Mapping[str, Any], reviewer: str, *, by_reviewer: bool) -> int:
+    async def live_flag_count(self, queue: QueueFilter, reviewer: str, *, by_reviewer: bool) -> int:
         """Pending candidates matching the queue filter with a live flag raised by `reviewer`
         (`by_reviewer`) or by anyone else."""
-        where, args = _queue_where(filters)
+        where, args = queue_where(queue)
         op = "=" if by_reviewer else "!="
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN flags f ON f.candidate_id = c.id"
@@ -144,8 +130,6 @@ class TeamOps:
         lean: str | None,
         at: int,
     ) -> int:
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             "INSERT INTO flags(candidate_id, user_id, flagged_by, note, lean, flagged_at)"
             " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -278,8 +262,6 @@ class TeamOps:
 
     async def insert_second_review(self, values: Sequence[Any]) -> Any:
         """`values` in SECOND_REVIEW_COLS order without the id; returns the stored row."""
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             f"INSERT INTO second_reviews({SECOND_REVIEW_COLS.split(', ', 1)[1]}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " RETURNING id",
@@ -326,8 +308,6 @@ class TeamOps:
         await self.conn.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))
 
     async def insert_assignment(self, user_id: str, reviewer: str, at: int, by: str) -> int:
-        from .tx import returned_id
-
         cur = await self.conn.execute(
             "INSERT INTO assignments(user_id, reviewer, assigned_at, assigned_by) VALUES (?, ?, ?, ?) RETURNING id",
             (user_id, reviewer, at, by),

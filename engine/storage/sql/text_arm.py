@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .conn import SqlConn
 
@@ -126,7 +126,7 @@ class _UserStats:
         return max(self.tokens / self.docs, 1.0) if self.docs else 1.0
 
 
-class TextArmOps:
+class TextArmOps(Protocol):
     """Mixed into SqlTx: `conn` is the transaction's connection and `text_stats` the store's
     per-connection cache of BM25 statistics (see SqlTx)."""
 

@@ -34,7 +34,7 @@ import sqlite_vec
 from ...errors import UserInputError
 from ...timeutil import BEGINNING, FOREVER
 from ..base import AUDITED_TABLES, TABLES
-from ..sql.tx import STILL_TRUE_SQL
+from ..sql.text_arm import STILL_TRUE_SQL
 from .tx import fts_scope
 
 KEYS: Mapping[str, str] = {table: ("key" if table == "meta" else "id") for table in TABLES}

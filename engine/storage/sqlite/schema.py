@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..sql.tx import STILL_TRUE_SQL
+from ..sql.text_arm import STILL_TRUE_SQL
 
 SCHEMA_VERSION = 12
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from ...errors import ConfigurationError, NotFoundError
 from ..base import TABLES, Store, Verify
+from ..sql.core import fetchall
 from ..sql.reembed import VectorSwap
-from ..sql.tx import _UserStats, fetchall
+from ..sql.text_arm import _UserStats
 from .connection import Database
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .tx import SqliteTx

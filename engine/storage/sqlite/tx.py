@@ -18,7 +18,9 @@ import sqlite_vec
 
 from ...text import value_key
 from ...timeutil import BEGINNING, FOREVER
-from ..sql.tx import _WORDS, STILL_TRUE_SQL, USER_TABLES, IdSource, SqlTx, fetchall
+from ..sql.core import USER_TABLES, IdSource, fetchall
+from ..sql.text_arm import _WORDS, STILL_TRUE_SQL
+from ..sql.tx import SqlTx
 
 
 def fts_scope(user_id: str) -> str:
