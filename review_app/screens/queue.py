@@ -279,7 +279,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self._look = None
         if self.is_mounted:
             self.run_worker(
-                self._recount(), group="queue-recount", name="Looking for new candidates", exit_on_error=False
+                self._recount, group="queue-recount", name="Looking for new candidates", exit_on_error=False
             )
 
     async def _recount(self) -> None:
