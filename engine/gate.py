@@ -55,9 +55,10 @@ class Admission:
     def __init__(self, tx: GateTx, user_id: str, rows: list[tuple[str, int, str, str]]) -> None:
         self._tx = tx
         self.user_id = user_id
-        self._active: list[tuple[str, int, str]] = [(k, i, t) for e, i, k, t in rows if e == "knowledge"]
         self._stones = ValueIndex((k, (i, t)) for e, i, k, t in rows if e == "tombstone")
-        self._values: ValueIndex[tuple[int, str]] = ValueIndex((k, (i, t)) for k, i, t in self._active)
+        self._values: ValueIndex[tuple[int, str]] = ValueIndex((k, (i, t)) for e, i, k, t in rows if e == "knowledge")
+        self._ended: set[int] = set()
+        """Facts that stopped being active in this transaction: passed over, not re-indexed."""
 
     @classmethod
     async def read(cls, tx: GateTx, user_id: str) -> Admission:
@@ -70,9 +71,8 @@ class Admission:
 
     def holder(self, statement: str, excluding: Collection[int] = ()) -> tuple[int, str] | None:
         """(id, statement) of an active fact holding this value, other than those in `excluding`."""
-        if not excluding:
-            return self._values.find(value_key(statement))
-        return ValueIndex((k, (i, t)) for k, i, t in self._active if i not in excluding).find(value_key(statement))
+        passed = self._ended.union(excluding)
+        return self._values.find(value_key(statement), skip=(lambda fact: fact[0] in passed) if passed else None)
 
     def refusal(self, statement: str, excluding: Collection[int] = ()) -> UserInputError | None:
         """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None."""
@@ -91,14 +91,12 @@ class Admission:
 
     def admitted(self, fact_id: int, statement: str) -> None:
         """A fact was made active in this transaction: later checks see it."""
-        key = value_key(statement)
-        self._active.append((key, fact_id, statement))
-        self._values.add(key, (fact_id, statement))
+        self._values.add(value_key(statement), (fact_id, statement))
+        self._ended.discard(fact_id)
 
     def ended(self, fact_id: int) -> None:
         """A fact stopped being active in this transaction."""
-        self._active = [row for row in self._active if row[1] != fact_id]
-        self._values = ValueIndex((k, (i, t)) for k, i, t in self._active)
+        self._ended.add(fact_id)
 
     async def lift(self, statement: str, actor: str, at_us: int, reason: str | None, note: str | None) -> None:
         """Lift every live tombstone blocking `statement` (the caller asked to make the value active

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Generic, TypeVar
@@ -146,27 +146,30 @@ class ValueIndex(Generic[P]):
     def __init__(self, items: Iterable[tuple[str, P]] = ()) -> None:
         self._keys: list[str] = []
         self._payloads: list[P] = []
-        self._exact: dict[str, int] = {}
+        self._exact: dict[str, list[int]] = {}
         for key, payload in items:
             self.add(key, payload)
 
     def add(self, key: str, payload: P) -> None:
         """`key` is a value key (as stored); it is compared in its match form."""
         mk = key_to_match(key)
-        self._exact.setdefault(mk, len(self._keys))
+        self._exact.setdefault(mk, []).append(len(self._keys))
         self._keys.append(mk)
         self._payloads.append(payload)
 
-    def find(self, key: str) -> P | None:
-        """The payload of the first entry with the same value as the value key `key`, or None."""
+    def find(self, key: str, skip: Callable[[P], bool] | None = None) -> P | None:
+        """The payload of the first entry with the same value as the value key `key`, or None;
+        entries whose payload `skip` accepts are passed over (the gate's facts ended or excluded in
+        this transaction: skipping them costs nothing, where rebuilding the index for a 20,000-fact
+        user cost 25 ms a decision)."""
         mk = key_to_match(key)
-        hit = self._exact.get(mk)
-        if hit is not None:
-            return self._payloads[hit]
+        for hit in self._exact.get(mk, ()):
+            if skip is None or not skip(self._payloads[hit]):
+                return self._payloads[hit]
         if not mk or not self._keys:
             return None
         for choice, _, index in process.extract(mk, self._keys, scorer=OSA.distance, score_cutoff=1, limit=None):
-            if is_typo(mk, choice):
+            if is_typo(mk, choice) and (skip is None or not skip(self._payloads[index])):
                 return self._payloads[index]
         return None
 
