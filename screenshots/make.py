@@ -4,8 +4,8 @@
 
 The demo database is built fresh from the bundled conversations (`review_app.demo.build_demo`) in a
 temporary directory, then the app is driven headless (Textual's Pilot) and each screen exported as
-SVG. PNGs come from `rsvg-convert` when it is installed (the better renderer) and from cairosvg
-otherwise. The app runs with a clock frozen at the end of the build, so ages and the stats chart
+SVG. PNGs come from `rsvg-convert` when it is installed, else a headless Chromium, else cairosvg.
+The app runs with a clock frozen at the end of the build, so ages and the stats chart
 end on the build day and no cursor blinks mid-capture.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -105,11 +106,33 @@ async def capture(db: str, shot: Shot, frozen: datetime) -> str:
 
 
 def to_png(svg: Path, png: Path) -> str:
-    """Convert with rsvg-convert if present, else cairosvg; returns the tool used."""
+    """Convert with rsvg-convert if present, else a headless Chromium, else cairosvg; returns the
+    tool used. cairosvg draws each text run in its own font metrics, so the columns of a line-API
+    list drift apart; the two others lay the SVG out as a browser shows it."""
     rsvg = shutil.which("rsvg-convert")
     if rsvg:
         subprocess.run([rsvg, "-o", str(png), str(svg)], check=True)
         return "rsvg-convert"
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium:
+        head = svg.read_text(encoding="utf-8")[:2000]
+        box = re.search(r'viewBox="0 0 ([0-9.]+) ([0-9.]+)"', head)
+        width, height = (int(float(box.group(1))), int(float(box.group(2)))) if box else (1970, 1221)
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--window-size={width},{height}",
+                f"--screenshot={png}",
+                svg.resolve().as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return "chromium"
     import cairosvg
 
     cairosvg.svg2png(url=str(svg), write_to=str(png))
