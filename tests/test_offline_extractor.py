@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine import Episode, Extraction, Knowledge, Message
-from engine.extraction.offline import OfflineExtractor, claims_from_text
+from engine.extraction.offline import OfflineExtractor, calibrated, claims_from_text
 from engine.extraction.offline_rules import parse_statement
 
 T = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -486,3 +486,20 @@ def test_extractor_attributes_are_typed() -> None:
     ex = OfflineExtractor()
     assert (ex.name, ex.model) == ("offline", None)
     assert isinstance(ex.prompt_version, str) and ex.prompt_version.startswith("rules-")
+
+
+async def test_a_hedge_is_calibrated_by_hedges_only_not_by_its_slots_firm_approvals() -> None:
+    """Fifty approvals of firm "lives in" claims do not lift "If I were rich, I would live in
+    Lisbon" over the 0.7 gate (they did, under one rule per slot); they do lift a firm claim, and
+    decisions on the slot's tentative claims move the tentative one."""
+    ex = OfflineExtractor()
+    ex.calibration = {"home": (50, 0)}
+    [hedge] = (await ex.extract(episode(("user", "If I were rich, I would live in Lisbon.")), [])).items
+    [firm] = (await ex.extract(episode(("user", "I live in Lisbon.")), [])).items
+    assert (hedge.rule, hedge.confidence) == ("home~tentative", 0.4)
+    assert (firm.rule, firm.confidence) == ("home", calibrated(0.9, 50, 0))
+    [joke] = (await ex.extract(episode(("user", "I live in Lisbon, lol.")), [])).items
+    assert (joke.rule, joke.confidence) == ("home~joking", 0.3)
+    ex.calibration = {"home~tentative": (50, 0)}
+    [hedge] = (await ex.extract(episode(("user", "If I were rich, I would live in Lisbon.")), [])).items
+    assert hedge.confidence == calibrated(0.4, 50, 0) > 0.7

@@ -109,6 +109,9 @@ def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> lis
     return [c for claims in per_message for c in claims]
 
 
+FIRM = 0.9
+"""The firmness of a claim stated outright (offline_rules.confidence_of)."""
+
 PRIOR_STRENGTH = 10.0
 """How many reviewer decisions the prior is worth. The prior is Beta(c·n, (1−c)·n) with n this
 strength and c the sentence's firmness (0.9 firm, 0.4 hedged or planned, 0.3 joking): a rule
@@ -116,10 +119,18 @@ with no history keeps its firmness; after n decisions the reviewers' approval ra
 as the prior, and it dominates from there on."""
 
 
-def rule_of(claim: Claim) -> str:
+def rule_of(claim: Claim, firmness: float = 0.9) -> str:
     """The rule a claim came from, for calibration: its slot family ("lives_in", "is", "job"...),
-    the part of the slot before any value, so "is:vegetarian" and "is:teacher" share a rule."""
-    return claim.slot.split(":", 1)[0]
+    the part of the slot before any value, so "is:vegetarian" and "is:teacher" share a rule; and,
+    for a claim said less than firmly, its firmness ("home~tentative", "home~joking"). Reviewers
+    approving what people state outright says nothing about "If I were rich I would live in
+    Lisbon": under one rule those approvals lifted such hedges over the gate (the labelled set's
+    precision fell from 0.958 to 0.938 as the benchmark's own reviewing calibrated its rules), so
+    a tentative claim is calibrated only by the decisions on tentative claims of its slot."""
+    family = claim.slot.split(":", 1)[0]
+    if firmness >= FIRM:
+        return family
+    return f"{family}~{'tentative' if firmness >= rules.PLAN_CONFIDENCE else 'joking'}"
 
 
 def calibrated(firmness: float, approved: int, rejected: int) -> float:
@@ -230,7 +241,7 @@ class OfflineExtractor:
         return Extraction(prediction=_prediction(claims, facts), items=items, covered=covered)
 
     def _item(self, sc: SourcedClaim, kind: GapKind, supersedes: str | None) -> GapItem:
-        rule = rule_of(sc.claim)
+        rule = rule_of(sc.claim, sc.confidence)
         approved, rejected = self.calibration.get(rule, (0, 0))
         return GapItem(
             statement=sc.claim.statement,
