@@ -68,7 +68,7 @@ def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = Non
             if normal is None:
                 continue
             text_, negated = normal
-            for claim in rules.clause_claims(text_):
+            for claim in map(rules.tidy, rules.clause_claims(text_)):
                 if negated:
                     claim = Claim(claim.subject, claim.verb, claim.value, negated=not claim.negated)
                 found.append(claim)
