@@ -172,3 +172,33 @@ def test_spelled_corrects_one_edit_to_exactly_one_known_word() -> None:
     # two known words one edit away: ambiguous, kept as written
     assert spelled("dialect", frozenset({"dialects", "dialectd"})) == "dialect"
     assert spelled("japanse", frozenset(LANGUAGES)) == "japanese"
+
+
+# -- one fact per statement: the object of a habit said in the clause before -------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm into climbing, I go most Thursdays.", ["User goes climbing most Thursdays"]),
+        ("I'm into bouldering, I go three times a week.", ["User goes bouldering three times a week"]),
+        ("I'm a big fan of chess, I play online every night.", ["User plays chess online"]),
+        ("I love tennis and play every weekend", ["User plays tennis"]),
+    ],
+)
+def test_a_habit_said_of_the_object_before_is_one_fact_not_a_liking(text: str, expected: list[str]) -> None:
+    assert statements(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm into climbing.", ["User is into climbing"]),  # no habit: the liking stays
+        ("I'm into jazz, I go to gigs most weekends.", ["User is into jazz"]),  # "go to gigs" has its own object
+        ("I love chess, I go every week.", ["User loves chess"]),  # one does not "go chess"
+        ("My sister loves tennis, I play every week.", []),  # her liking is not the user's object
+        ("I play tennis on weekends.", ["User plays tennis"]),
+    ],
+)
+def test_a_habit_without_an_object_is_not_given_one_it_did_not_say(text: str, expected: list[str]) -> None:
+    assert statements(text) == expected

@@ -68,7 +68,14 @@ def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = Non
             if normal is None:
                 continue
             text_, negated = normal
-            for claim in map(rules.tidy, rules.clause_claims(text_)):
+            claims = rules.clause_claims(text_)
+            if not claims and not negated and (resumed := rules.with_earlier_object(text_, found)) is not None:
+                # "I'm into climbing, I go most Thursdays": the habit, said of the earlier object,
+                # is the fact; the liking it restates is dropped.
+                again, liking = resumed
+                if claims := rules.clause_claims(again):
+                    found.remove(liking)
+            for claim in map(rules.tidy, claims):
                 if negated:
                     claim = Claim(claim.subject, claim.verb, claim.value, negated=not claim.negated)
                 found.append(claim)

@@ -1786,7 +1786,7 @@ def clause_claims(clause: str) -> list[Claim]:
         return [Claim("", "uses", v)]
     if (m := R_HAVE.match(clause)) and (owned := _pets(m.group("v")) or _kids(m.group("v"))):
         return owned
-    if m := R_PLAY.match(clause):
+    if (m := R_PLAY.match(clause)) and not _BARE_HABIT.match(clause):  # "I play every week": no object
         v = _trim(m.group("v"), _HOBBY_END)
         return [Claim("", "plays", v)] if v and _object_ok(v) else []
     if m := R_LIKE.match(clause):
@@ -2042,6 +2042,37 @@ def diet_of(word: str) -> str | None:
     """A diet said with a typo ("I'm vegitarian"): the diet it spells, or None."""
     fixed = spelled(word, _DIET_WORDS)
     return fixed if fixed in DIETS else None
+
+
+# "I go most Thursdays", "I play online every night": a habit whose object was said before.
+_BARE_HABIT = re.compile(
+    r"^I (?P<verb>go|play)(?P<rest>(?: (?:online|outside|indoors))?(?: (?:regularly|often|most|every|each|twice"
+    r"|once|daily|weekly|nightly|on|\w+ times)\b.*)?)$",
+    re.IGNORECASE,
+)
+
+
+def with_earlier_object(clause: str, earlier: list[Claim]) -> tuple[str, Claim] | None:
+    """ "I go most Thursdays" after "I'm into climbing" in the same sentence: the clause with the
+    object given back ("I go climbing most Thursdays") and the earlier claim that named it, or None.
+    Only an activity one goes to for "go" ("into jazz, I go to gigs" is not read), anything liked
+    for "play"; the liking must be the user's (no relative's) and in the user's words of liking."""
+    m = _BARE_HABIT.match(clause)
+    if m is None:
+        return None
+    verb = m.group("verb").lower()
+    for claim in reversed(earlier):
+        if claim.subject or claim.negated:
+            continue
+        value = claim.value.casefold()
+        if claim.verb == "is" and (fan := _FAN_VALUE.match(value)):
+            value = fan.group(1)
+        elif claim.verb not in ("is into", "loves", "likes"):
+            continue
+        if verb == "go" and value not in GO_ACTIVITIES:
+            continue
+        return f"I {verb} {value}{m.group('rest')}", claim
+    return None
 
 
 def people(claims: Iterable[Claim]) -> dict[str, str]:
