@@ -503,3 +503,19 @@ async def test_a_hedge_is_calibrated_by_hedges_only_not_by_its_slots_firm_approv
     ex.calibration = {"home~tentative": (50, 0)}
     [hedge] = (await ex.extract(episode(("user", "If I were rich, I would live in Lisbon.")), [])).items
     assert hedge.confidence == calibrated(0.4, 50, 0) > 0.7
+
+
+async def test_stopping_a_habit_ends_it_in_the_habits_own_words() -> None:
+    """ "I stopped swimming" ends "User swims twice a week" (found in the fleet benchmark: it was
+    queued as a new "User no longer goes swimming" beside the habit it ends)."""
+    items = (await extract("I stopped swimming, the pool is too far now.", [fact(1, "User swims twice a week")])).items
+    assert [(i.kind, i.statement, i.supersedes) for i in items] == [("contradiction", "User no longer swims", "1")]
+    # the end of a habit said with a detail is not the end of all of it
+    items = (await extract("I stopped swimming on Saturdays.", [fact(1, "User swims twice a week")])).items
+    assert [(i.kind, i.supersedes) for i in items] == [("new", None)]
+    # positive control: a habit said with "goes" keeps its words
+    items = (await extract("I stopped swimming.", [fact(1, "User goes swimming every Saturday")])).items
+    assert [(i.kind, i.statement) for i in items] == [("contradiction", "User no longer goes swimming")]
+    # and taking it up again replaces the end
+    items = (await extract("I swim twice a week now.", [fact(1, "User no longer goes swimming")])).items
+    assert [(i.kind, i.statement, i.supersedes) for i in items] == [("update", "User swims twice a week", "1")]

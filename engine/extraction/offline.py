@@ -195,7 +195,7 @@ def relate(claim: Claim, facts: Sequence[_Fact[R]]) -> tuple[GapKind | Literal["
             f.claim is not None
             and f.claim.slot == claim.slot
             and f.claim.negated != claim.negated
-            and _says_at_least(f.claim.key, claim.key)
+            and (_says_at_least(f.claim.key, claim.key) or rules.ends_habit(claim if claim.negated else f.claim))
         ):
             return ("contradiction" if claim.negated else "update"), f
     if not claim.negated and not claim.multi:
@@ -244,6 +244,8 @@ class OfflineExtractor:
             if kind == "covered":
                 covered.append(CoveredClaim(sc.claim.statement, str(fact.ref.id) if fact is not None else None))
             else:
+                if kind == "contradiction" and fact is not None and fact.claim is not None:
+                    sc = SourcedClaim(rules.in_words_of(sc.claim, fact.claim), sc.evidence, sc.confidence, sc.span)
                 items.append(self._item(sc, kind, str(fact.ref.id) if fact is not None else None))
         return Extraction(prediction=_prediction(claims, facts), items=items, covered=covered)
 

@@ -2075,6 +2075,23 @@ def with_earlier_object(clause: str, earlier: list[Claim]) -> tuple[str, Claim] 
     return None
 
 
+def ends_habit(claim: Claim) -> bool:
+    """A negated habit that names only its activity ("User no longer goes swimming", "User no
+    longer swims") ends every habit of its slot, whatever detail that habit had ("twice a week")."""
+    if not claim.negated or not claim.slot.startswith("habit:"):
+        return False
+    words = claim.value.split()
+    return not words or (claim.verb == "goes" and len(words) == 1)
+
+
+def in_words_of(claim: Claim, fact: Claim) -> Claim:
+    """A habit's end said in the words of the fact it ends: "I stopped swimming" against "User
+    swims twice a week" is "User no longer swims", not "no longer goes swimming"."""
+    if ends_habit(claim) and fact.verb in _HABIT_BASE and fact.verb not in ("goes", "does") and fact.verb != claim.verb:
+        return Claim(claim.subject, fact.verb, "", negated=True)
+    return claim
+
+
 def people(claims: Iterable[Claim]) -> dict[str, str]:
     """Who the user has named, by name: {"Max": "brother", "Luca": "husband"}, from claims such as
     "User's brother Max lives in Graz" or "User's partner is named Sam" (the latest wins)."""
