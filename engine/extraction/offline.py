@@ -14,11 +14,15 @@ those slots. Then calibration:
 How a person talks is honoured before anything is compared: a message that starts "just kidding"
 withdraws the one before it, "I said married ... not married" withdraws the claims with that word,
 and within a sentence a new value ("joined Etihad") makes the implied end of the old one ("quit
-Emirates") redundant. Firmness sets the confidence: hedges and hypotheticals 0.4, jokes and sarcasm
-0.3, a claim dated after its own message (a plan) 0.4, everything else 0.9; that firmness is the
-prior of each rule's confidence, which the reviewers' decisions on the rule's past candidates then
-calibrate (`calibrated`, PRIOR_STRENGTH). The pipeline's 0.7 gate counts the low ones instead of
-queueing them.
+Emirates") redundant. Each statement says one fact ("I live in leeds and work at boots" is two),
+names get their capitals, and fillers and obvious typos of words the rules know stay out of it
+(`rules.tidy`); the evidence is the sentence as the user wrote it.
+
+Firmness sets the confidence: hedges and hypotheticals 0.4, jokes and sarcasm 0.3, a claim dated
+after its own message (a plan) 0.4, everything else 0.9; that firmness is the prior of each rule's
+confidence, which the reviewers' decisions on the rule's past candidates (of the same firmness,
+`rule_of`) then calibrate (`calibrated`, PRIOR_STRENGTH). The pipeline's 0.7 gate counts the low
+ones instead of queueing them.
 
 `existing == []` is the cold start: prediction "" and every claim is an item. The pattern table
 lives in `offline_rules.py` (its version, `RULES_VERSION`, is the `prompt_version` every run
