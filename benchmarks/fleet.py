@@ -90,6 +90,8 @@ class ArmResult:
     candidates_after_shadow: int = 0
     human_decisions_after_shadow: int = 0
     enable_refusals: list[str] = field(default_factory=list)
+    # the shadow record `enable` was judged on: precision lower bound over N human decisions
+    enable_evidence: list[str] = field(default_factory=list)
     # the wrong facts admitted, by base user and statement and who approved them: where they come from
     wrong_facts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -147,6 +149,11 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
             day_start = START + timedelta(days=day)
             clock.now = day_start + timedelta(hours=7)
             if arm != "manual" and day == args.shadow_days:
+                shadow = await mem.policies.report("routine")
+                result.enable_evidence.append(
+                    f"day {day}: {shadow.approvals_confirmed} of {shadow.approvals_decided} confirmed, precision"
+                    f" lower bound {round(shadow.precision_lower or 0, 3)}, agreement {round(shadow.agreement or 0, 3)}"
+                )
                 try:
                     forced = arm == "forced"
                     await mem.policies.enable("routine", "bench", force=forced, reason="benchmark" if forced else None)
@@ -291,6 +298,14 @@ async def main() -> None:
         else 0,
         "extra_wrong_per_1000": round(extra_wrong, 1),
         "target_met": cut >= 0.6 and extra_wrong <= 5.0,
+        # the same target read on the days after the shadow period only (not the issue's reading:
+        # the issue counts the whole week, shadow days included)
+        "target_met_after_shadow": bool(
+            manual["human_decisions_per_1000_after_shadow"]
+            and 1 - pol["human_decisions_per_1000_after_shadow"] / manual["human_decisions_per_1000_after_shadow"]
+            >= 0.6
+            and extra_wrong <= 5.0
+        ),
     }
     text = json.dumps(out, indent=2)
     print(text)
