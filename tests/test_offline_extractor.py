@@ -407,7 +407,14 @@ async def test_i_said_x_not_x_takes_back_the_word() -> None:
         ("user", "Kenji and I got married last month!"), ("user", "Wait, I said married, we got engaged, not married.")
     )
     out = await OfflineExtractor().extract(ep, [])
-    assert [i.statement for i in out.items] == ["User is engaged"]
+    # the correction keeps the partner the withdrawn claim named (the fleet benchmark found it lost)
+    assert [i.statement for i in out.items] == ["User is engaged to Kenji"]
+    # positive control: with no partner named before, the status stays bare
+    ep = episode(("user", "We got married last month!"), ("user", "Wait, I said married, we got engaged, not married."))
+    assert [i.statement for i in (await OfflineExtractor().extract(ep, [])).items] == ["User is engaged"]
+    # and a status said without a correction takes no partner from anywhere
+    ep = episode(("user", "Kenji and I got married last month!"), ("user", "My sister got engaged."))
+    assert [i.statement for i in (await OfflineExtractor().extract(ep, [])).items] == ["User is married to Kenji"]
 
 
 async def test_habit_and_preference_updates_and_contradictions() -> None:

@@ -101,8 +101,9 @@ def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = Non
 
 def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> list[SourcedClaim]:
     """The claims of an episode's user messages, after the user's own take-backs: "just kidding"
-    withdraws the message before it, "I said married ... not married" the claims that say "married".
-    People named in known facts (`names`) and earlier in the episode are recognised by name."""
+    withdraws the message before it, "I said married ... not married" the claims that say "married"
+    (and the correction keeps the partner they named). People named in known facts (`names`) and
+    earlier in the episode are recognised by name."""
     names = dict(names or {})
     per_message: list[list[SourcedClaim]] = []
     for message in episode.messages:
@@ -110,11 +111,18 @@ def episode_claims(episode: Episode, names: dict[str, str] | None = None) -> lis
             continue
         if rules.is_retraction(message.content) and per_message:
             per_message[-1] = []
+        withdrawn: list[Claim] = []
         for word in rules.corrected_words(message.content):
+            withdrawn += [c.claim for m in per_message for c in m if word in c.claim.statement.casefold().split()]
             per_message = [
                 [c for c in claims if word not in c.claim.statement.casefold().split()] for claims in per_message
             ]
         claims = claims_from_text(message.content, message.at, names)
+        if withdrawn:
+            # "I said married, we got engaged, not married": engaged to whom the withdrawn claim said.
+            claims = [
+                SourcedClaim(rules.with_partner(c.claim, withdrawn), c.evidence, c.confidence, c.span) for c in claims
+            ]
         names.update(rules.people(c.claim for c in claims))
         per_message.append(claims)
     return [c for claims in per_message for c in claims]

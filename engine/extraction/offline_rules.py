@@ -2075,6 +2075,18 @@ def with_earlier_object(clause: str, earlier: list[Claim]) -> tuple[str, Claim] 
     return None
 
 
+def with_partner(claim: Claim, withdrawn: list[Claim]) -> Claim:
+    """ "User is engaged" said to correct a withdrawn "User is married to Kenji": "User is engaged
+    to Kenji". Only a bare relationship status of the user takes the partner, and only from a
+    withdrawn claim that named one."""
+    if claim.subject or claim.negated or claim.verb != "is" or claim.value not in ("engaged", "married"):
+        return claim
+    for old in reversed(withdrawn):
+        if not old.subject and old.verb in ("is married to", "is engaged to") and old.value:
+            return Claim("", f"is {claim.value} to", old.value)
+    return claim
+
+
 def ends_habit(claim: Claim) -> bool:
     """A negated habit that names only its activity ("User no longer goes swimming", "User no
     longer swims") ends every habit of its slot, whatever detail that habit had ("twice a week")."""
