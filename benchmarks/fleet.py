@@ -26,8 +26,12 @@ It prints, per arm (the target is judged on `policies`, the arm that follows the
 decisions per 1,000 candidates, wrong facts admitted per 1,000 (active
 facts the labels do not hold), p95 queue age in hours (from queueing to decision; what is still
 pending at the end counts with its age then), second-review overturns, and whether the policy was
-enabled. The issue's target: policies cut human decisions by at least 60 % while admitting no more
-than 5 wrong facts per 1,000 beyond all-manual.
+enabled; the same human decisions per 1,000 from the end of the shadow period on (what an enabled
+policy saves once it runs: a week that starts with two days in shadow caps the whole-week cut near
+5/7 of what the policy may decide); and the wrong facts admitted, by base user and statement and
+who approved them (to tell an extractor fault from a label the match rule cannot see). The issue's
+target: policies cut human decisions by at least 60 % while admitting no more than 5 wrong facts per
+1,000 beyond all-manual.
 """
 
 from __future__ import annotations
@@ -80,7 +84,16 @@ class ArmResult:
     queue_age_p95_h: float = 0.0
     still_pending: int = 0
     policy_enabled_on_day: int | None = None
+    # the same counts from the day the shadow period ends (the policy's steady state if enabled;
+    # the same days for `manual`): a week that starts in shadow caps the whole-week cut near
+    # (days - shadow_days) / days of what the policy may decide
+    candidates_after_shadow: int = 0
+    human_decisions_after_shadow: int = 0
     enable_refusals: list[str] = field(default_factory=list)
+    # the shadow record `enable` was judged on: precision lower bound over N human decisions
+    enable_evidence: list[str] = field(default_factory=list)
+    # the wrong facts admitted, by base user and statement and who approved them: where they come from
+    wrong_facts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def per_1000(self, n: int) -> float:
@@ -136,6 +149,11 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
             day_start = START + timedelta(days=day)
             clock.now = day_start + timedelta(hours=7)
             if arm != "manual" and day == args.shadow_days:
+                shadow = await mem.policies.report("routine")
+                result.enable_evidence.append(
+                    f"day {day}: {shadow.approvals_confirmed} of {shadow.approvals_decided} confirmed, precision"
+                    f" lower bound {round(shadow.precision_lower or 0, 3)}, agreement {round(shadow.agreement or 0, 3)}"
+                )
                 try:
                     forced = arm == "forced"
                     await mem.policies.enable("routine", "bench", force=forced, reason="benchmark" if forced else None)
@@ -153,6 +171,8 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
             clock.now = day_start + timedelta(hours=8, minutes=30)
             report = await mem.process()
             result.candidates += report.queued
+            after_shadow = day >= args.shadow_days
+            result.candidates_after_shadow += report.queued if after_shadow else 0
             fresh = [c for c in await mem.review.pending(limit=1_000_000) if c.id not in queued_at]
             for cand in fresh:
                 queued_at[cand.id] = clock.now
@@ -203,6 +223,7 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                     except MemdeskError:
                         await mem.review.reject(cand.id, "team", reason="cannot be approved", tombstone=False)
                     result.human_decisions += 1
+                    result.human_decisions_after_shadow += after_shadow
                     ages_h.append((clock.now - queued_at.get(cand.id, clock.now)).total_seconds() / 3600)
         end = START + timedelta(days=args.days)
         leftover = await mem.review.pending(limit=1_000_000)
@@ -211,7 +232,11 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
         for user in truth_of:
             for fact in await mem.knowledge(user):
                 result.active_facts += 1
-                result.wrong_admitted += not is_true(fact.statement, truth_of[user])
+                if not is_true(fact.statement, truth_of[user]):
+                    result.wrong_admitted += 1
+                    who = "policy" if fact.created_by == "policy:routine" else "person"
+                    key = f"{user.split('~')[0]}: {fact.statement} ({who})"
+                    result.wrong_facts[key] = result.wrong_facts.get(key, 0) + 1
                 if fact.created_by == "policy:routine":
                     result.policy_approvals += 1
     if ages_h:
@@ -222,10 +247,17 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
 
 
 def summary(r: ArmResult) -> dict[str, Any]:
+    top = sorted(r.wrong_facts.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     return {
         **asdict(r),
+        "wrong_facts": dict(top),
         "human_decisions_per_1000": r.per_1000(r.human_decisions),
         "wrong_admitted_per_1000": r.per_1000(r.wrong_admitted),
+        "human_decisions_per_1000_after_shadow": round(
+            1000 * r.human_decisions_after_shadow / r.candidates_after_shadow, 1
+        )
+        if r.candidates_after_shadow
+        else 0.0,
     }
 
 
@@ -259,8 +291,21 @@ async def main() -> None:
         "policies": pol,
         "forced": forced,
         "human_decisions_cut": round(cut, 3),
+        "human_decisions_cut_after_shadow": round(
+            1 - pol["human_decisions_per_1000_after_shadow"] / manual["human_decisions_per_1000_after_shadow"], 3
+        )
+        if manual["human_decisions_per_1000_after_shadow"]
+        else 0,
         "extra_wrong_per_1000": round(extra_wrong, 1),
         "target_met": cut >= 0.6 and extra_wrong <= 5.0,
+        # the same target read on the days after the shadow period only (not the issue's reading:
+        # the issue counts the whole week, shadow days included)
+        "target_met_after_shadow": bool(
+            manual["human_decisions_per_1000_after_shadow"]
+            and 1 - pol["human_decisions_per_1000_after_shadow"] / manual["human_decisions_per_1000_after_shadow"]
+            >= 0.6
+            and extra_wrong <= 5.0
+        ),
     }
     text = json.dumps(out, indent=2)
     print(text)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine import Episode, Extraction, Knowledge, Message
-from engine.extraction.offline import OfflineExtractor, claims_from_text
+from engine.extraction.offline import OfflineExtractor, calibrated, claims_from_text
 from engine.extraction.offline_rules import parse_statement
 
 T = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -407,7 +407,14 @@ async def test_i_said_x_not_x_takes_back_the_word() -> None:
         ("user", "Kenji and I got married last month!"), ("user", "Wait, I said married, we got engaged, not married.")
     )
     out = await OfflineExtractor().extract(ep, [])
-    assert [i.statement for i in out.items] == ["User is engaged"]
+    # the correction keeps the partner the withdrawn claim named (the fleet benchmark found it lost)
+    assert [i.statement for i in out.items] == ["User is engaged to Kenji"]
+    # positive control: with no partner named before, the status stays bare
+    ep = episode(("user", "We got married last month!"), ("user", "Wait, I said married, we got engaged, not married."))
+    assert [i.statement for i in (await OfflineExtractor().extract(ep, [])).items] == ["User is engaged"]
+    # and a status said without a correction takes no partner from anywhere
+    ep = episode(("user", "Kenji and I got married last month!"), ("user", "My sister got engaged."))
+    assert [i.statement for i in (await OfflineExtractor().extract(ep, [])).items] == ["User is married to Kenji"]
 
 
 async def test_habit_and_preference_updates_and_contradictions() -> None:
@@ -486,3 +493,36 @@ def test_extractor_attributes_are_typed() -> None:
     ex = OfflineExtractor()
     assert (ex.name, ex.model) == ("offline", None)
     assert isinstance(ex.prompt_version, str) and ex.prompt_version.startswith("rules-")
+
+
+async def test_a_hedge_is_calibrated_by_hedges_only_not_by_its_slots_firm_approvals() -> None:
+    """Fifty approvals of firm "lives in" claims do not lift "If I were rich, I would live in
+    Lisbon" over the 0.7 gate (they did, under one rule per slot); they do lift a firm claim, and
+    decisions on the slot's tentative claims move the tentative one."""
+    ex = OfflineExtractor()
+    ex.calibration = {"home": (50, 0)}
+    [hedge] = (await ex.extract(episode(("user", "If I were rich, I would live in Lisbon.")), [])).items
+    [firm] = (await ex.extract(episode(("user", "I live in Lisbon.")), [])).items
+    assert (hedge.rule, hedge.confidence) == ("home~tentative", 0.4)
+    assert (firm.rule, firm.confidence) == ("home", calibrated(0.9, 50, 0))
+    [joke] = (await ex.extract(episode(("user", "I live in Lisbon, lol.")), [])).items
+    assert (joke.rule, joke.confidence) == ("home~joking", 0.3)
+    ex.calibration = {"home~tentative": (50, 0)}
+    [hedge] = (await ex.extract(episode(("user", "If I were rich, I would live in Lisbon.")), [])).items
+    assert hedge.confidence == calibrated(0.4, 50, 0) > 0.7
+
+
+async def test_stopping_a_habit_ends_it_in_the_habits_own_words() -> None:
+    """ "I stopped swimming" ends "User swims twice a week" (found in the fleet benchmark: it was
+    queued as a new "User no longer goes swimming" beside the habit it ends)."""
+    items = (await extract("I stopped swimming, the pool is too far now.", [fact(1, "User swims twice a week")])).items
+    assert [(i.kind, i.statement, i.supersedes) for i in items] == [("contradiction", "User no longer swims", "1")]
+    # the end of a habit said with a detail is not the end of all of it
+    items = (await extract("I stopped swimming on Saturdays.", [fact(1, "User swims twice a week")])).items
+    assert [(i.kind, i.supersedes) for i in items] == [("new", None)]
+    # positive control: a habit said with "goes" keeps its words
+    items = (await extract("I stopped swimming.", [fact(1, "User goes swimming every Saturday")])).items
+    assert [(i.kind, i.statement) for i in items] == [("contradiction", "User no longer goes swimming")]
+    # and taking it up again replaces the end
+    items = (await extract("I swim twice a week now.", [fact(1, "User no longer goes swimming")])).items
+    assert [(i.kind, i.statement, i.supersedes) for i in items] == [("update", "User swims twice a week", "1")]

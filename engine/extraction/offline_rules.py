@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from ..text import value_key
+from ..text import is_typo, key_to_match, value_key
 
 # The version of this rule table, recorded on every extraction run (the offline counterpart of a
 # prompt version): approval rates are compared across rule changes with it.
-RULES_VERSION = "rules-2"
+RULES_VERSION = "rules-3"
 # Confidence of a claim dated after its message ("I'm moving to Busan next month"): a plan.
 PLAN_CONFIDENCE = 0.4
 
@@ -353,6 +353,140 @@ _FREQUENCY = re.compile(
 )
 # Self-descriptions that are facts without being a job.
 IDENTITY_NOUNS = {"night owl", "early bird", "morning person", "introvert", "extrovert", "insomniac"}
+# What people say they are allergic to: the vocabulary an allergy's value is spell-checked against
+# (with PET_SPECIES in the plural). A closed class the rules own, so a correction can only yield a
+# value this slot expects; an allergen not listed is kept as written.
+ALLERGENS = {
+    "penicillin",
+    "amoxicillin",
+    "antibiotics",
+    "aspirin",
+    "ibuprofen",
+    "codeine",
+    "morphine",
+    "sulfa",
+    "sulfonamides",
+    "latex",
+    "nickel",
+    "peanuts",
+    "peanut",
+    "nuts",
+    "tree nuts",
+    "almonds",
+    "cashews",
+    "walnuts",
+    "hazelnuts",
+    "pistachios",
+    "pecans",
+    "shellfish",
+    "shrimp",
+    "prawns",
+    "lobster",
+    "crab",
+    "fish",
+    "eggs",
+    "milk",
+    "dairy",
+    "lactose",
+    "gluten",
+    "wheat",
+    "soy",
+    "soya",
+    "sesame",
+    "mustard",
+    "celery",
+    "lupin",
+    "sulphites",
+    "sulfites",
+    "pollen",
+    "hay fever",
+    "grass",
+    "ragweed",
+    "dust",
+    "dust mites",
+    "mould",
+    "mold",
+    "bees",
+    "wasps",
+    "bee stings",
+    "wasp stings",
+    "strawberries",
+    "kiwi",
+    "mango",
+    "pineapple",
+    "tomatoes",
+    "garlic",
+    "onions",
+    "chocolate",
+    "coconut",
+    "avocado",
+    "bananas",
+    "oats",
+    "corn",
+    "perfume",
+    "fragrance",
+}
+# Languages, for the values of "speaks", "is learning", "studies", "teaches": spell-checked against
+# this list and written with a capital ("english and welsh" -> "English and Welsh").
+LANGUAGES = {
+    "english",
+    "spanish",
+    "french",
+    "german",
+    "italian",
+    "portuguese",
+    "dutch",
+    "swedish",
+    "norwegian",
+    "danish",
+    "finnish",
+    "icelandic",
+    "polish",
+    "czech",
+    "slovak",
+    "russian",
+    "ukrainian",
+    "greek",
+    "turkish",
+    "arabic",
+    "hebrew",
+    "persian",
+    "farsi",
+    "hindi",
+    "urdu",
+    "bengali",
+    "punjabi",
+    "tamil",
+    "telugu",
+    "gujarati",
+    "marathi",
+    "nepali",
+    "chinese",
+    "mandarin",
+    "cantonese",
+    "japanese",
+    "korean",
+    "vietnamese",
+    "thai",
+    "indonesian",
+    "malay",
+    "tagalog",
+    "swahili",
+    "amharic",
+    "welsh",
+    "irish",
+    "gaelic",
+    "catalan",
+    "basque",
+    "galician",
+    "romanian",
+    "hungarian",
+    "croatian",
+    "serbian",
+    "bulgarian",
+    "latin",
+    "esperanto",
+}
 # Words that make a sentence a joke or sarcasm; its claims are not firm.
 _JOKE = re.compile(
     r"\b(?:lol|lmao|rofl|haha+|hehe|jk|just kidding|only joking|kidding|yeah right|said no one|not really)\b"
@@ -574,13 +708,24 @@ _CONTRACTIONS = [
     (re.compile(r"\bwon['’]t\b", re.IGNORECASE), "will not"),
     (re.compile(r"\b(do|does|did|is|are|was|were|have|has|had)n['’]t\b", re.IGNORECASE), r"\1 not"),
 ]
-# A new clause starts at a conjunction or punctuation followed by "I" or "my".
+# "... and work as a pharmacist", "... and works as a nurse": a second claim whose subject is the
+# first clause's. Lower case only (a verb after "and", never a name: "Teach and Play Nursery"), and
+# each with what must follow it, so "and live music" or "Marks and Spencer" stay one value.
+_ELIDED_VERB = (
+    r"(?-i:joined|moved|started|got|became|adopted|switched|live in|lived in|grew up in|work (?:as|at|for|from|in)"
+    r"|worked (?:as|at|for)|teach|speak|study|play|own|drive|am|have (?:an?|one|two|three|four|\d)"
+    r"|lives in|works (?:as|at|for|from|in)|teaches|speaks|studies|plays|is (?:an?|from)|has (?:an?|one|two|\d))\b"
+)
+# A new clause starts at a conjunction or punctuation followed by "I" or "my", or at "and" before
+# a verb whose subject was dropped.
 _CLAUSE = re.compile(
     r"\s*(?:[,;:]\s*)?\b(?:and|but|so|because|while|although|though|as)\s+(?=(?:I|my|we|our)\b)"
-    r"|[,;:]\s+(?=(?:I|my|we|our)\b)|\s+and\s+(?=(?:joined|moved|started|got|became|adopted|switched)\b)",
+    rf"|[,;:]\s+(?=(?:I|my|we|our)\b)|\s+and\s+(?={_ELIDED_VERB})",
     re.IGNORECASE,
 )
-_ELIDED = re.compile(r"^(?:joined|moved|started|got|became|adopted|switched)\b", re.IGNORECASE)
+_ELIDED = re.compile(rf"^{_ELIDED_VERB}", re.IGNORECASE)
+# Verbs that say the dropped subject is someone else, not the user ("... and works as a nurse").
+_THIRD_PERSON = re.compile(r"^(?:lives|works|teaches|speaks|studies|plays|is|has)\b")
 _LEAD = re.compile(
     r"^(?:(?:actually|also|well|oh|so|and|but|btw|anyway|anyways|yes|yeah|yep|no|nope|ok|okay|honestly|"
     r"hey|hi|hello|plus|though|then|if|when|once|because|now|basically|funnily enough|fun fact|big news|"
@@ -1138,6 +1283,7 @@ R_WENT_DIET = _rule(
     + "|".join(sorted(DIETS, key=len, reverse=True))
     + r")\b"
 )
+R_AM_WORD = _rule(r"^I am (?:a |an )?(?P<v>[a-z][a-z-]+)$")
 R_INTOLERANT = _rule(r"^I am (?P<v>(?:lactose|gluten|fructose|histamine|wheat) intolerant)\b")
 R_DIABETIC = _rule(r"^I am (?:an? )?(?P<v>diabetic|coeliac|celiac|asthmatic|epileptic)\b")
 R_SWITCH = _rule(rf"^I (?:switched|switch|have switched|changed|change) (?:from (?P<old>.+?) )?to {_V}")
@@ -1550,6 +1696,8 @@ def clause_claims(clause: str) -> list[Claim]:
         return [Claim("", "is allergic to", v)] if v else []
     if (m := R_AM_DIET.match(clause)) or (m := R_WENT_DIET.match(clause)):
         return [Claim("", "is", m.group("v").lower())]
+    if (m := R_AM_WORD.match(clause)) and (diet := diet_of(m.group("v"))):
+        return [Claim("", "is", diet)]
     if (m := R_INTOLERANT.match(clause)) or (m := R_DIABETIC.match(clause)):
         return [Claim("", "is", m.group("v").lower())]
     if m := R_MARRIED.match(clause):
@@ -1638,7 +1786,7 @@ def clause_claims(clause: str) -> list[Claim]:
         return [Claim("", "uses", v)]
     if (m := R_HAVE.match(clause)) and (owned := _pets(m.group("v")) or _kids(m.group("v"))):
         return owned
-    if m := R_PLAY.match(clause):
+    if (m := R_PLAY.match(clause)) and not _BARE_HABIT.match(clause):  # "I play every week": no object
         v = _trim(m.group("v"), _HOBBY_END)
         return [Claim("", "plays", v)] if v and _object_ok(v) else []
     if m := R_LIKE.match(clause):
@@ -1712,6 +1860,7 @@ _SUBJECTS = [
     (re.compile(r"^we\b", re.IGNORECASE), "I"),
     (re.compile(r"^our\b", re.IGNORECASE), "my"),
     (re.compile(r"^(?:have |I have )?been\b", re.IGNORECASE), "I have been"),
+    (re.compile(r"^(?:am )?allergic to\b", re.IGNORECASE), "I am allergic to"),
 ]
 
 
@@ -1733,13 +1882,23 @@ def _subject(c: str) -> str:
     return c
 
 
+# Words that carry no claim, wherever they stand ("allergic to penicillin btw"), and asides that
+# end a clause ("..., lol", "..., to be honest"). The evidence keeps them; the statement does not.
+# A joke marker still makes the sentence a joke: confidence is read from the sentence, not the clause.
+_FILLERS = re.compile(
+    r"[\s,]*\b(?:btw|tbh|fyi|imo|imho|ngl)\b[\s,]*"
+    r"|[\s,]+(?:by the way|to be honest|honestly|lol|lmao|haha+|hehe|you know)\W*$",
+    re.IGNORECASE,
+)
+
+
 def normalise_clause(clause: str) -> tuple[str, bool] | None:
     """Strip discourse words, adverbs and modals; turn "no longer" / "not ... anymore" / "stopped
     -ing" / a correction ("actually I'm not ...") into (positive clause, negated). None for clauses
     that are negative without saying a previous state ended ("I don't eat meat" is not read: too
     easy to misstate as a fact)."""
     correction = _ACTUALLY.match(clause) is not None
-    c = _LEAD.sub("", clause.strip())
+    c = _LEAD.sub("", " ".join(_FILLERS.sub(" ", clause).split()))
     c = _subject(c)
     c = _ADVERBS.sub("", c)
     c = " ".join(c.split()).rstrip(" .!;,")
@@ -1773,6 +1932,176 @@ def normalise_clause(clause: str) -> tuple[str, bool] | None:
     if c[:2].lower() == "i " or c.lower().startswith("my "):
         return c, negated
     return None
+
+
+# -- tidying a claim's value: obvious typos and names ---------------------------------------------
+
+TYPO_MIN_WORD = 6
+"""Letters a word needs before it is spell-checked. engine.text's typo rule (one edit, in a word of
+5 letters or more) decides what a typo is; five-letter words are left alone here because one edit
+turns too many of them into another real word ("daisy" / "dairy", "mango" / "tango")."""
+
+
+@lru_cache(maxsize=8)
+def _vocabulary(words: frozenset[str]) -> dict[str, str]:
+    return {key_to_match(w): w for w in words}
+
+
+@lru_cache(maxsize=16384)
+def spelled(word: str, words: frozenset[str]) -> str:
+    """`word` as one of `words` when it is an obvious typo of exactly one of them (engine.text's
+    rule: one edit inside a word), else unchanged. Only ever a word the rules hold: a vocabulary
+    of a slot's values, never a general dictionary, so a correction cannot invent a value the slot
+    does not expect, and a word not listed is kept as the user wrote it."""
+    low = word.casefold()
+    if low in words or len(low) < TYPO_MIN_WORD or not low.isalpha():
+        return word
+    key = key_to_match(low)
+    hits = [w for k, w in _vocabulary(words).items() if is_typo(key, k)]
+    return hits[0] if len(hits) == 1 else word
+
+
+_ALLERGY_WORDS = frozenset(ALLERGENS | {_plural(s) for s in PET_SPECIES})
+_LANGUAGE_WORDS = frozenset(LANGUAGES)
+_JOB_WORDS = frozenset(w for j in JOB_NOUNS for w in j.split())
+_DIET_WORDS = frozenset(DIETS)
+# Verbs whose value (or the name in it) is a proper name: a place, an employer, a person.
+_NAME_VERBS = {
+    "lives in",
+    "live in",
+    "lived in",
+    "is from",
+    "are from",
+    "works at",
+    "work at",
+    "worked at",
+    "is married to",
+    "is engaged to",
+    "broke up with",
+    "is named",
+    "are named",
+}
+_LANGUAGE_VERBS = {"speaks", "is learning", "studies", "teaches"}
+# Words of a name written small ("marks and spencer" -> "Marks and Spencer", "stoke-on-trent").
+_NAME_SMALL_WORDS = {"and", "of", "the", "on", "upon", "in", "de", "da", "del", "la", "le", "du", "van", "von", "y"}
+# What follows "works at" / "lives in" without being a name: left in lower case.
+_NOT_A_NAME = re.compile(
+    r"^(?:a|an|the|my|our|his|her|their|this|that|some|home|night|nights|weekends?|school|uni|university"
+    r"|college|work|church|myself|hospital|town|the city|a startup)\b",
+    re.IGNORECASE,
+)
+
+
+def _capitalised(name: str) -> str:
+    """ "leeds" -> "Leeds", "marks and spencer" -> "Marks and Spencer", "stoke-on-trent" ->
+    "Stoke-on-Trent": every word of a name written all in lower case, but the small ones inside."""
+
+    def word(w: str, first: bool) -> str:
+        parts = w.split("-")
+        return "-".join(
+            p if (p in _NAME_SMALL_WORDS and not (first and i == 0)) else p[:1].upper() + p[1:]
+            for i, p in enumerate(parts)
+        )
+
+    return " ".join(word(w, i == 0) for i, w in enumerate(name.split(" ")))
+
+
+def _is_lower_name(value: str) -> bool:
+    return value == value.lower() and any(ch.isalpha() for ch in value) and not _NOT_A_NAME.match(value)
+
+
+def tidy(claim: Claim) -> Claim:
+    """A claim read from a user's own words, tidied for its statement: a value word that is an
+    obvious typo of a word the rules hold for that slot (allergens, languages, job nouns) is
+    spelled right, and a name the user wrote in lower case (a place, an employer, a person, a
+    language, a pet's name) gets its capitals. Ordinary words stay as they are ("a pharmacist"),
+    and so does a name already written with a capital. The evidence keeps the user's words."""
+    verb, value = claim.verb, claim.value
+    if verb == "is allergic to":
+        value = re.sub(r"[A-Za-z]+", lambda m: spelled(m.group(0), _ALLERGY_WORDS), value)
+    elif verb in _LANGUAGE_VERBS:
+        value = re.sub(r"[A-Za-z]+", lambda m: spelled(m.group(0), _LANGUAGE_WORDS), value)
+    elif verb in ("works as", "work as"):
+        # Only the job's noun, the last word: the words before it are adjectives no list holds
+        # ("a retired judge" must not become "a retiree judge").
+        value = re.sub(r"[A-Za-z]+$", lambda m: spelled(m.group(0), _JOB_WORDS), value)
+    if verb in _LANGUAGE_VERBS:
+        value = re.sub(
+            r"[A-Za-z]+", lambda m: m.group(0).capitalize() if m.group(0) in _LANGUAGE_WORDS else m.group(0), value
+        )
+    elif (verb in _NAME_VERBS or (claim.subject == "name" and verb == "is")) and _is_lower_name(value):
+        value = _capitalised(value)
+    elif verb in ("has", "have"):
+        value = re.sub(r"\b(named|called) ([a-z][\w'-]*)", lambda m: f"{m.group(1)} {_capitalised(m.group(2))}", value)
+    if value == claim.value:
+        return claim
+    return Claim(claim.subject, claim.verb, value, claim.negated)
+
+
+def diet_of(word: str) -> str | None:
+    """A diet said with a typo ("I'm vegitarian"): the diet it spells, or None."""
+    fixed = spelled(word, _DIET_WORDS)
+    return fixed if fixed in DIETS else None
+
+
+# "I go most Thursdays", "I play online every night": a habit whose object was said before.
+_BARE_HABIT = re.compile(
+    r"^I (?P<verb>go|play)(?P<rest>(?: (?:online|outside|indoors))?(?: (?:regularly|often|most|every|each|twice"
+    r"|once|daily|weekly|nightly|on|\w+ times)\b.*)?)$",
+    re.IGNORECASE,
+)
+
+
+def with_earlier_object(clause: str, earlier: list[Claim]) -> tuple[str, Claim] | None:
+    """ "I go most Thursdays" after "I'm into climbing" in the same sentence: the clause with the
+    object given back ("I go climbing most Thursdays") and the earlier claim that named it, or None.
+    Only an activity one goes to for "go" ("into jazz, I go to gigs" is not read), anything liked
+    for "play"; the liking must be the user's (no relative's) and in the user's words of liking."""
+    m = _BARE_HABIT.match(clause)
+    if m is None:
+        return None
+    verb = m.group("verb").lower()
+    for claim in reversed(earlier):
+        if claim.subject or claim.negated:
+            continue
+        value = claim.value.casefold()
+        if claim.verb == "is" and (fan := _FAN_VALUE.match(value)):
+            value = fan.group(1)
+        elif claim.verb not in ("is into", "loves", "likes"):
+            continue
+        if verb == "go" and value not in GO_ACTIVITIES:
+            continue
+        return f"I {verb} {value}{m.group('rest')}", claim
+    return None
+
+
+def with_partner(claim: Claim, withdrawn: list[Claim]) -> Claim:
+    """ "User is engaged" said to correct a withdrawn "User is married to Kenji": "User is engaged
+    to Kenji". Only a bare relationship status of the user takes the partner, and only from a
+    withdrawn claim that named one."""
+    if claim.subject or claim.negated or claim.verb != "is" or claim.value not in ("engaged", "married"):
+        return claim
+    for old in reversed(withdrawn):
+        if not old.subject and old.verb in ("is married to", "is engaged to") and old.value:
+            return Claim("", f"is {claim.value} to", old.value)
+    return claim
+
+
+def ends_habit(claim: Claim) -> bool:
+    """A negated habit that names only its activity ("User no longer goes swimming", "User no
+    longer swims") ends every habit of its slot, whatever detail that habit had ("twice a week")."""
+    if not claim.negated or not claim.slot.startswith("habit:"):
+        return False
+    words = claim.value.split()
+    return not words or (claim.verb == "goes" and len(words) == 1)
+
+
+def in_words_of(claim: Claim, fact: Claim) -> Claim:
+    """A habit's end said in the words of the fact it ends: "I stopped swimming" against "User
+    swims twice a week" is "User no longer swims", not "no longer goes swimming"."""
+    if ends_habit(claim) and fact.verb in _HABIT_BASE and fact.verb not in ("goes", "does") and fact.verb != claim.verb:
+        return Claim(claim.subject, fact.verb, "", negated=True)
+    return claim
 
 
 def people(claims: Iterable[Claim]) -> dict[str, str]:
@@ -1859,11 +2188,29 @@ def expand(sentence: str) -> str:
     return s
 
 
+# Who a clause is about: "I" (or "we"), or one of the user's people ("my sister", "my brother Tom").
+_CLAUSE_SUBJECT = re.compile(
+    rf"^(?:(?P<me>I|we)\b|(?P<rel>my {_REL_ADJ}(?:{_REL_RE})(?: (?-i:[A-Z])[\w'-]+)?)\b)", re.IGNORECASE
+)
+
+
 def split_clauses(sentence: str) -> list[str]:
-    """Clauses that start with "I", "my", "we" or "our"; "I quit Emirates and joined Etihad" gives
-    the second clause its dropped subject back."""
+    """Clauses that start with "I", "my", "we" or "our", one claim's worth each: "I quit Emirates
+    and joined Etihad" and "I live in leeds and work as a pharmacist" give the second clause its
+    dropped subject back ("I"), "My sister lives in Manchester and works as a nurse" gives it "my
+    sister". A third-person verb after a clause about the user has no subject to take back, so
+    that clause stays unread."""
     parts = [c for c in _CLAUSE.split(sentence) if c and c.strip()]
-    return [parts[0], *(f"I {p}" if _ELIDED.match(p) else p for p in parts[1:])] if parts else []
+    out: list[str] = []
+    for part in parts:
+        if out and _ELIDED.match(part):
+            prev = _CLAUSE_SUBJECT.match(_LEAD.sub("", out[-1].strip()))
+            if prev is not None and prev.group("rel"):
+                part = f"{prev.group('rel')} {part}"
+            elif not _THIRD_PERSON.match(part):
+                part = f"I {part}"
+        out.append(part)
+    return out
 
 
 def appositive_names(sentence: str) -> list[Claim]:
