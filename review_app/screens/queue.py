@@ -278,10 +278,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     def _check_new(self) -> None:
         self._look = None
         if self.is_mounted:
-            self.run_worker(
-                self._recount, group="queue-recount", name="Looking for new candidates", exit_on_error=False
-            )
+            self._recount()
 
+    @work(group="queue-recount", name="Looking for new candidates", exit_on_error=False)
     async def _recount(self) -> None:
         """Reload when the pending count or the newest pending id changed since the last look (a
         candidate queued, or decided on another workstation: PostgreSQL NOTIFYs both, SQLite's
