@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
+from .widgets.in_order_input import InOrderInput
 from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
@@ -186,7 +187,7 @@ class ReasonModal(ModalScreen["ReasonResult | None"]):
                 if self.presets
                 else "type a reason, then Enter"
             )
-            yield Input(placeholder=hint, id="reason-input")
+            yield InOrderInput(placeholder=hint, id="reason-input")
             yield Static("", id="reason-error", classes="inline-error")
             note = self._note_text(bool(self.tombstone))
             if note:
@@ -428,13 +429,13 @@ class EditModal(StatementForm["EditResult | None"]):
             yield Label("Statement")
             # No select-all on focus: keys typed while the dialog opens (End, then a letter) edit the
             # statement at its end instead of replacing the whole of it with the letter.
-            yield Input(self.statement, id="edit-statement", select_on_focus=False)
+            yield InOrderInput(self.statement, id="edit-statement", select_on_focus=False)
             yield Static("", id="edit-statement-error", classes="inline-error")
             yield Label("Valid from (ISO date, empty = always)")
-            yield Input(format_day_or_time(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")
+            yield InOrderInput(format_day_or_time(self.valid_at), id="edit-valid-at", placeholder="e.g. 2024-05-01")
             yield Static("", id="edit-valid-at-error", classes="inline-error")
             yield Label("Valid until (ISO date, empty = until further notice)")
-            yield Input(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
+            yield InOrderInput(format_day_or_time(self.invalid_at), id="edit-invalid-at", placeholder="e.g. 2025-01-01")
             yield Static("", id="edit-invalid-at-error", classes="inline-error")
             with Horizontal(classes="modal-buttons"):
                 yield Button(self.save_label, id="edit-ok", variant="primary")
@@ -541,9 +542,9 @@ class PickFactModal(ModalScreen["PickResult | None"]):
                 id="pick-facts",
             )
             if self.ask_reason:
-                yield Input(placeholder="reason (required, kept in the audit log)", id="pick-reason")
+                yield InOrderInput(placeholder="reason (required, kept in the audit log)", id="pick-reason")
             if self.ask_start:
-                yield Input(placeholder=self.ask_start, id="pick-start")
+                yield InOrderInput(placeholder=self.ask_start, id="pick-start")
             yield Static("", id="pick-error", classes="inline-error")
             if self.note:
                 yield Static(literal(self.note), classes="modal-note")

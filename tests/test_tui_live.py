@@ -260,3 +260,24 @@ async def test_a_move_while_a_decision_is_saved_keeps_the_cursor_where_the_revie
         if isinstance(app.screen, ReplaceChoiceModal):  # an update: the reviewer says which
             await keys(pilot, "k")
     assert sorted(decided_by_ana(path)) == sorted([(first,), (chosen,)])
+
+
+async def test_a_reason_typed_in_one_burst_with_a_backspace_is_stored_as_typed(tui_db: SeededDb) -> None:
+    """Keys that arrive together in the reject dialog: "Nox", Backspace, "pe", Enter. Textual's Input
+    ran Backspace after the characters queued with it (textual#6605) and stored "Nop"; the
+    workstation's text boxes run their editing keys in order. Control: typed one at a time, the same
+    keys give the same reason."""
+    path, _ = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = queue(app).current_id
+        assert first is not None
+        await keys(pilot, "r")
+        burst(app, "N", "o", "x", "backspace", "p", "e", "enter")
+        await settle(pilot)
+        assert db(path, "SELECT status, reason FROM candidates WHERE id = ?", first) == [("rejected", "Nope")]
+        second = queue(app).current_id
+        assert second is not None and second != first
+        await keys(pilot, "r", "N", "o", "x", "backspace", "p", "e", "enter")
+        assert db(path, "SELECT status, reason FROM candidates WHERE id = ?", second) == [("rejected", "Nope")]

@@ -32,6 +32,7 @@ from engine.models import Knowledge
 from engine.timeutil import parse_datetime
 
 from ..modals import EditModal, EditResult, PickFactModal, PickResult, ReasonModal, ReasonResult, ReplaceChoiceModal
+from ..widgets.in_order_input import InOrderInput
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_correct import CorrectModal, CorrectResult
 from ..widgets.knowledge_format import (
@@ -179,8 +180,8 @@ class KnowledgeScreen(UserListScreen):
     def compose(self) -> ComposeResult:
         with Horizontal(id="knowledge-bar"):
             yield self.user_select()
-            yield Input(placeholder="search statements  (/)", id="knowledge-search")
-            yield Input(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
+            yield InOrderInput(placeholder="search statements  (/)", id="knowledge-search")
+            yield InOrderInput(placeholder="as of, e.g. 2024-05-01 (d)", id="knowledge-asof")
         yield Static("", id="knowledge-mode")
         yield Static("", id="knowledge-asof-error", classes="inline-error")
         with Vertical(id="knowledge-body"):

@@ -60,6 +60,7 @@ from ..modals import (
     ReplaceChoiceModal,
 )
 from ..widgets.candidate_detail import CandidateDetail, ChainLink
+from ..widgets.in_order_input import InOrderInput
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.literal import literal, tell
 from ..widgets.pending_list import PREFETCH, PendingList, age_text, confidence_text
@@ -235,7 +236,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         yield ProgressHeader(id="queue-progress")
         with Horizontal(id="queue-body"):
             with Vertical(id="queue-left"):
-                yield Input(placeholder="search statements and users (Esc clears)", id="queue-search")
+                yield InOrderInput(placeholder="search statements and users (Esc clears)", id="queue-search")
                 rows = PendingList(id="pending")
                 rows.border_title = "Pending"
                 yield rows

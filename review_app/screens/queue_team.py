@@ -19,6 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ..decision_session import Outcome
 from ..modals import ConfirmModal
+from ..widgets.in_order_input import InOrderInput
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
@@ -62,7 +63,7 @@ class FlagModal(ModalScreen["FlagResult | None"]):
             yield Static(literal(f"Ask for a second opinion on candidate {self.cand.id}"), classes="modal-title")
             yield Static(literal(self.cand.statement), id="flag-statement")
             yield Label("Note for the next reviewer (optional)")
-            yield Input(placeholder="what made you unsure", id="flag-note")
+            yield InOrderInput(placeholder="what made you unsure", id="flag-note")
             yield Select([(label, value) for label, value in LEANS], value="", allow_blank=False, id="flag-lean")
             yield Static("Another reviewer must decide it; you will not be able to.", classes="modal-note")
             with Horizontal(classes="modal-buttons"):

@@ -16,11 +16,12 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Label, Static
 
 from engine.models import Knowledge
 
 from ..modals import StatementForm, format_day_or_time
+from .in_order_input import InOrderInput
 from .literal import literal
 
 
@@ -55,18 +56,20 @@ class CorrectModal(StatementForm["CorrectResult | None"]):
             yield Label("Current statement")
             yield Static(literal(self.fact.statement), id="correct-current")
             yield Label("New statement")
-            yield Input(self.fact.statement, id="correct-statement")
+            yield InOrderInput(self.fact.statement, id="correct-statement")
             yield Static("", id="correct-statement-error", classes="inline-error")
             yield Label("Valid from (ISO date, empty = always)")
-            yield Input(format_day_or_time(self.fact.valid_at), id="correct-valid-at", placeholder="e.g. 2024-05-01")
+            yield InOrderInput(
+                format_day_or_time(self.fact.valid_at), id="correct-valid-at", placeholder="e.g. 2024-05-01"
+            )
             yield Static("", id="correct-valid-at-error", classes="inline-error")
             yield Label("Valid until (ISO date, empty = until further notice)")
-            yield Input(
+            yield InOrderInput(
                 format_day_or_time(self.fact.invalid_at), id="correct-invalid-at", placeholder="e.g. 2025-01-01"
             )
             yield Static("", id="correct-invalid-at-error", classes="inline-error")
             yield Label("Reason (required, kept in the audit log)")
-            yield Input("", id="correct-reason", placeholder="e.g. the user told support it is wrong")
+            yield InOrderInput("", id="correct-reason", placeholder="e.g. the user told support it is wrong")
             yield Static("", id="correct-reason-error", classes="inline-error")
             yield Static(
                 "The old version stays in the history, superseded (end reason: corrected).", classes="correct-note"

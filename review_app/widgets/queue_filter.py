@@ -16,6 +16,7 @@ from engine import ANY_SPECIAL, CANDIDATE_KINDS, CATEGORIES, QueueFilter
 
 from ..modals import StateCheckbox
 from ..widgets.literal import literal
+from .in_order_input import InOrderInput
 
 # Special categories the filter offers: "any" (every one) first, then each (engine.categories).
 CATEGORY_CHOICES: tuple[str, ...] = (ANY_SPECIAL, *CATEGORIES)
@@ -69,10 +70,10 @@ class FilterModal(ModalScreen["QueueFilter | None"]):
             )
             yield Label("Confidence from – to (0–1, empty = open)")
             with Horizontal(id="filter-confidence"):
-                yield Input(
+                yield InOrderInput(
                     "" if cur.min_confidence is None else f"{cur.min_confidence:g}", id="filter-min", placeholder="0"
                 )
-                yield Input(
+                yield InOrderInput(
                     "" if cur.max_confidence is None else f"{cur.max_confidence:g}", id="filter-max", placeholder="1"
                 )
             yield Label("Special category")

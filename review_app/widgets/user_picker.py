@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from .in_order_input import InOrderInput
 from .literal import literal
 
 ALL_USERS = ""
@@ -52,7 +53,7 @@ class UserPickerModal(ModalScreen["str | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal-box", id="user-picker-box"):
             yield Static("Which user? Type part of the id; arrows, then Enter.", classes="modal-title")
-            yield Input(placeholder="type to search users", id="user-picker-input")
+            yield InOrderInput(placeholder="type to search users", id="user-picker-input")
             yield OptionList(id="user-picker-list")
 
     def on_mount(self) -> None:
