@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
-from .widgets.in_order_input import InOrderInput
+from .widgets.in_order_input import InOrderInput, KeepsTypedAhead
 from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
@@ -133,7 +133,7 @@ TOMBSTONE_OFF_NOTE = "No tombstone: extraction may queue this value again."
 """What the reason dialog says while its tombstone box is unticked, unless the caller says more."""
 
 
-class ReasonModal(ModalScreen["ReasonResult | None"]):
+class ReasonModal(KeepsTypedAhead, ModalScreen["ReasonResult | None"]):
     """Ask why (a rejection, a retraction): numbered common reasons, or free text.
 
     A digit typed into the still-empty reason picks that preset (presets are numbered 1..9), so a
@@ -292,7 +292,7 @@ class ErrorModal(ModalScreen[None]):
         self.dismiss(None)
 
 
-class StatementForm(ModalScreen[_R]):
+class StatementForm(KeepsTypedAhead, ModalScreen[_R]):
     """A statement and its valid-time interval (and, when ASKS_REASON, a reason), validated by the
     engine's own rules (`parse_datetime`, `check_interval`) before the dialog may close.
 

@@ -281,3 +281,54 @@ async def test_a_reason_typed_in_one_burst_with_a_backspace_is_stored_as_typed(t
         assert second is not None and second != first
         await keys(pilot, "r", "N", "o", "x", "backspace", "p", "e", "enter")
         assert db(path, "SELECT status, reason FROM candidates WHERE id = ?", second) == [("rejected", "Nope")]
+
+
+@pytest.mark.parametrize(
+    ("opener", "field", "typed", "expected"),
+    [
+        ("e", "#edit-statement", ("end", "X"), "{before}X"),
+        ("r", "#reason-input", ("N", "o", "x", "backspace", "p", "e"), "Nope"),
+    ],
+)
+async def test_keys_typed_with_the_key_that_opens_a_dialog_reach_its_text_box(
+    tui_db: SeededDb, opener: str, field: str, typed: tuple[str, ...], expected: str
+) -> None:
+    """The opening key and what follows it in one burst, no gap at all (a macro, a paste, tmux's
+    send-keys): the keys used to reach the list before the opening key's binding had run, and were
+    dropped (the editor opened with "Ana keeps bees", not "...beesX"). Nothing is decided until
+    the reviewer confirms; Escape then leaves the candidate pending."""
+    path, _ = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = queue(app).current_id
+        assert first is not None
+        before = db(path, "SELECT statement FROM candidates WHERE id = ?", first)[0][0]
+        burst(app, opener, *typed)
+        await settle(pilot)
+        assert app.screen.query_one(field, Input).value == expected.format(before=before)
+        assert queue(app).pending_list.cursor_id == first  # End went to the dialog, not to the list
+        assert db(path, "SELECT status FROM candidates WHERE id = ?", first) == [("pending",)]
+        await keys(pilot, "escape")
+    assert db(path, "SELECT status FROM candidates WHERE id = ?", first) == [("pending",)]
+
+
+async def test_letters_typed_in_the_search_box_are_searched_not_decided(tui_db: SeededDb) -> None:
+    """The decision keys act as each key arrives (priority bindings), but never while the search
+    box has focus: "bees" typed there searches and decides nothing. Control: `a` after Enter
+    approves the first result."""
+    path, ids = tui_db
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await keys(pilot, "slash")
+        burst(app, "b", "e", "e", "s", "a", "r")
+        await settle(pilot)
+        assert app.screen.query_one("#queue-search", Input).value == "beesar"
+        assert decided_by_ana(path) == []
+        for _ in range(2):
+            await keys(pilot, "backspace")
+        await keys(pilot, "enter")
+        await settle_until(pilot, lambda: queue(app).current_id == ids["bees"], "the search result shown")
+        await keys(pilot, "a")
+    assert decided_by_ana(path) == [(ids["bees"],)]

@@ -171,24 +171,28 @@ NOTHING_HERE = " Nothing here to decide: n or p moves on."
 
 class QueueScreen(QueueTeamActions, WorkstationScreen):
     CSS_PATH = "queue.tcss"
+    # Priority bindings: Textual runs these as each key arrives, in order. A non-priority binding
+    # runs only after its key has bubbled up from the focused list, by when keys typed with it have
+    # already gone to the list: `e` End X in one burst lost the End X. `check_action` keeps them
+    # off while the search box has focus, so letters are typed there.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "approve", "Approve", id="queue.approve"),
-        Binding("e", "edit", "Edit+approve", id="queue.edit"),
-        Binding("r", "reject", "Reject", id="queue.reject"),
-        Binding("s", "supersede", "Supersede", id="queue.supersede"),
-        Binding("k", "keep_both", "Keep both", id="queue.keep_both"),
-        Binding("n", "move(1)", "Next", id="queue.next"),
-        Binding("p", "move(-1)", "Previous", id="queue.previous"),
-        Binding("space", "mark", "Mark", id="queue.mark"),
-        Binding("d", "defer", "Defer", id="queue.defer"),
-        Binding("u", "undo", "Undo", id="queue.undo"),
-        Binding("slash", "search", "Search", id="queue.search"),
-        Binding("f", "filters", "Filters", id="queue.filters"),
-        Binding("o", "sort", "Order", id="queue.sort"),
-        Binding("b", "bulk", "Bulk approve", id="queue.bulk"),
-        Binding("l", "chain", "Next in chain", id="queue.chain"),
-        Binding("t", "retarget", "Retarget", id="queue.retarget"),
-        Binding("escape", "leave_search", "Clear the search", show=False, id="queue.leave_search"),
+        Binding("a", "approve", "Approve", id="queue.approve", priority=True),
+        Binding("e", "edit", "Edit+approve", id="queue.edit", priority=True),
+        Binding("r", "reject", "Reject", id="queue.reject", priority=True),
+        Binding("s", "supersede", "Supersede", id="queue.supersede", priority=True),
+        Binding("k", "keep_both", "Keep both", id="queue.keep_both", priority=True),
+        Binding("n", "move(1)", "Next", id="queue.next", priority=True),
+        Binding("p", "move(-1)", "Previous", id="queue.previous", priority=True),
+        Binding("space", "mark", "Mark", id="queue.mark", priority=True),
+        Binding("d", "defer", "Defer", id="queue.defer", priority=True),
+        Binding("u", "undo", "Undo", id="queue.undo", priority=True),
+        Binding("slash", "search", "Search", id="queue.search", priority=True),
+        Binding("f", "filters", "Filters", id="queue.filters", priority=True),
+        Binding("o", "sort", "Order", id="queue.sort", priority=True),
+        Binding("b", "bulk", "Bulk approve", id="queue.bulk", priority=True),
+        Binding("l", "chain", "Next in chain", id="queue.chain", priority=True),
+        Binding("t", "retarget", "Retarget", id="queue.retarget", priority=True),
+        Binding("escape", "leave_search", "Clear the search", show=False, id="queue.leave_search", priority=True),
         *TEAM_BINDINGS,
     ]
 

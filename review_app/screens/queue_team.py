@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ..decision_session import Outcome
 from ..modals import ConfirmModal
-from ..widgets.in_order_input import InOrderInput
+from ..widgets.in_order_input import InOrderInput, KeepsTypedAhead
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
@@ -30,10 +30,12 @@ if TYPE_CHECKING:
     from .queue import QueueScreen
 
 TEAM_BINDINGS: list[BindingType] = [
-    Binding("exclamation_mark", "flag", "2nd opinion", id="queue.flag"),
-    Binding("m", "my_queue", "My queue", id="queue.mine"),
-    Binding("M", "give_back", "Give back user", show=False, id="queue.give_back"),
-    Binding("v", "second_reviews", "2nd review", show=False, id="queue.second_reviews"),  # the progress line says v
+    Binding("exclamation_mark", "flag", "2nd opinion", id="queue.flag", priority=True),
+    Binding("m", "my_queue", "My queue", id="queue.mine", priority=True),
+    Binding("M", "give_back", "Give back user", show=False, id="queue.give_back", priority=True),
+    Binding(
+        "v", "second_reviews", "2nd review", show=False, id="queue.second_reviews", priority=True
+    ),  # the progress line says v
 ]
 
 LEANS: tuple[tuple[str, str], ...] = (("no lean", ""), ("leaning approve", "approve"), ("leaning reject", "reject"))
@@ -45,7 +47,7 @@ class FlagResult:
     lean: str | None
 
 
-class FlagModal(ModalScreen["FlagResult | None"]):
+class FlagModal(KeepsTypedAhead, ModalScreen["FlagResult | None"]):
     """The note (optional) and the way the flagger leans (optional: it feeds agreement)."""
 
     CSS_PATH = "../modals.tcss"

@@ -12,10 +12,14 @@ than what the reviewer typed, so every text box of the workstation is this one.
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING, cast
 
 from textual import events
 from textual.binding import Binding
 from textual.widgets import Input
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 
 @cache
@@ -41,3 +45,25 @@ class InOrderInput(Input):
         event.stop()
         event.prevent_default()
         await self.run_action(action)
+
+
+class KeepsTypedAhead:
+    """For a dialog that opens with a text box focused: keys typed right after the key that opened
+    it are typed into that box, in order.
+
+    Textual puts the dialog on the screen stack at once but composes it later; keys that arrive
+    meanwhile find nothing focused and are forwarded to the dialog itself, which handles them only
+    after composing, when the box has focus but the keys are no longer on their way to it: they were
+    dropped (`e`, End, X in one burst opened the editor without the X). A printable or editing key
+    that reaches the dialog itself while a text box has focus (a key typed into the box never does:
+    the box stops it) is passed on to the box. Keys the dialog binds itself (Escape, ctrl+s) act as
+    before."""
+
+    async def on_key(self, event: events.Key) -> None:
+        if not (event.is_printable or event.key in _editing_actions(InOrderInput)):
+            return
+        target = cast("Screen[object]", self).focused
+        if isinstance(target, Input):
+            event.stop()
+            event.prevent_default()
+            target.post_message(events.Key(event.key, event.character))

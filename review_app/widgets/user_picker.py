@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from .in_order_input import InOrderInput
+from .in_order_input import InOrderInput, KeepsTypedAhead
 from .literal import literal
 
 ALL_USERS = ""
@@ -34,7 +34,7 @@ def matching(users: Sequence[str], typed: str) -> list[str]:
     return sorted(hits, key=lambda u: (not u.casefold().startswith(needle), hits.index(u)))
 
 
-class UserPickerModal(ModalScreen["str | None"]):
+class UserPickerModal(KeepsTypedAhead, ModalScreen["str | None"]):
     """Pick a user by typing part of the id; returns the id, ALL_USERS, or None when cancelled."""
 
     CSS_PATH = "../modals.tcss"
