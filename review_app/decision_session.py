@@ -88,9 +88,11 @@ class DecisionSession:
         """Run one decision on `candidate_id`; None (refuse the key) while another change runs."""
         if not self._take():
             return None
-        return self._decide(candidate_id, op)
+        return self._run(candidate_id, op, None)
 
-    async def _decide(self, candidate_id: int, op: Callable[[], Awaitable[object]]) -> Outcome:
+    async def _run(self, candidate_id: int, op: Callable[[], Awaitable[object]], said: str | None) -> Outcome:
+        """A decision (`said` None: it ends the lease and is undoable) or another change (`said`,
+        the message for it: retarget, flag), with the engine's refusals as outcomes."""
         try:
             try:
                 await op()
@@ -98,6 +100,8 @@ class DecisionSession:
                 if isinstance(exc, AlreadyDecidedError):
                     self._claimed.discard(candidate_id)
                 return explain(exc, candidate_id)
+            if said is not None:
+                return Outcome(done=[candidate_id], message=said)
             self._claimed.discard(candidate_id)
             self.undo_stack.append([candidate_id])
             self.decided += 1
@@ -137,17 +141,7 @@ class DecisionSession:
         """A change that is not a decision (retarget, flag): in flight like one, not undoable."""
         if not self._take():
             return None
-        return self._change(candidate_id, op, said)
-
-    async def _change(self, candidate_id: int, op: Callable[[], Awaitable[object]], said: str) -> Outcome:
-        try:
-            try:
-                await op()
-            except REFUSALS as exc:
-                return explain(exc, candidate_id)
-            return Outcome(done=[candidate_id], message=said)
-        finally:
-            self.busy = False
+        return self._run(candidate_id, op, said)
 
     def undo(self) -> Awaitable[Outcome] | None:
         """Undo the latest entry; None while another change runs. With nothing to undo, the

@@ -10,12 +10,10 @@ from typing import Any
 
 import click
 
-from engine import Memory
+from engine import CANDIDATE_KINDS, Memory
 from engine.policies import Policy, PolicyReport, PolicyRun
 
 from .cli import BadInput, _json, _os_user, _run, echo, existing_db
-
-KINDS = ("new", "proposed", "update", "contradiction", "retraction")
 
 
 @click.group()
@@ -60,7 +58,10 @@ def _describe(p: Policy) -> str:
 @click.argument("name")
 @click.option("--extractor", help="Only candidates of this extractor (offline, openai, ...).")
 @click.option(
-    "--kinds", default="new", show_default=True, help=f"Comma-separated kinds it decides ({', '.join(KINDS)})."
+    "--kinds",
+    default="new",
+    show_default=True,
+    help=f"Comma-separated kinds it decides ({', '.join(CANDIDATE_KINDS)}).",
 )
 @click.option("--min-confidence", type=click.FloatRange(0, 1), help="Only candidates at or above this confidence.")
 @click.option("--max-per-day", type=click.IntRange(1), help="At most this many decisions a day (UTC).")

@@ -623,9 +623,10 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if rows.row_count == 0:
             self.reload()  # says why the list is empty, or loads the next page
             return
-        self._show_line()
-        if show_next and rows.cursor_id is not None:
-            self._request(rows.cursor_id)
+        if show_next:  # otherwise the caller shows the next row, line included, in the same step
+            self._show_line()
+            if rows.cursor_id is not None:
+                self._request(rows.cursor_id)
         if rows.cursor_row >= rows.row_count - PREFETCH:
             self._want_more(rows.row_count)
 
@@ -653,6 +654,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 if shown:
                     self._present(following, opened)
             if not shown:
+                self._show_line()
                 if not isinstance(opened, Refusal):
                     await self.review_app.release(following)
                 if rows.cursor_id is not None:

@@ -385,15 +385,23 @@ class PendingList(ScrollView, can_focus=True):
             "statement": self._statement(cand),
         }
         column = GROUP_COLUMN.get(self.sort)
-        if self.sort != "age" and column is not None and column in cells and self.now is not None:
-            previous = self.candidates.get(self._order[index - 1]) if index > 0 else None
-            if previous is not None and group_key(previous, self.sort, self.now) == group_key(
-                cand, self.sort, self.now
-            ):
+        continues = self._continues_group(index)
+        if continues is not None and column is not None and column in cells:
+            if continues:
                 cells[column] = Text("")
             else:
                 cells[column].stylize("bold")
         return [cells[c.key] for c in self.columns]
+
+    def _continues_group(self, index: int) -> bool | None:
+        """Whether row `index` is in the same group as the row above it (its group cell then stays
+        empty); None when the list is not grouped (ordered by age)."""
+        if self.sort == "age" or self.now is None:
+            return None
+        if index == 0:
+            return False
+        previous, cand = self.candidates[self._order[index - 1]], self.candidates[self._order[index]]
+        return group_key(previous, self.sort, self.now) == group_key(cand, self.sort, self.now)
 
     def _statement(self, cand: Candidate) -> Text:
         cell = Text()
@@ -409,17 +417,12 @@ class PendingList(ScrollView, can_focus=True):
 
     def _line_key(self, index: int, width: int) -> tuple[object, ...]:
         cid = self._order[index]
-        cand = self.candidates[cid]
-        head: object = None
-        if self.sort != "age" and index > 0 and self.now is not None:
-            previous = self.candidates[self._order[index - 1]]
-            head = group_key(previous, self.sort, self.now) == group_key(cand, self.sort, self.now)
         return (
-            id(cand),
+            id(self.candidates[cid]),
             width,
             self.columns,
             self.sort,
-            head,
+            self._continues_group(index),
             cid in self.marked,
             self.holders.get(cid),
             self.gone.get(cid),
