@@ -6,7 +6,7 @@ added later (edit-approve, correct, keep both, agents in parallel, undo) reopene
 
 `activate` is called by every path that makes a fact active, inside the caller's write transaction
 and under the user's lock (`SqlTx.lock_user`: SQLite's BEGIN IMMEDIATE, PostgreSQL's per-user
-advisory lock), and keeps four invariants:
+advisory lock), and keeps five invariants:
 
   I1  no active fact holds the value of a live tombstone of its user: TombstonedError, unless the
       caller asks to lift the tombstone (`lift_tombstone=True`), which is then audited as `lift`;
@@ -14,7 +14,15 @@ advisory lock), and keeps four invariants:
       confusables, one-edit typos of long words): DuplicateFactError;
   I3  every active fact has its audit row, written here in the same transaction;
   I4  a fact that replaces an active fact is never active beside it, unless the caller chose to
-      keep both: the old fact is ended here, in the same transaction.
+      keep both: the old fact is ended here, in the same transaction;
+  I5  a pending candidate never replaces nothing when it would replace an active fact: the queue's
+      intake relates each statement to the facts active then, and here every pending `new` or
+      `proposed` candidate that replaces nothing is related to the fact just made active; one that
+      would replace it becomes its update (or contradiction), audited as `gate_retarget` (undo of
+      the decision that made the fact puts it back); a candidate an undo puts back in the queue is
+      related to every active fact the same way (`requeued`). Without I5,
+      "I live in Lisbon" and "I moved to Porto", queued in one run, both approved plainly (by a
+      person, or a policy that approves new facts) left Porto active beside Lisbon.
 
 Its callers: review.approve (plain and edited), keep_both, confirm_supersession,
 confirm_correction; Memory.add_knowledge, correct; undo's restoring a fact passes `Admission` (I1,
@@ -33,14 +41,22 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .errors import DuplicateFactError, StaleSupersessionError, TombstonedError, UserInputError
 from .extraction.offline import relate_statement
-from .models import GapKind, Knowledge, to_jsonable
+from .extraction.offline_rules import parse_statement
+from .models import Candidate, GapKind, Knowledge, to_jsonable
 from .storage.rooms import GateTx
 from .storage.sql.tombstones import GateView, LiveEntry
 from .text import ValueIndex, value_key
+
+GATE_RETARGET: Final = "gate_retarget"
+"""The audit action of I5's re-pointing (engine.review's undo restores these with the chain's)."""
+
+SYSTEM_ACTOR: Final = "memdesk"
+"""The actor of what the engine does by its own rules (a candidate re-pointed by I5, a policy
+suspended on its overturns)."""
 
 EndReason = Literal["superseded", "contradicted", "corrected"]
 """How a replaced fact ends: the world changed (superseded, contradicted: as-of still reads it for
@@ -141,7 +157,7 @@ async def activate(
     lift_tombstone: bool = False,
     admission: Admission | None = None,
 ) -> Knowledge:
-    """Make one fact active, keeping I1–I4 (module docstring), and return it.
+    """Make one fact active, keeping I1–I5 (module docstring), and return it.
 
     `replaces` with an `end_reason` ends that active fact in the same transaction (I4): superseded
     or contradicted close its valid time at the new fact's start (`SqlTx.supersede_fact`), corrected
@@ -181,6 +197,7 @@ async def activate(
         note=note,
     )
     gate.admitted(kid, statement)
+    await point_pending_at(tx, created, at_us, deciding=candidate_id)
     if ending is not None and end_reason is not None:
         if end_reason == "corrected":
             await tx.end_knowledge(
@@ -202,6 +219,54 @@ async def activate(
         )
         gate.ended(ending.id)
     return created
+
+
+async def point_pending_at(tx: GateTx, fact: Knowledge, at_us: int, deciding: int | None) -> None:
+    """I5 (module docstring): the user's pending candidates that replace nothing and would replace
+    `fact` become its update or contradiction (a person, or a policy naming that kind, decides).
+    `deciding`, the candidate this fact comes from, is being decided and is left alone."""
+    if parse_statement(fact.statement) is None:
+        return  # no slot: nothing can be its update (an equal value is the duplicate gate's)
+    for cid, statement in await tx.untargeted_pending(fact.user_id):
+        if cid == deciding:
+            continue
+        kind, target = relate_statement(statement, [(fact.id, fact.statement)])
+        if kind not in ("update", "contradiction") or target != fact.id:
+            continue
+        await _retarget(tx, await tx.get_candidate(cid), kind, fact.id, at_us)
+
+
+async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
+    """I5 for a candidate back in the queue (an undone decision): when it replaces nothing and
+    would replace one of the user's active facts now, it becomes that fact's update or
+    contradiction, audited as `gate_retarget`. Returns the candidate as it is now."""
+    if cand.status != "pending" or cand.kind not in ("new", "proposed") or cand.supersedes_id is not None:
+        return cand
+    if cand.supersedes_candidate_id is not None or parse_statement(cand.statement) is None:
+        return cand
+    view = await tx.gate_view(cand.user_id, whole=False)
+    for fid, statement in view.facts:
+        kind, target = relate_statement(cand.statement, [(fid, statement)])
+        if kind in ("update", "contradiction") and target == fid:
+            await _retarget(tx, cand, kind, fid, at_us)
+            return await tx.get_candidate(cand.id)
+    return cand
+
+
+async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:
+    new_kind = kind if before.kind == "new" else before.kind  # a proposal keeps its kind
+    await tx.set_candidate_target(before.id, kind=new_kind, supersedes_id=fact_id, supersedes_candidate_id=None)
+    await tx.audit(
+        at=at_us,
+        actor=SYSTEM_ACTOR,
+        action=GATE_RETARGET,
+        user_id=before.user_id,
+        entity="candidate",
+        entity_id=before.id,
+        before=before,
+        after=await tx.get_candidate(before.id),
+        reason=f"fact {fact_id} is active and this would replace it",
+    )
 
 
 async def refuse_tombstone_over_active(tx: GateTx, user_id: str, statement: str) -> None:

@@ -31,11 +31,12 @@ import math
 import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Final, Literal
 
 from .categories import is_special
 from .context import EngineContext
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
+from .gate import SYSTEM_ACTOR
 from .limits import check_reason
 from .models import Candidate
 from .storage.rooms import PolicyTx, Rooms
@@ -46,6 +47,20 @@ PolicyMode = Literal["shadow", "enabled", "suspended", "disabled"]
 ACTOR_PREFIX = "policy:"
 APPROVABLE_KINDS = ("new", "proposed")
 EXPLICIT_KINDS = ("update", "contradiction", "retraction")
+_DECISION_OF_KIND: Final = {
+    "update": "confirm_supersession",
+    "contradiction": "confirm_supersession",
+    "retraction": "approve_retraction",
+}
+
+
+def policy_decision(kind: str) -> str:
+    """The decision a policy makes on a candidate of `kind`: a supersession confirmed, a retraction
+    approved, anything else approved as it is. A person's decision confirms the policy's verdict
+    only when it is this one (an edit, a correction or keeping both is the person disagreeing)."""
+    return _DECISION_OF_KIND.get(kind, "approve")
+
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _Z95 = 1.959963984540054
 
@@ -66,6 +81,11 @@ def wilson_lower(successes: int, n: int, z: float = _Z95) -> float | None:
     return max(0.0, (centre - margin) / (1 + z * z / n))
 
 
+RuleEvidence = tuple[str, int]
+"""(an offline candidate's rule, how many people's decisions on that rule its run calibrated its
+confidence on): what a policy's `min_evidence` reads."""
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """One policy's settings (stored as JSON in the store's meta table)."""
@@ -75,6 +95,10 @@ class Policy:
     extractor: str | None = None  # only candidates of this extractor ("offline", "openai"...)
     kinds: tuple[str, ...] = ("new",)
     min_confidence: float | None = None
+    # people's decisions on a rule that its calibrated confidence must rest on before this policy
+    # acts on it (offline candidates; a candidate with no rule, an LLM's or an agent's, is not
+    # held by it): a rule nobody has judged yet has its prior, a guess, for confidence
+    min_evidence: int = 0
     max_per_day: int | None = None
     sample_rate: float = 0.1  # share of its approvals sent to the blind second review
     target: float = 0.95  # precision lower bound required to enable
@@ -86,8 +110,9 @@ class Policy:
     def actor(self) -> str:
         return ACTOR_PREFIX + self.name
 
-    def verdict(self, cand: Candidate) -> tuple[bool, str]:
-        """(would approve, why): what this policy decides about one pending candidate."""
+    def verdict(self, cand: Candidate, evidence: RuleEvidence | None = None) -> tuple[bool, str]:
+        """(would approve, why): what this policy decides about one pending candidate; `evidence`
+        is (rule, people's decisions its confidence was calibrated on) when it has a rule."""
         if is_special(cand.category):
             return False, f"special category {cand.category}: always a person"
         if cand.kind not in self.kinds:
@@ -100,6 +125,11 @@ class Policy:
             return False, f"extractor {cand.extractor or 'none'} is not {self.extractor}"
         if self.min_confidence is not None and (cand.confidence is None or cand.confidence < self.min_confidence):
             return False, f"confidence {cand.confidence} is below {self.min_confidence}"
+        if self.min_evidence and evidence is not None and evidence[1] < self.min_evidence:
+            return False, (
+                f"its confidence rests on {evidence[1]} people's decisions on rule {evidence[0]},"
+                f" fewer than {self.min_evidence}"
+            )
         return True, "matches"
 
 
@@ -144,6 +174,17 @@ class PolicyRun:
     suspended: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class _Plan:
+    """One policy's verdicts on a batch (candidate id: (would approve, why)) and what is left of its
+    daily allowance (None: no cap)."""
+
+    policy: Policy
+    verdicts: dict[int, tuple[bool, str]]
+    evidence: dict[int, RuleEvidence]
+    allowance: int | None
+
+
 class PolicyService:
     """`Memory.policies`: add, all, get, report, enable, disable, run; and `after_queue`, which
     `Memory.process` and `Memory.propose` call with the newest candidate id they saw before."""
@@ -177,6 +218,7 @@ class PolicyService:
         extractor: str | None = None,
         kinds: tuple[str, ...] = ("new",),
         min_confidence: float | None = None,
+        min_evidence: int = 10,
         max_per_day: int | None = None,
         sample_rate: float = 0.1,
         target: float = 0.95,
@@ -201,12 +243,15 @@ class PolicyService:
                 raise UserInputError(f"{what} must be between 0 and 1, not {value}")
         if max_per_day is not None and max_per_day < 1:
             raise UserInputError("max_per_day must be at least 1")
+        if min_evidence < 0:
+            raise UserInputError("min_evidence must be 0 or more")
         now = self._ctx.now()
         policy = Policy(
             name=name,
             extractor=extractor,
             kinds=tuple(dict.fromkeys(kinds)),
             min_confidence=min_confidence,
+            min_evidence=min_evidence,
             max_per_day=max_per_day,
             sample_rate=sample_rate,
             target=target,
@@ -278,9 +323,10 @@ class PolicyService:
             rows = await tx.verdicts_with_outcomes(policy.actor)
             reviewed, overturned = await tx.second_review_outcomes(policy.actor)
         judged = would = decided = agreed = approvals_decided = confirmed = own = 0
-        for raw, status, decision, decided_by in rows:
+        for raw, kind, statement, status, decision, decided_by in rows:
             judged += 1
-            approve = bool(json.loads(raw).get("approve"))
+            verdict = json.loads(raw)
+            approve = bool(verdict.get("approve"))
             would += approve
             if status == "pending" or decided_by is None:
                 continue
@@ -288,7 +334,13 @@ class PolicyService:
                 own += decided_by == policy.actor
                 continue
             decided += 1
-            as_is = status == "approved" and decision == "approve"
+            # as the policy would have decided it: its decision, on the statement it judged (a
+            # confirmed supersession keeps its decision name when a person edits the statement)
+            as_is = (
+                status == "approved"
+                and decision == policy_decision(kind)
+                and verdict.get("statement", statement) == statement
+            )
             agreed += approve == as_is
             if approve:
                 approvals_decided += 1
@@ -348,21 +400,23 @@ class PolicyService:
             if not batch:
                 return out
             cursor = batch[-1].id
-            for policy in live:
-                await self._judge(policy, batch, out)
+            async with self._store.reading() as tx:
+                evidence = await tx.rule_evidence([c.id for c in batch])
+            plans = [await self._record(policy, batch, evidence, out) for policy in live]
+            await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], out)
 
-    async def _judge(self, policy: Policy, batch: list[Candidate], out: PolicyRun) -> None:
-        from .review import ReviewService
-
-        review = self._review
-        assert isinstance(review, ReviewService)
+    async def _record(
+        self, policy: Policy, batch: list[Candidate], evidence: dict[int, RuleEvidence], out: PolicyRun
+    ) -> _Plan:
+        """Record `policy`'s verdict on each candidate of `batch` it has not judged yet (once per
+        candidate: what its report compares), and return its verdicts on all of them with what is
+        left of its daily allowance (an enabled policy still decides what it judged in shadow)."""
         now = self._ctx.now()
         now_us: int = to_us(now)
         async with self._store.transaction() as tx:
             seen = await tx.judged_by(policy.actor, [c.id for c in batch])
-            # a verdict is recorded once per candidate (what the report compares); an enabled policy
-            # still decides what it judged while in shadow
-            verdicts = [(c, *policy.verdict(c)) for c in batch if policy.mode == "enabled" or c.id not in seen]
+            verdicts = {c.id: policy.verdict(c, evidence.get(c.id)) for c in batch}
+            fresh = [c for c in batch if c.id not in seen]
             await tx.audit_many(
                 [
                     {
@@ -372,10 +426,14 @@ class PolicyService:
                         "user_id": c.user_id,
                         "entity": "candidate",
                         "entity_id": c.id,
-                        "after": {"approve": approve, "why": why, "mode": policy.mode},
+                        "after": {
+                            "approve": verdicts[c.id][0],
+                            "why": verdicts[c.id][1],
+                            "mode": policy.mode,
+                            "statement": c.statement,  # what it judged: a person's edit is disagreement
+                        },
                     }
-                    for c, approve, why in verdicts
-                    if c.id not in seen
+                    for c in fresh
                 ]
             )
             day_start = to_us(datetime(now.year, now.month, now.day, tzinfo=UTC))
@@ -384,27 +442,50 @@ class PolicyService:
                 if policy.max_per_day is None
                 else policy.max_per_day - await tx.decisions_since(policy.actor, day_start)
             )
-        out.judged += sum(1 for c, _, _ in verdicts if c.id not in seen)
-        if policy.mode != "enabled":
+        out.judged += len(fresh)
+        return _Plan(policy, verdicts, evidence, allowance)
+
+    async def _decide(self, batch: list[Candidate], plans: list[_Plan], out: PolicyRun) -> None:
+        """Decide `batch` in queue order, each candidate by the first enabled policy that approves
+        it. Queue order, not one policy after another, because a later candidate may replace an
+        earlier one ("I moved to Porto" after "I live in Lisbon"): the supersession can only be
+        confirmed once what it replaces is decided, whichever policy decides each."""
+        from .review import ReviewService
+
+        review = self._review
+        assert isinstance(review, ReviewService)
+        if not plans:
             return
-        for cand, approve, why in verdicts:
-            if not approve:
-                out.left.append((cand.id, why))
-                continue
-            if allowance is not None and allowance <= 0:
-                out.left.append((cand.id, f"policy {policy.name} reached its {policy.max_per_day} decisions today"))
-                continue
-            try:
-                if cand.kind in ("update", "contradiction"):
-                    await review.confirm_supersession(cand.id, policy.actor, reason=f"policy {policy.name}")
-                else:
-                    await review.approve(cand.id, policy.actor, reason=f"policy {policy.name}")
-            except MemdeskError as exc:  # the gate, a lease, a flag or an assignment said no: a person decides
-                out.left.append((cand.id, str(exc)))
-                continue
-            out.approved.append(cand.id)
-            if allowance is not None:
-                allowance -= 1
+        touched: set[str] = set()  # users with a fact made active in this pass
+        for cand in batch:
+            fresh = cand.user_id in touched
+            if fresh:  # that fact may have re-pointed it (engine.gate, I5): judge it as it is now
+                cand = await review.get(cand.id)
+                if cand.status != "pending":
+                    continue
+            whys: list[str] = []
+            for plan in plans:
+                policy = plan.policy
+                approve, why = policy.verdict(cand, plan.evidence.get(cand.id)) if fresh else plan.verdicts[cand.id]
+                if approve and plan.allowance is not None and plan.allowance <= 0:
+                    approve, why = False, f"policy {policy.name} reached its {policy.max_per_day} decisions today"
+                if approve:
+                    try:
+                        if policy_decision(cand.kind) == "confirm_supersession":
+                            await review.confirm_supersession(cand.id, policy.actor, reason=f"policy {policy.name}")
+                        else:
+                            await review.approve(cand.id, policy.actor, reason=f"policy {policy.name}")
+                    except MemdeskError as exc:  # the gate, a lease, a flag or an assignment said no
+                        why = str(exc)
+                    else:
+                        out.approved.append(cand.id)
+                        touched.add(cand.user_id)
+                        if plan.allowance is not None:
+                            plan.allowance -= 1
+                        break
+                whys.append(why if len(plans) == 1 else f"{policy.name}: {why}")
+            else:
+                out.left.append((cand.id, "; ".join(whys)))  # a person decides
 
     async def _suspend_if_overturned(self, policy: Policy) -> bool:
         async with self._store.reading() as tx:
@@ -414,7 +495,7 @@ class PolicyService:
             return False
         await self._set_mode(
             policy.name,
-            "memdesk",
+            SYSTEM_ACTOR,
             "suspended",
             "policy_suspend",
             f"second reviewers overturned {overturned} of {reviewed} of its approvals: the overturn rate's lower"
@@ -432,6 +513,7 @@ def policy_sample_rates(settings: list[str]) -> list[tuple[str, float]]:
 def _policy(raw: str) -> Policy:
     data = json.loads(raw)
     data["kinds"] = tuple(data.get("kinds") or ("new",))
+    data.setdefault("min_evidence", 0)  # a policy saved before the setting keeps deciding as it did
     return Policy(**data)
 
 

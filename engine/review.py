@@ -40,7 +40,16 @@ from .errors import (
     UndoRefusedError,
     UserInputError,
 )
-from .gate import Admission, EndReason, activate, refuse_tombstone_over_active, same_state
+from .gate import (
+    GATE_RETARGET,
+    Admission,
+    EndReason,
+    activate,
+    point_pending_at,
+    refuse_tombstone_over_active,
+    requeued,
+    same_state,
+)
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
@@ -51,7 +60,7 @@ from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
 
 SUPERSEDING_KINDS = ("update", "contradiction")
-CHAIN_ACTIONS = ("chain_repoint", "chain_unlink")
+CHAIN_ACTIONS = ("chain_repoint", "chain_unlink", GATE_RETARGET)
 _REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
 # What a later decision, and its undo, write on a row an earlier decision wrote: when the row is
 # back as the earlier decision left it after only these, nothing later depends on it any more.
@@ -360,7 +369,7 @@ class ReviewService:
         lift: bool = False,
     ) -> Knowledge:
         """approve / keep_both / confirm / correct: one transaction that makes the fact active
-        through engine.gate.activate (I1-I4), decides the candidate and re-points its chain."""
+        through engine.gate.activate (I1-I5), decides the candidate and re-points its chain."""
         reason, note = self._check_note(reason, note)
         text = (statement if statement is not None else cand.statement).strip()
         if not text:
@@ -736,7 +745,9 @@ class ReviewService:
             uid = cand.user_id
             # the chain links this decision re-pointed or cut: its own transaction's rows, between
             # the candidate's previous audit row and its decision row
-            for later_id, later_json in await tx.chain_audit_rows(candidate_id, decision_row, CHAIN_ACTIONS):
+            for later_id, later_json in await tx.chain_audit_rows(
+                candidate_id, decision_row, CHAIN_ACTIONS, made=cand.knowledge_id
+            ):
                 await untouched("candidate", later_id)
                 was = candidate_from_row_json(later_json)
                 now_row = await tx.get_candidate(int(later_id))
@@ -791,6 +802,7 @@ class ReviewService:
                     )
                 (await Admission.read(tx, uid)).check(target.statement, excluding={target.id})
                 await tx.reactivate_knowledge(target.id)
+                back = await tx.get_knowledge(uid, target.id)
                 await tx.audit(
                     at=now_us,
                     actor=reviewer,
@@ -799,9 +811,10 @@ class ReviewService:
                     entity="knowledge",
                     entity_id=target.id,
                     before=target,
-                    after=await tx.get_knowledge(uid, target.id),
+                    after=back,
                     note=note,
                 )
+                await point_pending_at(tx, back, now_us, deciding=None)  # I5 for a fact back in force
             else:
                 created = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
                 await untouched("knowledge", created.id)
@@ -823,6 +836,7 @@ class ReviewService:
                     await untouched("knowledge", old.id)
                     (await Admission.read(tx, uid)).check(old.statement, excluding={created.id, old.id})
                     await tx.reactivate_knowledge(old.id)
+                    back = await tx.get_knowledge(uid, old.id)
                     await tx.audit(
                         at=now_us,
                         actor=reviewer,
@@ -831,9 +845,10 @@ class ReviewService:
                         entity="knowledge",
                         entity_id=old.id,
                         before=old,
-                        after=await tx.get_knowledge(uid, old.id),
+                        after=back,
                         note=note,
                     )
+                    await point_pending_at(tx, back, now_us, deciding=None)
                 await tx.delete_knowledge(created.id)
                 await tx.audit(
                     at=now_us,
@@ -859,4 +874,6 @@ class ReviewService:
                 reason=f"undo {cand.decision}",
                 note=note,
             )
-            return restored
+            # back in the queue, it meets the facts active now (I5): one made active since it was
+            # decided may be what it would replace
+            return await requeued(tx, restored, now_us)

@@ -47,6 +47,8 @@ def _describe(p: Policy) -> str:
         parts.append(f"extractor {p.extractor}")
     if p.min_confidence is not None:
         parts.append(f"confidence >= {p.min_confidence}")
+    if p.min_evidence:
+        parts.append(f"on rules people decided {p.min_evidence}+ times")
     if p.max_per_day is not None:
         parts.append(f"at most {p.max_per_day} a day")
     parts.append(f"samples {p.sample_rate:.0%} for second review, target {p.target}, tolerance {p.tolerance}")
@@ -64,6 +66,13 @@ def _describe(p: Policy) -> str:
     help=f"Comma-separated kinds it decides ({', '.join(CANDIDATE_KINDS)}).",
 )
 @click.option("--min-confidence", type=click.FloatRange(0, 1), help="Only candidates at or above this confidence.")
+@click.option(
+    "--min-evidence",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Only offline candidates whose rule's confidence rests on this many people's decisions (0: any).",
+)
 @click.option("--max-per-day", type=click.IntRange(1), help="At most this many decisions a day (UTC).")
 @click.option(
     "--sample-rate",
@@ -93,6 +102,7 @@ def policy_add(
     extractor: str | None,
     kinds: str,
     min_confidence: float | None,
+    min_evidence: int,
     max_per_day: int | None,
     sample_rate: float,
     target: float,
@@ -111,6 +121,7 @@ def policy_add(
                 extractor=extractor,
                 kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
                 min_confidence=min_confidence,
+                min_evidence=min_evidence,
                 max_per_day=max_per_day,
                 sample_rate=sample_rate,
                 target=target,

@@ -49,3 +49,32 @@ async def test_a_rejected_rule_loses_confidence_and_an_approved_one_keeps_it(sto
     used = json.loads(row[0])
     assert sorted(used.values()) == [[0, 6], [6, 0]]
     assert table[">=0.9"] == {"approved": 6, "rejected": 6, "approval_rate": 0.5}
+
+
+async def test_a_policys_approvals_are_not_evidence_for_the_confidence_it_acts_on(store_target: str) -> None:
+    """Only people's decisions calibrate: a policy approving a rule's candidates must not raise the
+    rule's confidence (the confidence that lets it approve), nor fill `stats`' buckets."""
+    async with Memory(store_target) as mem:
+        await mem.policies.add(
+            "routine", "lead", extractor="offline", kinds=("new",), min_confidence=0.9, min_evidence=0
+        )
+        await mem.policies.enable("routine", "lead", force=True, reason="test")
+        for i in range(6):
+            await mem.add_exchange(f"u{i}", f"I work as a baker{i}.", None)
+        await mem.process()
+        assert await mem.review.pending(limit=100) == []  # the policy approved all six
+        await mem.add_exchange("v", "I work as a potter.", None)
+        await mem.policies.disable("routine", "lead")
+        await mem.process()
+        waiting = {c.user_id: c for c in await mem.review.pending(limit=100)}
+        assert waiting["v"].confidence == calibrated(0.9, 0, 0)  # the prior: no person decided yet
+        table = (await mem.stats()).to_dict()["review"]["calibration"]
+        assert table.get("offline", {}).get(">=0.9", {}).get("approved", 0) == 0
+        # the control: one person's approval moves it
+        await mem.review.approve(waiting["v"].id, "rev")
+        await mem.add_exchange("x", "I work as a cooper.", None)
+        await mem.process()
+        [x] = await mem.review.pending(user_id="x")
+        assert x.confidence == calibrated(0.9, 1, 0)
+        table = (await mem.stats()).to_dict()["review"]["calibration"]["offline"]
+        assert table[">=0.9"]["approved"] == 1

@@ -9,6 +9,8 @@ lift) against one Memory, one fresh user per example. After EVERY step it checks
   I2  no two active facts of a user hold one value (engine.text's notion of one value);
   I3  every active fact has its audit row;
   I4  a fact a confirmed supersession or correction replaced is not active beside its replacement;
+  I5  no pending candidate that replaces nothing would replace an active fact (the extractor's
+      replacement rule), however the fact became active after the candidate was queued;
 
 and that current belief and as-of answers (`Memory.knowledge(at_time=...)`) equal a small model: each
 fact's valid interval and whether it is still believed for its period (active, or ended because the
@@ -41,6 +43,7 @@ from engine import (
     TombstonedError,
     UserInputError,
 )
+from engine.extraction.offline import relate_statement
 from engine.review import replaces
 from engine.text import ValueIndex, value_key
 from tests.engine_helpers import Clock
@@ -313,7 +316,7 @@ class GateModel(RuleBasedStateMachine):
     # -- after every step ----------------------------------------------------------------------------------
 
     @invariant()
-    def i1_to_i4_and_as_of(self) -> None:
+    def i1_to_i5_and_as_of(self) -> None:
         active = self.run(self.mem.knowledge(self.uid))
         stones = self.run(self.mem.tombstones(self.uid))
         held: ValueIndex[int] = ValueIndex()
@@ -329,6 +332,13 @@ class GateModel(RuleBasedStateMachine):
         for k in every:
             if k.superseded_by is not None and k.end_reason in ("superseded", "contradicted", "corrected"):
                 assert k.id not in active_ids, "I4: a replaced fact is active beside its replacement"
+        for c in self.run(self.mem.review.pending(user_id=self.uid, limit=1000)):
+            if c.kind in ("new", "proposed") and not replaces(c):
+                for k in active:
+                    kind, _ = relate_statement(c.statement, [(k.id, k.statement)])
+                    assert kind not in ("update", "contradiction"), (
+                        f"I5: pending candidate {c.id} {c.statement!r} would replace active fact {k.id} {k.statement!r}"
+                    )
         # the model: current belief, tombstones, and as-of answers at a spread of times
         assert active_ids == set(self.active_ids())
         assert {t.id for t in stones} == set(self.stones)

@@ -185,6 +185,51 @@ async def test_an_agents_contradicting_proposal_asks_the_question(mem: Memory) -
     assert (await mem.review.get(curated)).supersedes_id == lisbon.id
 
 
+async def test_a_candidate_queued_before_the_fact_it_would_replace_asks_the_question(mem: Memory) -> None:
+    """I5: "Lisbon" and "Porto" queued together, neither active, so the intake saw nothing to
+    replace. Once Lisbon is approved, Porto is re-pointed at it in the same transaction (audited):
+    a plain approve asks the question instead of leaving Porto active beside Lisbon. Undoing
+    Lisbon's approval puts Porto back as it was."""
+    lisbon_c = await mem.queue_candidate("u", "User lives in Lisbon", actor="curator")
+    porto_c = await mem.queue_candidate("u", "User lives in Porto", actor="curator")
+    bees_c = await mem.queue_candidate("u", "User keeps bees", actor="curator")  # the control
+    assert (await mem.review.get(porto_c)).supersedes_id is None
+    lisbon = await mem.review.approve(lisbon_c, "ana")
+    porto = await mem.review.get(porto_c)
+    assert (porto.kind, porto.supersedes_id) == ("update", lisbon.id)
+    assert (await mem.review.get(bees_c)).supersedes_id is None
+    retargets = [e for e in await mem.history("u") if e.action == "gate_retarget"]
+    assert [(e.entity_id, e.actor) for e in retargets] == [(porto_c, "memdesk")]
+    before = await snapshot(mem)
+    with pytest.raises(DecisionRequiredError):
+        await mem.review.approve(porto_c, "ben")
+    assert await snapshot(mem) == before  # the refusal changed nothing
+    # undo of Lisbon's approval takes the re-pointing back with it
+    await mem.review.undo(lisbon_c, "ana")
+    porto = await mem.review.get(porto_c)
+    assert (porto.kind, porto.supersedes_id, porto.supersedes_candidate_id) == ("new", None, None)
+    # approved again, the question comes back; confirmed, Porto ends Lisbon
+    lisbon = await mem.review.approve(lisbon_c, "ana")
+    await mem.review.confirm_supersession(porto_c, "ben")
+    await mem.review.approve(bees_c, "ben")
+    assert await active(mem, "u") == ["User keeps bees", "User lives in Porto"]
+
+
+async def test_an_undone_decision_back_in_the_queue_meets_the_facts_active_now(mem: Memory) -> None:
+    """I5 for a candidate an undo puts back: Porto was approved (edited into another value) before
+    Lisbon became active; undone, it is pending as "User lives in Porto" again, and Lisbon is
+    what it would replace."""
+    porto_c = await mem.queue_candidate("u", "User lives in Porto", actor="curator")
+    lisbon_c = await mem.queue_candidate("u", "User lives in Lisbon", actor="curator")
+    await mem.review.approve(porto_c, "ana", statement="User works at SAP")
+    lisbon = await mem.review.approve(lisbon_c, "ana")
+    back = await mem.review.undo(porto_c, "ana")
+    assert (back.status, back.kind, back.supersedes_id) == ("pending", "update", lisbon.id)
+    with pytest.raises(DecisionRequiredError):
+        await mem.review.approve(porto_c, "ana")
+    assert await active(mem, "u") == ["User lives in Lisbon"]
+
+
 async def test_a_direct_add_about_a_known_slot_must_say_how_it_relates(mem: Memory) -> None:
     lisbon = await mem.add_knowledge("u", "User lives in Lisbon", actor="s")
     before = await snapshot(mem)

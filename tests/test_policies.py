@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,83 @@ async def test_an_enabled_policy_leaves_a_special_category_candidate_to_a_person
         assert (await mem.review.get(boat.candidate_id)).status == "approved"
         run = await mem.policies.run("any")
         assert run.approved == [] and "special category health" in dict(run.left)[health.candidate_id]
+
+
+async def test_a_person_confirming_the_supersession_confirms_an_update_policys_verdict(
+    new_target: Callable[[str], str],
+) -> None:
+    """An update policy would confirm the supersession, so that decision of a person is agreement,
+    and only that one: keeping both facts, or approving the statement edited, is a person saying
+    the policy would have been wrong."""
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("moves", "lead", kinds=("update",))
+        ids = []
+        for user in ("u1", "u2", "u3"):
+            lisbon = await mem.add_knowledge(user, "User lives in Lisbon", actor="support")
+            ids.append(await mem.queue_candidate(user, "User lives in Porto", kind="update", supersedes_id=lisbon.id))
+        assert (await mem.policies.run("moves")).judged == 3  # shadow: verdicts only
+        await mem.review.confirm_supersession(ids[0], "ana")
+        report = await mem.policies.report("moves")
+        assert (report.would_approve, report.approvals_decided, report.approvals_confirmed) == (3, 1, 1)
+        await mem.review.keep_both(ids[1], "ana")
+        await mem.review.confirm_supersession(ids[2], "ana", statement="User lives in Porto, Portugal")
+        report = await mem.policies.report("moves")
+        assert (report.approvals_decided, report.approvals_confirmed, report.agreed) == (3, 1, 1)
+
+
+@pytest.mark.parametrize("tiers", [("moves", "routine"), ("routine",)])
+async def test_policies_decide_in_queue_order_so_a_move_follows_the_fact_it_replaces(
+    new_target: Callable[[str], str], tiers: tuple[str, ...]
+) -> None:
+    """One conversation says "I live in Lisbon" and then "I moved to Porto": the update replaces a
+    candidate queued in the same run. Both policies enabled ("moves" sorts first), the pass decides
+    in queue order, so Lisbon is approved and then ended by Porto. Without "moves" the update waits
+    for a person (the control)."""
+    kinds = {"moves": ("update",), "routine": ("new",)}
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        for name in tiers:
+            await mem.policies.add(name, "lead", extractor="offline", kinds=kinds[name], min_evidence=0)
+            await mem.policies.enable(name, "lead", force=True, reason="test")
+        at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+        await mem.add_exchange("ana", "I live in Lisbon.", "Nice city.", at=at)
+        await mem.add_exchange(
+            "ana", "Actually I moved to Porto last month.", "Congrats!", at=at + timedelta(minutes=2)
+        )
+        await mem.process()
+        pending = await mem.review.pending()
+        active = [(k.statement, k.created_by) for k in await mem.knowledge("ana")]
+        if "moves" in tiers:
+            assert pending == []
+            assert active == [("User lives in Porto", "policy:moves")]
+        else:
+            assert [(c.statement, c.kind) for c in pending] == [("User lives in Porto", "update")]
+            assert active == [("User lives in Lisbon", "policy:routine")]
+
+
+async def test_a_policy_waits_until_people_have_judged_the_rule_its_confidence_comes_from(
+    new_target: Callable[[str], str],
+) -> None:
+    """`min_evidence`: an offline candidate whose rule nobody has judged carries the prior (0.9) for
+    confidence, a guess; a policy leaves it to a person until people decided that rule's
+    candidates `min_evidence` times. A candidate with no rule (an agent's) is not held by it."""
+    at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("routine", "lead", kinds=("new", "proposed"), min_evidence=3)
+        await mem.policies.enable("routine", "lead", force=True, reason="test")
+        for i in range(3):
+            await mem.add_exchange(f"u{i}", f"I work as a baker{i}.", None, at=at)
+        first = await mem.process()
+        waiting = await mem.review.pending(limit=100)
+        assert first.queued == 3 and len(waiting) == 3  # the prior alone: people decide
+        assert all(c.confidence == 0.9 for c in waiting)
+        run = await mem.policies.run("routine")
+        assert run.approved == [] and all("rests on 0 people's decisions" in why for _, why in run.left)
+        boat = await mem.propose("u9", "User owns a boat named Wave", actor="agent")  # no rule: decided
+        assert boat.candidate_id is not None and (await mem.review.get(boat.candidate_id)).status == "approved"
+        for cand in waiting:
+            await mem.review.approve(cand.id, "ana")
+        # the control: the same rule, now judged three times by people, is the policy's
+        await mem.add_exchange("u5", "I work as a potter.", None, at=at)
+        await mem.process()
+        assert await mem.review.pending(limit=100) == []
+        assert [k.created_by for k in await mem.knowledge("u5")] == ["policy:routine"]

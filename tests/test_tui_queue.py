@@ -467,3 +467,29 @@ async def test_a_deferred_row_stays_after_every_page_that_loads_later(tmp_path: 
 
 def db_pending(path: str) -> int:
     return int(row(path, "SELECT count(*) FROM candidates WHERE status = 'pending'")[0])
+
+
+async def test_a_row_re_pointed_by_an_approval_shows_its_new_kind_and_asks(tmp_path: Path) -> None:
+    """Lisbon and Porto queued together (both `new`): approving Lisbon re-points Porto at it (the
+    gate's I5). The reviewer, advanced to Porto, sees it as an update in the list and in the
+    detail, and `a` asks supersede or keep both; the bees row, about something else, stays new."""
+    path = str(tmp_path / "i5.db")
+    async with Memory(path, clock=fixed_clock) as mem:
+        lisbon = await mem.queue_candidate("u-ana", "User lives in Lisbon", actor="curator")
+        porto = await mem.queue_candidate("u-ana", "User lives in Porto", actor="curator")
+        bees = await mem.queue_candidate("u-ana", "User keeps bees", actor="curator")
+    app = ReviewApp(path, "ana", clock=fixed_clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = app.screen.query_one(PendingList)
+        assert queue(app).current_id == lisbon
+        assert [rows.cells(c)["kind"].plain for c in (porto, bees)] == ["new", "new"]
+        await pilot.press("a")
+        await settle_until(pilot, lambda: queue(app).current_id == porto, "advancing to Porto")
+        assert [rows.cells(c)["kind"].plain for c in (porto, bees)] == ["update", "new"]
+        await pilot.press("a")
+        await settle_until(pilot, lambda: isinstance(app.screen, ReplaceChoiceModal), "the replace question")
+        await pilot.press("s")
+        await settle_until(pilot, lambda: queue(app).current_id == bees, "advancing to bees")
+    assert row(path, "SELECT decision FROM candidates WHERE id = ?", porto) == ("confirm_supersession",)
+    assert row(path, "SELECT status FROM knowledge WHERE statement = ?", "User lives in Lisbon") == ("superseded",)

@@ -2223,10 +2223,12 @@ def appositive_names(sentence: str) -> list[Claim]:
     return out
 
 
+@lru_cache(maxsize=65_536)
 def parse_statement(statement: str) -> Claim | None:
     """Read a stored third-person statement back into a claim with the same rules, so existing
     facts and new claims meet on slot and value. Statements a person wrote in other words may not
-    parse; they can then only cover a claim with exactly their text."""
+    parse; they can then only cover a claim with exactly their text. Cached (claims are frozen): a
+    user's pending statements are read again each time one of its facts becomes active."""
     text = " ".join(statement.strip().rstrip(".").split())
     negated = False
     if " is no longer " in text:

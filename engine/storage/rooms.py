@@ -38,9 +38,9 @@ class Rooms(Protocol[T_co]):
     def reading(self) -> AbstractAsyncContextManager[T_co]: ...
 
 
-class GateTx(KnowledgeOps, TombstoneOps, Protocol):
-    """engine/gate.py: reads facts and tombstones (the activation and tombstone gates) and ends the
-    facts a new one replaces."""
+class GateTx(KnowledgeOps, TombstoneOps, QueueOps, Protocol):
+    """engine/gate.py: reads facts and tombstones (the activation and tombstone gates), ends the
+    facts a new one replaces, and re-points the pending candidates that would replace it."""
 
 
 class ReviewTx(ContextOps, KnowledgeOps, QueueOps, TombstoneOps, Protocol):

@@ -573,6 +573,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self._show_line()
             return
         rows.set_holder(candidate_id, None)
+        rows.update_row(opened.candidate)  # as read now: the row may show a kind since changed
         # Decidable as soon as it is shown; the chain (more reads) is drawn in a moment after.
         self.current_id, self.current, self.chain = candidate_id, opened, []
         detail.show(opened)

@@ -287,6 +287,13 @@ class PendingList(ScrollView, can_focus=True):
         self.marked.clear()
         self.refresh()
 
+    def update_row(self, cand: Candidate) -> None:
+        """Show a listed candidate as it is now: its kind or target may have changed since its page
+        was read (the engine re-points a candidate when the fact it would replace becomes active)."""
+        if cand.id in self.candidates and self.candidates[cand.id] != cand:
+            self.candidates[cand.id] = cand
+            self._refresh_row(cand.id)
+
     def set_holder(self, candidate_id: int, holder: str | None) -> None:
         """Say who else holds `candidate_id`'s lease (None: nobody)."""
         if holder is None:

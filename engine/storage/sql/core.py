@@ -241,12 +241,13 @@ class TxCore(Protocol):
         return None if row is None else (int(row[0]), row[1])
 
     async def chain_audit_rows(
-        self, candidate_id: int, decision_row: int, actions: Sequence[str]
+        self, candidate_id: int, decision_row: int, actions: Sequence[str], made: int | None = None
     ) -> list[tuple[int, str]]:
-        """(candidate id, its state before) of the chain links a decision re-pointed or cut: rows of
+        """(candidate id, its state before) of the links a decision re-pointed or cut: rows of
         `actions` written by the decision's own transaction (after the candidate's previous audit
-        row, before its decision row) on candidates that named it as `supersedes_candidate_id`.
-        The JSON is read here, not in SQL, so both backends run the same statement."""
+        row, before its decision row) on candidates that named it as `supersedes_candidate_id`, or
+        that were pointed at the fact it made (`made`: engine.gate's I5). The JSON is read here,
+        not in SQL, so both backends run the same statement."""
         prev = await (
             await self.conn.execute(
                 "SELECT coalesce(max(id), 0) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND id < ?",
@@ -256,15 +257,20 @@ class TxCore(Protocol):
         marks = ", ".join("?" * len(actions))
         rows = await fetchall(
             self.conn,
-            f"SELECT entity_id, before FROM audit_log WHERE entity = 'candidate' AND action IN ({marks})"
+            f"SELECT entity_id, before, after FROM audit_log WHERE entity = 'candidate' AND action IN ({marks})"
             " AND id > ? AND id < ? ORDER BY id",
             (*actions, int(prev[0]), decision_row),
         )
-        return [
-            (int(r[0]), r[1])
-            for r in rows
-            if r[1] is not None and json.loads(r[1]).get("supersedes_candidate_id") == candidate_id
-        ]
+        out = []
+        for entity_id, before, after in rows:
+            if before is None:
+                continue
+            was, became = json.loads(before), json.loads(after or "{}")
+            if was.get("supersedes_candidate_id") == candidate_id or (
+                made is not None and was.get("supersedes_id") is None and became.get("supersedes_id") == made
+            ):
+                out.append((int(entity_id), before))
+        return out
 
     async def audit_state(self, entity: str, entity_id: int, up_to_id: int) -> str | None:
         """The `after` JSON of the entity's last audit row at or before audit id `up_to_id`: the

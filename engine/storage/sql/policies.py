@@ -9,9 +9,12 @@ candidate.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .conn import SqlConn
+from .core import fetchall
 from .records import CANDIDATE_COLS, CANDIDATE_FROM, candidate_from_row
 
 POLICY_KEY = "policy:"
@@ -60,12 +63,12 @@ class PolicyOps(Protocol):
         ).fetchall()
         return {int(r[0]) for r in rows}
 
-    async def verdicts_with_outcomes(self, actor: str) -> list[tuple[str, str, str | None, str | None]]:
-        """(verdict JSON, the candidate's status, decision, decided_by) for every candidate `actor`
-        judged, its latest verdict only."""
+    async def verdicts_with_outcomes(self, actor: str) -> list[tuple[str, str, str, str, str | None, str | None]]:
+        """(verdict JSON, the candidate's kind, statement, status, decision, decided_by) for every
+        candidate `actor` judged, its latest verdict only."""
         rows = await (
             await self.conn.execute(
-                "SELECT a.after, c.status, c.decision, c.decided_by FROM audit_log a"
+                "SELECT a.after, c.kind, c.statement, c.status, c.decision, c.decided_by FROM audit_log a"
                 " JOIN candidates c ON c.id = a.entity_id"
                 " WHERE a.entity = 'candidate' AND a.action = 'policy_verdict' AND a.actor = ?"
                 " AND a.id = (SELECT max(b.id) FROM audit_log b WHERE b.entity = 'candidate'"
@@ -74,7 +77,25 @@ class PolicyOps(Protocol):
                 (actor,),
             )
         ).fetchall()
-        return [(str(r[0]), str(r[1]), r[2], r[3]) for r in rows]
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4], r[5]) for r in rows]
+
+    async def rule_evidence(self, candidate_ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """{candidate id: (its rule, the people's decisions on that rule its run calibrated on)}
+        for those of `candidate_ids` an extractor run named a rule for (the offline extractor's),
+        from the counts the run recorded (`extraction_runs.calibration`)."""
+        if not candidate_ids:
+            return {}
+        rows = await fetchall(
+            self.conn,
+            "SELECT c.id, c.rule, r.calibration FROM candidates c JOIN extraction_runs r ON r.id = c.run_id"
+            f" WHERE c.id IN ({', '.join('?' * len(candidate_ids))}) AND c.rule IS NOT NULL",
+            list(candidate_ids),
+        )
+        out: dict[int, tuple[str, int]] = {}
+        for cid, rule, raw in rows:
+            counts = json.loads(raw).get(rule, (0, 0)) if raw else (0, 0)
+            out[int(cid)] = (str(rule), int(sum(counts)))
+        return out
 
     async def decisions_since(self, actor: str, since_us: int) -> int:
         """How many candidates `actor` decided since `since_us` (a policy's daily allowance)."""

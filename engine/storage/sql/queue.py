@@ -21,6 +21,7 @@ from .core import TxCore, fetchall, returned_id
 from .records import (
     CANDIDATE_COLS,
     CANDIDATE_FROM,
+    DECIDED_BY_PEOPLE,
     MAX_ID,
     candidate_from_row,
 )
@@ -261,6 +262,18 @@ class QueueOps(TxCore, Protocol):
         ).fetchall()
         return [candidate_from_row(r) for r in rows]
 
+    async def untargeted_pending(self, user_id: str) -> list[tuple[int, str]]:
+        """(id, statement) of the user's pending new and proposed candidates that replace nothing:
+        the ones a fact becoming active may turn into its update (engine.gate.activate)."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT id, statement FROM candidates WHERE user_id = ? AND status = 'pending'"
+            " AND kind IN ('new', 'proposed') AND supersedes_id IS NULL AND supersedes_candidate_id IS NULL"
+            " ORDER BY id",
+            (user_id,),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
     async def set_candidate_target(
         self,
         candidate_id: int,
@@ -349,14 +362,14 @@ class QueueOps(TxCore, Protocol):
         return int(row[0]), int(row[1])
 
     async def rule_decisions(self, extractor: str) -> dict[str, tuple[int, int]]:
-        """{rule: (approved, rejected)} over the decided candidates of `extractor`'s runs that
-        name their rule: what the offline extractor calibrates its confidence on."""
+        """{rule: (approved, rejected)} over the candidates of `extractor`'s runs that name their
+        rule and that people decided: what the offline extractor calibrates its confidence on."""
         rows = await fetchall(
             self.conn,
             "SELECT c.rule, sum(CASE WHEN c.status = 'approved' THEN 1 ELSE 0 END),"
             " sum(CASE WHEN c.status = 'rejected' THEN 1 ELSE 0 END) FROM candidates c"
             " JOIN extraction_runs r ON r.id = c.run_id WHERE r.extractor = ? AND c.rule IS NOT NULL"
-            " AND c.status IN ('approved', 'rejected') GROUP BY c.rule",
+            f" AND c.status IN ('approved', 'rejected') AND {DECIDED_BY_PEOPLE} GROUP BY c.rule",
             [extractor],
         )
         return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}

@@ -170,3 +170,10 @@ def candidate_from_row_json(text: str) -> Candidate:
         if data.get(name) is not None:
             data[name] = datetime.fromisoformat(data[name])
     return Candidate(**data)
+
+
+DECIDED_BY_PEOPLE = "(c.decided_by IS NULL OR c.decided_by NOT LIKE 'policy:%')"
+"""A candidate `c` decided by a person, not a review policy: what calibration counts (the offline
+extractor's per-rule confidence, `stats`' approval rate per confidence bucket). A policy's approvals
+are not evidence for the confidence it acts on: counting them would let a policy raise the very
+confidence that lets it approve."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .conn import SqlConn
+from .records import DECIDED_BY_PEOPLE
 
 RUN_GATES = ("predicted", "below_confidence", "invalid", "tombstoned", "duplicates")
 """The extraction_runs columns counting what each gate dropped, in the order of `run_totals`."""
@@ -129,6 +130,6 @@ class StatsOps(Protocol):
             calibration=await rows(
                 f"SELECT coalesce(r.extractor, coalesce(c.created_by, 'manual')), {CONFIDENCE_BUCKET}, c.status,"
                 " count(*) FROM candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
-                f" WHERE c.confidence IS NOT NULL AND {decided_scope} GROUP BY 1, 2, 3"
+                f" WHERE c.confidence IS NOT NULL AND {decided_scope} AND {DECIDED_BY_PEOPLE} GROUP BY 1, 2, 3"
             ),
         )
