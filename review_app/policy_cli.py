@@ -5,6 +5,7 @@ changed; exit 1: the work could not be done)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any
 
@@ -242,5 +243,8 @@ def policy_run(db: str, name: str) -> None:
         f"Policy {name}: judged {run.judged} new candidates, approved {len(run.approved)}, left {len(run.left)}"
         " to people."
     )
+    # why the rest waits for people, most common first (the reasons name rules, kinds and limits)
+    for why, n in collections.Counter(why for _, why in run.left).most_common(5):
+        echo(f"  {n:>5}  {why}")
     for name_ in run.suspended:
         echo(f"Policy {name_} was suspended: second reviewers overturned too many of its approvals.")

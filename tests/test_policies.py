@@ -187,6 +187,7 @@ def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence
         async with Memory(db) as mem:
             for i in range(3):
                 await mem.propose("ada", f"User owns a boat named Wave{i}", actor="agent-7")
+            await mem.propose("ada", "User is allergic to penicillin", actor="agent-7")
 
     asyncio.run(seed())
     actor = ("--actor", "lead")
@@ -194,7 +195,7 @@ def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence
     bad = memdesk("policy", "add", db, "Boats!", *actor)
     assert bad.returncode == 2 and "policy name" in bad.stderr
     run = memdesk("policy", "run", db, "boats")
-    assert run.returncode == 0 and "judged 3 new candidates, approved 0" in run.stdout
+    assert run.returncode == 0 and "judged 4 new candidates, approved 0" in run.stdout
     report = memdesk("policy", "report", db, "boats", "--json")
     assert report.returncode == 0 and json.loads(report.stdout)["would_approve"] == 3
     refused = memdesk("policy", "enable", db, "boats", *actor)
@@ -204,6 +205,10 @@ def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence
     forced = memdesk("policy", "enable", db, "boats", "--force", "--reason", "pilot", *actor)
     assert forced.returncode == 0 and "forced" in forced.stdout
     assert "boats [enabled]" in memdesk("policy", "list", db).stdout
+    # enabled, it approves the boats and says why the rest waits for a person
+    ran = memdesk("policy", "run", db, "boats")
+    assert ran.returncode == 0 and "approved 3, left 1 to people" in ran.stdout
+    assert "1  special category health: always a person" in ran.stdout
     assert memdesk("policy", "disable", db, "boats", *actor).returncode == 0
     assert "boats [disabled]" in memdesk("policy", "list", db).stdout
 
