@@ -54,6 +54,10 @@ from .text import ValueIndex, value_key
 GATE_RETARGET: Final = "gate_retarget"
 """The audit action of I5's re-pointing (engine.review's undo restores these with the chain's)."""
 
+POLICY_ACTOR_PREFIX: Final = "policy:"
+"""A review policy's actor is this and its name (`policy:routine`): on its facts, decisions and
+audit rows."""
+
 SYSTEM_ACTOR: Final = "memdesk"
 """The actor of what the engine does by its own rules (a candidate re-pointed by I5, a policy
 suspended on its overturns)."""

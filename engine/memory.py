@@ -70,6 +70,7 @@ class Memory(KnowledgeOps):
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
         self.policies = PolicyService(self.ctx, self.review)
+        self.review.after_decision = self.policies.after_decision
         self._pipeline: Pipeline | None = None
 
     @property

@@ -36,7 +36,7 @@ from typing import Final, Literal
 from .categories import is_special
 from .context import EngineContext
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
-from .gate import SYSTEM_ACTOR
+from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
 from .limits import check_reason
 from .models import Candidate
 from .storage.rooms import PolicyTx, Rooms
@@ -44,7 +44,7 @@ from .storage.sql.policies import POLICY_KEY
 from .timeutil import to_us
 
 PolicyMode = Literal["shadow", "enabled", "suspended", "disabled"]
-ACTOR_PREFIX = "policy:"
+ACTOR_PREFIX = POLICY_ACTOR_PREFIX
 APPROVABLE_KINDS = ("new", "proposed")
 EXPLICIT_KINDS = ("update", "contradiction", "retraction")
 _DECISION_OF_KIND: Final = {
@@ -400,10 +400,39 @@ class PolicyService:
             if not batch:
                 return out
             cursor = batch[-1].id
-            async with self._store.reading() as tx:
-                evidence = await tx.rule_evidence([c.id for c in batch])
-            plans = [await self._record(policy, batch, evidence, out) for policy in live]
-            await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], out)
+            await self._judge(live, batch, out)
+
+    async def after_decision(self, user_id: str) -> PolicyRun:
+        """A person's decision may make more of a user's candidates a policy's to decide: an update
+        whose target they approved (its chain now names an active fact), a chain a rejection cut
+        back to `new`, a candidate the gate re-pointed (I5). The enabled policies judge the user's
+        pending candidates again, as `run` would. `review` calls this after each decision of a
+        person has committed; one read, and nothing more, when no policy is enabled."""
+        from .review import ReviewService
+
+        out = PolicyRun()
+        enabled = [p for p in await self.all() if p.mode == "enabled"]
+        if not enabled:
+            return out
+        live = []
+        for policy in enabled:
+            if await self._suspend_if_overturned(policy):
+                out.suspended.append(policy.name)
+            else:
+                live.append(policy)
+        review = self._review
+        assert isinstance(review, ReviewService)
+        batch = await review.pending(user_id=user_id, limit=200)
+        if live and batch:
+            await self._judge(live, batch, out)
+        return out
+
+    async def _judge(self, live: list[Policy], batch: list[Candidate], out: PolicyRun) -> None:
+        """Record each policy's verdicts on `batch` and let the enabled ones decide it."""
+        async with self._store.reading() as tx:
+            evidence = await tx.rule_evidence([c.id for c in batch])
+        plans = [await self._record(policy, batch, evidence, out) for policy in live]
+        await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], out)
 
     async def _record(
         self, policy: Policy, batch: list[Candidate], evidence: dict[int, RuleEvidence], out: PolicyRun

@@ -21,9 +21,11 @@ The decision rules (the README's "Decision rules" states them for reviewers):
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from . import team
 from .context import EngineContext
@@ -42,6 +44,7 @@ from .errors import (
 )
 from .gate import (
     GATE_RETARGET,
+    POLICY_ACTOR_PREFIX,
     Admission,
     EndReason,
     activate,
@@ -60,6 +63,8 @@ from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
 
 SUPERSEDING_KINDS = ("update", "contradiction")
+_log = logging.getLogger("memdesk")
+_T = TypeVar("_T")
 CHAIN_ACTIONS = ("chain_repoint", "chain_unlink", GATE_RETARGET)
 _REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
 # What a later decision, and its undo, write on a row an earlier decision wrote: when the row is
@@ -105,6 +110,11 @@ def _target_text(cand: Candidate) -> str:
 class ReviewService:
     def __init__(self, ctx: EngineContext) -> None:
         self._ctx = ctx
+        self.after_decision: Callable[[str], Awaitable[object]] | None = None
+        """Set by `Memory`: the enabled review policies' second look at a user's pending candidates
+        once a person's decision has committed (engine.policies.PolicyService.after_decision): an
+        update whose target the person just approved, or a chain a rejection cut back to `new`,
+        may now be a policy's to decide. Review imports nothing of the policies."""
 
     @property
     def _store(self) -> Rooms[ReviewTx]:
@@ -224,9 +234,10 @@ class ReviewService:
             return await self._approve_retraction(cand, reviewer, reason, note)
         if replaces(cand):
             raise DecisionRequiredError(cand.id, _target_text(cand))
-        return await self._accept(
+        made = await self._accept(
             cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve", lift=lift_tombstone
         )
+        return await self._then(cand.user_id, reviewer, made)
 
     async def keep_both(
         self,
@@ -250,9 +261,10 @@ class ReviewService:
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
         if not replaces(cand):
             raise UserInputError(f"candidate {candidate_id} replaces nothing: approve it instead")
-        return await self._accept(
+        made = await self._accept(
             cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both", lift=lift_tombstone
         )
+        return await self._then(cand.user_id, reviewer, made)
 
     async def confirm_supersession(
         self,
@@ -324,7 +336,8 @@ class ReviewService:
             raise UserInputError(
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to replace; approve it instead"
             )
-        return await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
+        made = await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
+        return await self._then(cand.user_id, reviewer, made)
 
     async def _target(self, tx: ReviewTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
@@ -346,6 +359,17 @@ class ReviewService:
                 f"fact {old.id} is already {old.status}; approve candidate {cand.id} as a new fact instead"
             )
         return old
+
+    async def _then(self, user_id: str, reviewer: str, result: _T) -> _T:
+        """After a person's decision has committed: the policies' second look (`after_decision`).
+        Not after a policy's own (its pass looks again itself), and never undoing the decision: a
+        failure there is logged, and the candidates stay for people."""
+        if self.after_decision is not None and not reviewer.startswith(POLICY_ACTOR_PREFIX):
+            try:
+                await self.after_decision(user_id)
+            except Exception:
+                _log.exception("the review policies' look at %r after a decision failed", user_id)
+        return result
 
     def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
         if reason is not None:
@@ -574,7 +598,7 @@ class ReviewService:
                 reason=why,
                 note=note,
             )
-            return stone
+        return await self._then(current.user_id, reviewer, stone)
 
     async def bulk_approve(self, candidate_ids: list[int], reviewer: str, *, note: str | None = None) -> BulkResult:
         """Approve exactly these ids, in order, each in its own transaction; never a filter
@@ -876,4 +900,5 @@ class ReviewService:
             )
             # back in the queue, it meets the facts active now (I5): one made active since it was
             # decided may be what it would replace
-            return await requeued(tx, restored, now_us)
+            restored = await requeued(tx, restored, now_us)
+        return await self._then(restored.user_id, reviewer, restored)

@@ -307,3 +307,31 @@ async def test_a_policy_waits_until_people_have_judged_the_rule_its_confidence_c
         await mem.process()
         assert await mem.review.pending(limit=100) == []
         assert [k.created_by for k in await mem.knowledge("u5")] == ["policy:routine"]
+
+
+@pytest.mark.parametrize("moves_mode", ["enabled", "shadow"])
+async def test_a_persons_decision_hands_what_it_made_decidable_to_the_enabled_policies(
+    new_target: Callable[[str], str], moves_mode: str
+) -> None:
+    """Lisbon needs a person (no policy approves it) and Porto, queued with it, waits on it. Once
+    the person approves Lisbon, Porto is an update of an active fact: an enabled update policy
+    confirms it at once instead of leaving it to the same person. In shadow (the control) Porto
+    waits for a person."""
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("moves", "lead", kinds=("update",), min_evidence=0)
+        if moves_mode == "enabled":
+            await mem.policies.enable("moves", "lead", force=True, reason="test")
+        lisbon_c = await mem.queue_candidate("u1", "User lives in Lisbon", actor="curator")
+        porto_c = await mem.queue_candidate("u1", "User lives in Porto", actor="curator")
+        await mem.review.approve(lisbon_c, "ana")
+        porto = await mem.review.get(porto_c)
+        if moves_mode == "enabled":
+            assert (porto.status, porto.decided_by, porto.decision) == (
+                "approved",
+                "policy:moves",
+                "confirm_supersession",
+            )
+            assert [k.statement for k in await mem.knowledge("u1")] == ["User lives in Porto"]
+        else:
+            assert (porto.status, porto.kind) == ("pending", "update")
+            assert [k.statement for k in await mem.knowledge("u1")] == ["User lives in Lisbon"]
