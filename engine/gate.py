@@ -258,6 +258,7 @@ async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
 
 
 async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:
+    """Point one pending candidate at the active fact it would replace, audited by the engine."""
     new_kind = kind if before.kind == "new" else before.kind  # a proposal keeps its kind
     await tx.set_candidate_target(before.id, kind=new_kind, supersedes_id=fact_id, supersedes_candidate_id=None)
     await tx.audit(
