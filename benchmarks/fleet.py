@@ -18,9 +18,9 @@ What it does, for each arm (`manual`, `policies`, `forced`), in its own fresh st
   with the blind second reviews of the policies' sampled approvals, decided the same way;
 - the `policies` arm adds one policy per tier (`--tiers`): `routine` (the offline extractor's `new`
   candidates) and `moves` (its `update` candidates), both at or above `--min-confidence` and on
-  rules people decided at least `--min-evidence` times, each in shadow from the start. On every
-  working hour (from day `--shadow-days`) the operator tries `policy enable` on each policy still
-  in shadow: refused unless its own precision lower bound (Wilson, 95 %) reaches 0.95 over at least
+  rules people decided at least `--min-evidence` times, each in shadow from the start. On the hour
+  through the working day (9:00, before the team starts, then after each hour of its work; from day
+  `--shadow-days`) the operator tries `policy enable` on each policy still in shadow: refused unless its own precision lower bound (Wilson, 95 %) reaches 0.95 over at least
   30 human decisions; once granted, `policy run` applies it to what is pending. Enabled policies
   decide candidates as they are queued;
 - the `forced` arm enables the same policies at the first check whatever their record (what the
@@ -203,7 +203,7 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                 queued_at[cand.id] = clock.now
             ages_h += [0.0] * (report.queued - len(fresh))  # decided by a policy as they were queued
             # the team's day: second reviews first, then the queue oldest first; the operator checks
-            # the policies on every working hour
+            # the policies at 9:00 and after every hour of work
             budget = int(args.reviewers * args.hours * 3600 / args.seconds)
             worked = 0
 
@@ -218,6 +218,9 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                     return await operator(day, worked // per_hour)
                 return False
 
+            clock.now = day_start + timedelta(hours=9)
+            if shadow and day >= args.shadow_days:
+                await operator(day, 0)  # the hourly check at 9:00, before the team starts
             for blind in await mem.team.second_review_queue("team", limit=budget):
                 if worked >= budget:
                     break
