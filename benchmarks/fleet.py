@@ -20,9 +20,10 @@ What it does, for each arm (`manual`, `policies`, `forced`), in its own fresh st
   candidates) and `moves` (its `update` candidates), both at or above `--min-confidence` and on
   rules people decided at least `--min-evidence` times, each in shadow from the start. On the hour
   through the working day (9:00, before the team starts, then after each hour of its work; from day
-  `--shadow-days`) the operator tries `policy enable` on each policy still in shadow: refused unless its own precision lower bound (Wilson, 95 %) reaches 0.95 over at least
-  30 human decisions; once granted, `policy run` applies it to what is pending. Enabled policies
-  decide candidates as they are queued;
+  `--shadow-days`) the operator tries `policy enable` on each policy still in shadow: refused
+  unless its own precision lower bound (Wilson, 95 %) reaches 0.95 over at least 30 human
+  decisions; once granted, `policy run` applies it to what is pending. Enabled policies decide
+  candidates as they are queued;
 - the `forced` arm enables the same policies at the first check whatever their record (what the
   evidence rule protects against).
 
