@@ -198,7 +198,6 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
             report = await mem.process()
             result.candidates += report.queued
             result.candidates_by_day.append(report.queued)
-            decided_today = 0
             fresh = [c for c in await mem.review.pending(limit=1_000_000) if c.id not in queued_at]
             for cand in fresh:
                 queued_at[cand.id] = clock.now
@@ -211,9 +210,8 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
             async def tick(day: int = day, day_start: datetime = day_start) -> bool:
                 """One person-decision's time; True when the operator enabled a policy (and ran it
                 over the queue), so a page read before is stale."""
-                nonlocal worked, decided_today
+                nonlocal worked
                 worked += 1
-                decided_today += 1
                 clock.now = day_start + timedelta(hours=9, seconds=worked * args.seconds / args.reviewers)
                 if shadow and day >= args.shadow_days and worked % per_hour == 0:
                     return await operator(day, worked // per_hour)
@@ -263,7 +261,7 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                     ages_h.append((clock.now - queued_at.get(cand.id, clock.now)).total_seconds() / 3600)
                     if await tick():
                         break
-            result.human_decisions_by_day.append(decided_today)
+            result.human_decisions_by_day.append(worked)  # second reviews and queue decisions
         end = START + timedelta(days=args.days)
         leftover = await mem.review.pending(limit=1_000_000)
         result.still_pending = len(leftover)

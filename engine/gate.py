@@ -234,10 +234,9 @@ async def point_pending_at(tx: GateTx, fact: Knowledge, at_us: int, deciding: in
     for cid, statement in await tx.untargeted_pending(fact.user_id):
         if cid == deciding:
             continue
-        kind, target = relate_statement(statement, [(fact.id, fact.statement)])
-        if kind not in ("update", "contradiction") or target != fact.id:
-            continue
-        await _retarget(tx, await tx.get_candidate(cid), kind, fact.id, at_us)
+        kind = _would_replace(statement, fact.id, fact.statement)
+        if kind is not None:
+            await _retarget(tx, await tx.get_candidate(cid), kind, fact.id, at_us)
 
 
 async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
@@ -250,11 +249,18 @@ async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
         return cand
     view = await tx.gate_view(cand.user_id, whole=False)
     for fid, statement in view.facts:
-        kind, target = relate_statement(cand.statement, [(fid, statement)])
-        if kind in ("update", "contradiction") and target == fid:
+        kind = _would_replace(cand.statement, fid, statement)
+        if kind is not None:
             await _retarget(tx, cand, kind, fid, at_us)
             return await tx.get_candidate(cand.id)
     return cand
+
+
+def _would_replace(statement: str, fact_id: int, fact_statement: str) -> str | None:
+    """ "update" or "contradiction" when `statement` would replace that one fact (the extractor's
+    rule, the same `replacement` applies at intake), else None."""
+    kind, target = relate_statement(statement, [(fact_id, fact_statement)])
+    return kind if kind in ("update", "contradiction") and target == fact_id else None
 
 
 async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:

@@ -44,7 +44,6 @@ from .storage.sql.policies import POLICY_KEY
 from .timeutil import to_us
 
 PolicyMode = Literal["shadow", "enabled", "suspended", "disabled"]
-ACTOR_PREFIX = POLICY_ACTOR_PREFIX
 APPROVABLE_KINDS = ("new", "proposed")
 EXPLICIT_KINDS = ("update", "contradiction", "retraction")
 _DECISION_OF_KIND: Final = {
@@ -108,7 +107,7 @@ class Policy:
 
     @property
     def actor(self) -> str:
-        return ACTOR_PREFIX + self.name
+        return POLICY_ACTOR_PREFIX + self.name
 
     def verdict(self, cand: Candidate, evidence: RuleEvidence | None = None) -> tuple[bool, str]:
         """(would approve, why): what this policy decides about one pending candidate; `evidence`
@@ -181,7 +180,6 @@ class _Plan:
 
     policy: Policy
     verdicts: dict[int, tuple[bool, str]]
-    evidence: dict[int, RuleEvidence]
     allowance: int | None
 
 
@@ -330,7 +328,7 @@ class PolicyService:
             would += approve
             if status == "pending" or decided_by is None:
                 continue
-            if decided_by.startswith(ACTOR_PREFIX):
+            if decided_by.startswith(POLICY_ACTOR_PREFIX):
                 own += decided_by == policy.actor
                 continue
             decided += 1
@@ -387,12 +385,7 @@ class PolicyService:
 
     async def _pass(self, policies: list[Policy], after_id: int) -> PolicyRun:
         out = PolicyRun()
-        live: list[Policy] = []
-        for policy in policies:
-            if policy.mode == "enabled" and await self._suspend_if_overturned(policy):
-                out.suspended.append(policy.name)
-            else:
-                live.append(policy)
+        live = await self._live(policies, out)
         cursor = after_id
         while True:
             async with self._store.reading() as tx:
@@ -401,6 +394,17 @@ class PolicyService:
                 return out
             cursor = batch[-1].id
             await self._judge(live, batch, out)
+
+    async def _live(self, policies: list[Policy], out: PolicyRun) -> list[Policy]:
+        """`policies` less the enabled ones their second reviewers' overturns suspend now (named in
+        `out.suspended`)."""
+        live = []
+        for policy in policies:
+            if policy.mode == "enabled" and await self._suspend_if_overturned(policy):
+                out.suspended.append(policy.name)
+            else:
+                live.append(policy)
+        return live
 
     async def after_decision(self, user_id: str) -> PolicyRun:
         """A person's decision may make more of a user's candidates a policy's to decide: an update
@@ -414,12 +418,7 @@ class PolicyService:
         enabled = [p for p in await self.all() if p.mode == "enabled"]
         if not enabled:
             return out
-        live = []
-        for policy in enabled:
-            if await self._suspend_if_overturned(policy):
-                out.suspended.append(policy.name)
-            else:
-                live.append(policy)
+        live = await self._live(enabled, out)
         review = self._review
         assert isinstance(review, ReviewService)
         batch = await review.pending(user_id=user_id, limit=200)
@@ -432,7 +431,7 @@ class PolicyService:
         async with self._store.reading() as tx:
             evidence = await tx.rule_evidence([c.id for c in batch])
         plans = [await self._record(policy, batch, evidence, out) for policy in live]
-        await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], out)
+        await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], evidence, out)
 
     async def _record(
         self, policy: Policy, batch: list[Candidate], evidence: dict[int, RuleEvidence], out: PolicyRun
@@ -472,9 +471,11 @@ class PolicyService:
                 else policy.max_per_day - await tx.decisions_since(policy.actor, day_start)
             )
         out.judged += len(fresh)
-        return _Plan(policy, verdicts, evidence, allowance)
+        return _Plan(policy, verdicts, allowance)
 
-    async def _decide(self, batch: list[Candidate], plans: list[_Plan], out: PolicyRun) -> None:
+    async def _decide(
+        self, batch: list[Candidate], plans: list[_Plan], evidence: dict[int, RuleEvidence], out: PolicyRun
+    ) -> None:
         """Decide `batch` in queue order, each candidate by the first enabled policy that approves
         it. Queue order, not one policy after another, because a later candidate may replace an
         earlier one ("I moved to Porto" after "I live in Lisbon"): the supersession can only be
@@ -495,7 +496,7 @@ class PolicyService:
             whys: list[str] = []
             for plan in plans:
                 policy = plan.policy
-                approve, why = policy.verdict(cand, plan.evidence.get(cand.id)) if fresh else plan.verdicts[cand.id]
+                approve, why = policy.verdict(cand, evidence.get(cand.id)) if fresh else plan.verdicts[cand.id]
                 if approve and plan.allowance is not None and plan.allowance <= 0:
                     approve, why = False, f"policy {policy.name} reached its {policy.max_per_day} decisions today"
                 if approve:

@@ -16,7 +16,7 @@ reviewer did.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import ClassVar
 
@@ -290,7 +290,11 @@ class PendingList(ScrollView, can_focus=True):
     def update_row(self, cand: Candidate) -> None:
         """Show a listed candidate as it is now: its kind or target may have changed since its page
         was read (the engine re-points a candidate when the fact it would replace becomes active)."""
-        if cand.id in self.candidates and self.candidates[cand.id] != cand:
+        listed = self.candidates.get(cand.id)
+        if listed is None:
+            return
+        # opening a row leases it (claimed_by/until): not a change the row shows, so no redraw
+        if replace(cand, claimed_by=listed.claimed_by, claimed_until=listed.claimed_until) != listed:
             self.candidates[cand.id] = cand
             self._refresh_row(cand.id)
 
