@@ -1,4 +1,13 @@
-"""Value keys: how two statements are recognised as "the same value" for tombstones and dedup.
+"""The canonical text, and value keys: how two statements are recognised as "the same value".
+
+`canonical` is the one form every judgement reads (value keys, claims, special categories,
+credentials, review policies): Unicode NFKC, every Default_Ignorable_Code_Point removed (variation
+selectors, tag characters, Mongolian free variation selectors, joiners, the soft hyphen; the
+property comes from the `regex` package, which tracks Unicode, not from ranges kept here), case
+folded, and the confusables skeleton (below). It keeps punctuation and spacing (collapsed), so a
+detector can still read "password: x". `reveal` is its other half for people: every code point
+the canonical form drops is shown as ⟨U+XXXX⟩, so a row never reads "User has a cat" while its
+key holds something else.
 
 The rule (one rule, used by the tombstone gate, the duplicate gate and `Memory.is_tombstoned` /
 `is_duplicate`):
@@ -30,21 +39,72 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
+import regex
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 _DIGITS = re.compile(r"\d+")
+_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
+_IGNORABLE_RUN = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
+_EMOJI_BASE = regex.compile(r"\p{Emoji}")
+_EMOJI_PRESENTATION: Final = "\ufe0f"
 TYPO_MIN_LETTERS = 5  # a word needs this many letters before one edit inside it counts as a typo
 
 P = TypeVar("P")
 
 
+def strip_ignorable(text: str) -> str:
+    """`text` without its Default_Ignorable_Code_Points (nothing else changed)."""
+    return _IGNORABLE.sub("", text)
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether anything is left of `text` once invisible code points and whitespace are dropped
+    (a statement made only of them is refused, not stored as an empty value)."""
+    return bool(strip_ignorable(text).strip())
+
+
+@lru_cache(maxsize=65_536)
+def canonical(text: str) -> str:
+    """The one canonical text (module docstring): NFKC, ignorables dropped, casefold, confusables
+    skeleton, NFKC again, whitespace collapsed. Idempotent: canonical(canonical(t)) == canonical(t)."""
+    folded = strip_ignorable(unicodedata.normalize("NFKC", text)).casefold()
+    skel = skeleton(folded)
+    out = strip_ignorable(unicodedata.normalize("NFKC", skel)).casefold() if skel != folded else folded
+    return " ".join(out.split())
+
+
+def reveal(text: str) -> str:
+    """`text` as a person must see it: each code point `canonical` drops shown as ⟨U+XXXX⟩. An
+    emoji's own presentation selector (U+FE0F right after an emoji) stays as it is: it changes
+    how the emoji is drawn, not what it says, and showing it would clutter every ❤️."""
+
+    def show(m: regex.Match[str]) -> str:
+        run = m.group(0)
+        start = m.start()
+        if (
+            run == _EMOJI_PRESENTATION
+            and start > 0
+            and _EMOJI_BASE.match(text[start - 1])
+            and not text[start - 1].isascii()
+        ):
+            return run
+        return "".join(f"⟨U+{ord(ch):04X}⟩" for ch in run)
+
+    if not _IGNORABLE.search(text):
+        return text
+    return _IGNORABLE_RUN.sub(show, text)
+
+
 @lru_cache(maxsize=65_536)
 def value_key(text: str) -> str:
-    """Cached: the pipeline and the offline extractor key the same statements episode after episode."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """Cached: the pipeline and the offline extractor key the same statements episode after episode.
+    Reads the canonical text's first steps (NFKC, ignorables dropped, casefold), then folds
+    punctuation and symbols to spaces; the skeleton is applied by `key_to_match`, so stored keys
+    keep the letters a person typed."""
+    folded = strip_ignorable(unicodedata.normalize("NFKC", text)).casefold()
     kept = []
     for ch in folded:
         cat = unicodedata.category(ch)
@@ -55,7 +115,7 @@ def value_key(text: str) -> str:
         else:
             kept.append(ch)
     # NFKC again: casefold can produce sequences that compose differently.
-    return unicodedata.normalize("NFKC", " ".join("".join(kept).split()))
+    return strip_ignorable(unicodedata.normalize("NFKC", " ".join("".join(kept).split())))
 
 
 @cache
@@ -98,7 +158,10 @@ def match_key(text: str) -> str:
 
 @lru_cache(maxsize=65_536)
 def key_to_match(key: str) -> str:
-    """`match_key` from an already computed value key (what the database stores)."""
+    """`match_key` from an already computed value key (what the database stores). A key stored
+    before ignorables were dropped is folded again, so an old tombstone still matches."""
+    if _IGNORABLE.search(key):
+        key = value_key(key)
     skel = skeleton(key)
     return skel if skel == key else value_key(skel)
 
