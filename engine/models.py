@@ -204,6 +204,20 @@ class Candidate:
     category: str | None = None
 
 
+MarkKind = Literal["looks_like", "near_tombstone", "may_replace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Something a machine noticed about a candidate and must not decide itself: it looks like
+    fact #N (one edit apart), it is near a rejected value (tombstone #N), it may replace fact #N.
+    Shown beside the item in every front end; no review policy approves a marked candidate."""
+
+    kind: MarkKind
+    target_id: int
+    note: str
+
+
 @dataclass(slots=True)
 class Tombstone:
     id: int
