@@ -20,12 +20,13 @@ blind). The spots are read in the caller's transaction, so they match the rows t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from .gate import POLICY_ACTOR_PREFIX
 from .models import AuditEvent, Knowledge
-from .policies import policy_sample_rates
 from .storage.rooms import BlindTx
 from .storage.sql.team import HASH_SPACE
 from .timeutil import to_us
@@ -82,6 +83,22 @@ class BlindSpots:
         """`facts` with the approver of each fact waiting for the viewer's review redacted."""
         hidden = {(s.user_id, s.knowledge_id) for s in self.spots}
         return [replace(k, created_by=HIDDEN) if (k.user_id, k.id) in hidden else k for k in facts]
+
+
+DEFAULT_SAMPLE_RATE = 0.1
+"""A review policy's `sample_rate` when its settings name none (engine/policies.py `Policy`)."""
+
+
+def policy_sample_rates(settings: list[str]) -> list[tuple[str, float]]:
+    """(actor, sample rate) of every policy, from `SqlTx.policy_settings` (each a policy's settings
+    as JSON): the share of each one's approvals the blind second review draws. Read here, not
+    through engine/policies.py's `Policy`, because the policies sit above review and the team,
+    which read the sample; tests/test_policies.py checks the two readings agree."""
+    rates = []
+    for raw in settings:
+        data = json.loads(raw)
+        rates.append((POLICY_ACTOR_PREFIX + data["name"], float(data.get("sample_rate", DEFAULT_SAMPLE_RATE))))
+    return rates
 
 
 async def sample_bounds(tx: BlindTx, config: MemoryConfig) -> tuple[int, dict[str, int]]:

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final, Literal
 
+from .blind import DEFAULT_SAMPLE_RATE
 from .categories import is_special
 from .context import EngineContext
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
@@ -99,7 +100,7 @@ class Policy:
     # held by it): a rule nobody has judged yet has its prior, a guess, for confidence
     min_evidence: int = 0
     max_per_day: int | None = None
-    sample_rate: float = 0.1  # share of its approvals sent to the blind second review
+    sample_rate: float = DEFAULT_SAMPLE_RATE  # share of its approvals sent to the blind second review
     target: float = 0.95  # precision lower bound required to enable
     tolerance: float = 0.05  # overturn-rate lower bound that suspends it
     created_by: str = ""
@@ -532,12 +533,6 @@ class PolicyService:
             f" bound {lower:.3f} passes its tolerance {policy.tolerance}",
         )
         return True
-
-
-def policy_sample_rates(settings: list[str]) -> list[tuple[str, float]]:
-    """(actor, sample rate) of every policy, from `SqlTx.policy_settings`: the share of each one's
-    approvals the blind second review draws (engine/team.py)."""
-    return [(p.actor, p.sample_rate) for p in map(_policy, settings)]
 
 
 def _policy(raw: str) -> Policy:

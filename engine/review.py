@@ -27,7 +27,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from . import team
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
@@ -55,6 +54,7 @@ from .gate import (
 )
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
+from .may_decide import check_may_decide
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
 from .queue_filter import ALL_PENDING, QueueFilter
 from .stated import candidate_stated_at
@@ -207,7 +207,7 @@ class ReviewService:
             and cand.claimed_until > now
         ):
             raise ClaimedError(cand.id, cand.claimed_by)
-        team.check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
+        check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
 
     # -- decisions --------------------------------------------------------------------------------
 
@@ -698,7 +698,7 @@ class ReviewService:
         deleted, the fact it superseded comes back (valid time reopened), the chain links it
         re-pointed or cut are restored. Undo follows the rules of deciding: the flagger of a second
         opinion cannot undo another reviewer's decision on the item, and while its user is assigned
-        only the assignee may undo (team.check_may_decide). A fact it brings back passes the gate
+        only the assignee may undo (check_may_decide). A fact it brings back passes the gate
         (I1, I2: engine.gate). Refused when anything the decision wrote is not as the decision left
         it (a later correction, supersession, lift, a re-pointed candidate decided...); a later
         change that was itself undone leaves it as it was, so a chain unwinds in reverse order."""
@@ -708,7 +708,7 @@ class ReviewService:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":
                 raise UndoRefusedError(f"candidate {candidate_id} is pending: there is no decision to undo")
-            team.check_may_decide(cand, reviewer)
+            check_may_decide(cand, reviewer)
             row = await tx.decision_audit_row(candidate_id, cand.decision or "")
             if row is None or row[1] is None:
                 raise UndoRefusedError(f"no recorded decision for candidate {candidate_id}")

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from .sql.reembed import VectorSwap
 from .sql.tx import SqlTx
+from .sql.vector_swap import VectorSwap
 
 # Every logical table, parents before children (the order `memdesk migrate` copies them in).
 TABLES: tuple[str, ...] = (

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from .. import masked
 from ..base import TABLES, Store
-from ..sql.reembed import VectorSwap
+from ..sql.vector_swap import VectorSwap
+from ..urls import masked
 from . import schema
 from .connection import Conn, PgConn, connect, create_pool
 

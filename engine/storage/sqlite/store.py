@@ -21,8 +21,8 @@ from typing import Any
 from ...errors import ConfigurationError, NotFoundError
 from ..base import TABLES, Store, Verify
 from ..sql.core import fetchall
-from ..sql.reembed import VectorSwap
 from ..sql.text_arm import _UserStats
+from ..sql.vector_swap import VectorSwap
 from .connection import Database
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .tx import SqliteTx
