@@ -40,6 +40,7 @@ from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
 from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
 from .limits import check_reason
 from .models import Candidate
+from .second_look import SecondLook
 from .storage.rooms import PolicyTx, Rooms
 from .storage.sql.policies import POLICY_KEY
 from .timeutil import to_us
@@ -196,6 +197,14 @@ class PolicyService:
     def __init__(self, ctx: EngineContext, review: object) -> None:
         self._ctx = ctx
         self._review = review  # engine.review.ReviewService (typed loosely: review imports nothing of this)
+        self.second_look = SecondLook(self.after_decision)
+        """After a person's decision commits, `after_decision` in the background (engine/second_look.py;
+        `Memory` connects it to the store's commit events)."""
+
+    async def settled(self) -> None:
+        """Wait until the policies' look after every decision committed so far has run: what a
+        script or a test awaits before reading what the policies decided after a person."""
+        await self.second_look.settled()
 
     # -- settings ---------------------------------------------------------------------------------
 
@@ -411,8 +420,8 @@ class PolicyService:
         """A person's decision may make more of a user's candidates a policy's to decide: an update
         whose target they approved (its chain now names an active fact), a chain a rejection cut
         back to `new`, a candidate the gate re-pointed (I5). The enabled policies judge the user's
-        pending candidates again, as `run` would. `review` calls this after each decision of a
-        person has committed; one read, and nothing more, when no policy is enabled."""
+        pending candidates again, as `run` would. Run by `second_look` in the background once a
+        person's decision has committed; one read, and nothing more, when no policy is enabled."""
         from .review import ReviewService
 
         out = PolicyRun()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -43,7 +42,6 @@ from .errors import (
 )
 from .gate import (
     GATE_RETARGET,
-    POLICY_ACTOR_PREFIX,
     Admission,
     EndReason,
     activate,
@@ -110,11 +108,6 @@ def _target_text(cand: Candidate) -> str:
 class ReviewService:
     def __init__(self, ctx: EngineContext) -> None:
         self._ctx = ctx
-        self.after_decision: Callable[[str], Awaitable[object]] | None = None
-        """Set by `Memory`: the enabled review policies' second look at a user's pending candidates
-        once a person's decision has committed (engine.policies.PolicyService.after_decision): an
-        update whose target the person just approved, or a chain a rejection cut back to `new`,
-        may now be a policy's to decide. Review imports nothing of the policies."""
 
     @property
     def _store(self) -> Rooms[ReviewTx]:
@@ -237,7 +230,7 @@ class ReviewService:
         made = await self._accept(
             cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve", lift=lift_tombstone
         )
-        return await self._then(cand.user_id, reviewer, made)
+        return made
 
     async def keep_both(
         self,
@@ -264,7 +257,7 @@ class ReviewService:
         made = await self._accept(
             cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both", lift=lift_tombstone
         )
-        return await self._then(cand.user_id, reviewer, made)
+        return made
 
     async def confirm_supersession(
         self,
@@ -337,7 +330,7 @@ class ReviewService:
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to replace; approve it instead"
             )
         made = await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
-        return await self._then(cand.user_id, reviewer, made)
+        return made
 
     async def _target(self, tx: ReviewTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
@@ -359,17 +352,6 @@ class ReviewService:
                 f"fact {old.id} is already {old.status}; approve candidate {cand.id} as a new fact instead"
             )
         return old
-
-    async def _then(self, user_id: str, reviewer: str, result: _T) -> _T:
-        """After a person's decision has committed: the policies' second look (`after_decision`).
-        Not after a policy's own (its pass looks again itself), and never undoing the decision: a
-        failure there is logged, and the candidates stay for people."""
-        if self.after_decision is not None and not reviewer.startswith(POLICY_ACTOR_PREFIX):
-            try:
-                await self.after_decision(user_id)
-            except Exception:
-                _log.exception("the review policies' look at %r after a decision failed", user_id)
-        return result
 
     def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
         if reason is not None:
@@ -598,7 +580,7 @@ class ReviewService:
                 reason=why,
                 note=note,
             )
-        return await self._then(current.user_id, reviewer, stone)
+        return stone
 
     async def bulk_approve(self, candidate_ids: list[int], reviewer: str, *, note: str | None = None) -> BulkResult:
         """Approve exactly these ids, in order, each in its own transaction; never a filter
@@ -607,6 +589,10 @@ class ReviewService:
         supersede/keep-both choice), a retraction request, an id listed twice, unknown, already
         decided or leased to another reviewer."""
         self._check_note(None, note)
+        async with self._ctx.store.events.held():  # the policies look once, after the last item
+            return await self._bulk_approve(candidate_ids, reviewer, note)
+
+    async def _bulk_approve(self, candidate_ids: list[int], reviewer: str, note: str | None) -> BulkResult:
         result = BulkResult()
         seen: set[int] = set()
         for cid in candidate_ids:
@@ -901,4 +887,4 @@ class ReviewService:
             # back in the queue, it meets the facts active now (I5): one made active since it was
             # decided may be what it would replace
             restored = await requeued(tx, restored, now_us)
-        return await self._then(restored.user_id, reviewer, restored)
+        return restored

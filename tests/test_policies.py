@@ -324,6 +324,10 @@ async def test_a_persons_decision_hands_what_it_made_decidable_to_the_enabled_po
         lisbon_c = await mem.queue_candidate("u1", "User lives in Lisbon", actor="curator")
         porto_c = await mem.queue_candidate("u1", "User lives in Porto", actor="curator")
         await mem.review.approve(lisbon_c, "ana")
+        # the look runs after the decision has committed, in the background: not yet when the
+        # decision returns (the reviewer's key press does not wait for it)
+        assert (await mem.review.get(porto_c)).status == "pending"
+        await mem.policies.settled()
         porto = await mem.review.get(porto_c)
         if moves_mode == "enabled":
             assert (porto.status, porto.decided_by, porto.decision) == (
@@ -335,3 +339,30 @@ async def test_a_persons_decision_hands_what_it_made_decidable_to_the_enabled_po
         else:
             assert (porto.status, porto.kind) == ("pending", "update")
             assert [k.statement for k in await mem.knowledge("u1")] == ["User lives in Lisbon"]
+
+
+async def test_a_bulk_approval_gives_the_policies_one_look(
+    new_target: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk approval is one transaction per item, and the policies look at the user once, after
+    the last; the control: the same approvals one by one, each settled, are one look each. A
+    policy's own decisions never ask for a look."""
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        looked: list[str] = []
+        look = mem.policies.after_decision
+
+        async def counting(user_id: str) -> object:
+            looked.append(user_id)
+            return await look(user_id)
+
+        monkeypatch.setattr(mem.policies.second_look, "_look", counting)
+        ids = await proposals(mem, "u1", 6)
+        result = await mem.review.bulk_approve(ids[:3], "ana")
+        assert len(result.approved) == 3
+        await mem.policies.settled()
+        assert looked == ["u1"]
+        looked.clear()
+        for cid in ids[3:]:
+            await mem.review.approve(cid, "ana")
+            await mem.policies.settled()
+        assert looked == ["u1", "u1", "u1"]

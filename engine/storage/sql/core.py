@@ -18,6 +18,7 @@ from ...models import (
     AuditEvent,
     to_jsonable,
 )
+from ..events import Audited
 from .conn import SqlConn
 from .records import (
     AUDIT_COLS,
@@ -85,9 +86,18 @@ async def recorded_embedder(tx: TxCore) -> tuple[str, int | None]:
 
 
 class TxCore(Protocol):
-    """The connection and the audit log; `SqlTx.__init__` sets `conn`."""
+    """The connection and the audit log; `SqlTx.__init__` sets `conn` and `events`."""
 
     conn: SqlConn
+    events: list[Audited]
+    """The audit rows this transaction wrote, as typed events: `Store.transaction()` hands them on
+    after the commit (engine/storage/events.py)."""
+
+    async def announce(self, user_ids: Sequence[str]) -> None:
+        """Before the commit of a transaction that changed these users' candidates: what the
+        backend sends from inside it (PostgreSQL's NOTIFY, postgres/tx.py). Nothing on SQLite,
+        whose store tells its own process's subscribers after the commit."""
+        return None
 
     async def lock_user(self, user_id: str) -> None:
         """Hold `user_id`'s write lock until this transaction ends. SQLite's BEGIN IMMEDIATE already
@@ -151,6 +161,7 @@ class TxCore(Protocol):
         note: str | None = None,
     ) -> int:
         """Append one audit row; `note` is the reviewer's optional free-text note on a decision."""
+        self.events.append(Audited(action, actor, user_id, entity, entity_id))
         cur = await self.conn.execute(
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -171,6 +182,9 @@ class TxCore(Protocol):
 
     async def audit_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Bulk form of `audit`: each dict holds audit()'s keyword arguments."""
+        self.events.extend(
+            Audited(r["action"], r["actor"], r["user_id"], r["entity"], r.get("entity_id")) for r in rows
+        )
         await self.conn.executemany(
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
