@@ -25,10 +25,6 @@ KnowledgeStatus = Literal["active", "superseded", "retracted", "pending"]
 Gate = Literal["predicted", "below_confidence", "invalid", "tombstoned", "duplicate"]
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def to_jsonable(obj: Any) -> Any:
     """Dataclass -> plain JSON types (datetimes as ISO strings); used by audit rows and exports."""
     if hasattr(obj, "__dataclass_fields__"):
@@ -302,13 +298,6 @@ class QueueMark:
 
     count: int
     newest_id: int
-
-    def has_news_since(self, last: QueueMark) -> bool:
-        """More pending than at `last`, or a candidate newer than any then. Ids grow with time
-        (AUTOINCREMENT; on PostgreSQL an identity sequence, where a transaction that drew its id
-        earlier may commit later: such a candidate is missed only if a candidate is also decided
-        elsewhere before the next look, and shows at the next reload)."""
-        return self.count > last.count or self.newest_id > last.newest_id
 
 
 @dataclass(slots=True)
