@@ -11,6 +11,7 @@ touch (engine/storage/rooms.py), so mypy holds it to them. STORAGE.md maps each 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -41,7 +42,7 @@ USER_TABLES = (
 )
 
 
-class IdSource:
+class IdSource(ABC):
     """Ids for rows one write transaction inserts with explicit ids (see `SqlTx.id_source`):
     `reserve(n)` makes n more available (it may reach the database), `take()` hands one out
     without awaiting, so the pipeline's gates can number survivors as they pass."""
@@ -54,8 +55,9 @@ class IdSource:
         if missing > 0:
             self._ready.extend(await self._fetch(missing))
 
+    @abstractmethod
     async def _fetch(self, n: int) -> list[int]:
-        raise NotImplementedError
+        """`n` new ids from the database (the backend's sequence or counter)."""
 
     def take(self) -> int:
         if not self._ready:
@@ -105,9 +107,9 @@ class TxCore(Protocol):
         user's advisory lock (postgres/tx.py)."""
         return None  # a body, so that the Protocol does not read the method as abstract
 
+    @abstractmethod
     def id_source(self, table: str) -> IdSource:
         """Ids for rows this transaction will insert with explicit ids (the pipeline's batches)."""
-        raise NotImplementedError
 
     async def erase_user_rows(self, user_id: str, redacted_at: int) -> None:
         """Delete every row of the user and redact the text of their audit rows (the one UPDATE
