@@ -34,7 +34,6 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -109,11 +108,6 @@ class PgServer:
         self._stop = stop
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
-        # Creating a database (~0.15 s) and dropping one (~0.25 s) happen off the test's path: one
-        # thread keeps the next test's database made ahead and drops finished ones behind, in
-        # order, so a test waits only when it asks for a database faster than one is made.
-        self._behind = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memdesk-test-pg")
-        self._spare: Future[str] | None = None
 
     def prepare(self) -> None:
         """pgvector in template1 (so every new database has it: CREATE EXTENSION needs a superuser
@@ -130,25 +124,18 @@ class PgServer:
 
         _run(go)
 
-    def _create(self) -> str:
+    def create_database(self) -> str:
+        """A new empty database (pgvector installed, no memdesk schema yet); its URL."""
         with self._lock:
             name = f"{_PREFIX}{_HOST}_{os.getpid()}_{next(self._counter)}"
         _run(lambda: _admin(self.url, f'CREATE DATABASE "{name}"'))
         return with_database(self.url, name)
 
-    def create_database(self) -> str:
-        """A new empty database (pgvector installed, no memdesk schema yet); its URL. The one made
-        ahead when there is one (nobody has connected to it), and the next one started."""
-        with self._lock:
-            spare, self._spare = self._spare, self._behind.submit(self._create)
-        return spare.result() if spare is not None else self._create()
-
     def drop_database(self, url: str) -> None:
-        """Drop it behind the test (WITH (FORCE): connections a failed test left are ended)."""
         name = urlsplit(url).path.lstrip("/")
         if not name.startswith(_PREFIX):
             raise ValueError(f"refusing to drop {name!r}: not a test database")
-        self._behind.submit(_run, lambda: _admin(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _run(lambda: _admin(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     @contextlib.contextmanager
     def database(self) -> Iterator[str]:
@@ -159,12 +146,6 @@ class PgServer:
             self.drop_database(url)
 
     def stop(self) -> None:
-        with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None:
-            with contextlib.suppress(Exception):
-                self.drop_database(spare.result())
-        self._behind.shutdown(wait=True)  # every drop done before the server may stop
         if self._stop is not None:
             self._stop()
             self._stop = None
