@@ -15,7 +15,7 @@ import pytest
 
 from engine import Memory
 from tests.engine_helpers import Clock, open_memory
-from tests.pg import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
+from tests.pg import pg_quiet, pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
 from tests.tui_seed import seed_sync
 
 BACKENDS = ("sqlite", "postgres")
