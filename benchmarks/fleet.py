@@ -257,6 +257,9 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                         continue  # cannot happen: the page is read again after `policy run`
                     except MemdeskError:
                         await mem.review.reject(cand.id, "team", reason="cannot be approved", tombstone=False)
+                    # the policies' look after a person's decision runs in the background now; the
+                    # simulated person waits for it, so the figures stay those of one decision at a time
+                    await mem.policies.settled()
                     result.queue_decisions += 1
                     ages_h.append((clock.now - queued_at.get(cand.id, clock.now)).total_seconds() / 3600)
                     if await tick():
