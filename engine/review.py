@@ -20,7 +20,6 @@ The decision rules (the README's "Decision rules" states them for reviewers):
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -41,14 +40,10 @@ from .errors import (
     UserInputError,
 )
 from .gate import (
-    GATE_RETARGET,
-    Admission,
     EndReason,
     activate,
-    point_pending_at,
     refuse_tombstone_over_active,
     requeued,
-    same_state,
 )
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
@@ -59,34 +54,12 @@ from .stated import candidate_stated_at
 from .storage.rooms import ReviewTx, Rooms
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
+from .undo import Undo, inverse_of
 
 SUPERSEDING_KINDS = ("update", "contradiction")
 _log = logging.getLogger("memdesk")
 _T = TypeVar("_T")
-CHAIN_ACTIONS = ("chain_repoint", "chain_unlink", GATE_RETARGET)
 _REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
-# What a later decision, and its undo, write on a row an earlier decision wrote: when the row is
-# back as the earlier decision left it after only these, nothing later depends on it any more.
-_UNDOABLE_ACTIONS = frozenset(
-    {
-        "approve",
-        "edit_approve",
-        "keep_both",
-        "confirm_supersession",
-        "confirm_correction",
-        "reject",
-        "approve_retraction",
-        "undo",
-        "chain_repoint",
-        "chain_unlink",
-        "undo_chain",
-        "supersede",
-        "correct",
-        "undo_supersede",
-        "retract",
-        "undo_retract",
-    }
-)
 
 
 def replaces(cand: Candidate) -> bool:
@@ -700,176 +673,11 @@ class ReviewService:
                 raise UndoRefusedError(f"no recorded decision for candidate {candidate_id}")
             decision_row = row[0]
             before = candidate_from_row_json(row[1])
-
-            async def untouched(entity: str, entity_id: int) -> None:
-                later = await tx.later_audit_actions(entity, entity_id, decision_row)
-                if not later:
-                    return
-                left = None
-                if set(later) <= _UNDOABLE_ACTIONS:  # only changes that undo can take back
-                    left = await tx.audit_state(entity, entity_id, decision_row)
-                now_state: Any = None
-                if entity == "candidate":
-                    now_state = await tx.get_candidate(entity_id)
-                elif entity == "knowledge":
-                    now_state = await tx.get_knowledge(uid, entity_id)
-                if left is None or now_state is None or not same_state(entity, json.loads(left), now_state):
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: {entity} {entity_id} "
-                        "was changed after it, and undo never rewrites later history"
-                    )
-
-            async def unreferenced(knowledge_id: int) -> None:
-                # Deleting the fact would leave another candidate's supersedes_id dangling (and the
-                # foreign key would refuse the DELETE with a bare IntegrityError). A PENDING
-                # candidate naming it (queued after the approval, or back in the queue because its
-                # own decision was undone first: a chain unwinding in reverse order) is re-pointed
-                # at this candidate instead, the inverse of the chain re-point an approval does;
-                # a decided one is history that names the fact, so undo is refused.
-                naming = [
-                    await tx.get_candidate(i) for i in await tx.candidates_naming(knowledge_id, excluding=candidate_id)
-                ]
-                decided = [c.id for c in naming if c.status != "pending"]
-                if decided:
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: candidate(s)"
-                        f" {', '.join(map(str, decided))} refer to fact {knowledge_id}, which it created"
-                    )
-                for waiting in naming:
-                    await tx.set_candidate_target(
-                        waiting.id, kind=waiting.kind, supersedes_id=None, supersedes_candidate_id=candidate_id
-                    )
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_chain",
-                        user_id=uid,
-                        entity="candidate",
-                        entity_id=waiting.id,
-                        before=waiting,
-                        after=await tx.get_candidate(waiting.id),
-                        reason=f"fact {knowledge_id} is undone: now replaces candidate {candidate_id}",
-                        note=note,
-                    )
-
+            inverse = inverse_of(cand)  # one inverse per decision (engine/undo.py)
+            undo = Undo(tx, cand, decision_row, reviewer, now_us, note)
+            await undo.unchain()
+            await inverse(undo)
             uid = cand.user_id
-            # the chain links this decision re-pointed or cut: its own transaction's rows, between
-            # the candidate's previous audit row and its decision row
-            for later_id, later_json in await tx.chain_audit_rows(
-                candidate_id, decision_row, CHAIN_ACTIONS, made=cand.knowledge_id
-            ):
-                await untouched("candidate", later_id)
-                was = candidate_from_row_json(later_json)
-                now_row = await tx.get_candidate(int(later_id))
-                await tx.set_candidate_target(
-                    was.id,
-                    kind=was.kind,
-                    supersedes_id=was.supersedes_id,
-                    supersedes_candidate_id=was.supersedes_candidate_id,
-                )
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_chain",
-                    user_id=uid,
-                    entity="candidate",
-                    entity_id=was.id,
-                    before=now_row,
-                    after=await tx.get_candidate(was.id),
-                    note=note,
-                )
-            if cand.decision == "reject":
-                stone = await tx.tombstone_for(candidate_id=candidate_id)
-                if stone is not None:
-                    await untouched("tombstone", stone.id)
-                    await tx.delete_tombstone(stone.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_create",
-                        user_id=uid,
-                        entity="tombstone",
-                        entity_id=stone.id,
-                        before=stone,
-                        note=note,
-                    )
-            elif cand.decision == "approve_retraction":
-                target = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
-                await untouched("knowledge", target.id)
-                stone = await tx.tombstone_for(candidate_id=candidate_id)
-                if stone is not None:
-                    await untouched("tombstone", stone.id)
-                    await tx.delete_tombstone(stone.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_create",
-                        user_id=uid,
-                        entity="tombstone",
-                        entity_id=stone.id,
-                        before=stone,
-                        note=note,
-                    )
-                (await Admission.read(tx, uid)).check(target.statement, excluding={target.id})
-                await tx.reactivate_knowledge(target.id)
-                back = await tx.get_knowledge(uid, target.id)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_retract",
-                    user_id=uid,
-                    entity="knowledge",
-                    entity_id=target.id,
-                    before=target,
-                    after=back,
-                    note=note,
-                )
-                await point_pending_at(tx, back, now_us, deciding=None)  # I5 for a fact back in force
-            else:
-                created = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
-                await untouched("knowledge", created.id)
-                await unreferenced(created.id)
-                replaced = await tx.replaced_by(created.id)
-                mine = [
-                    k
-                    for k in replaced
-                    if cand.decision in ("confirm_supersession", "confirm_correction")
-                    and k.expired_at == cand.decided_at
-                ]
-                if len(replaced) > len(mine):
-                    later = next(k for k in replaced if k not in mine)
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: fact {later.id} was marked"
-                        f" superseded by fact {created.id} afterwards"
-                    )
-                for old in mine:
-                    await untouched("knowledge", old.id)
-                    (await Admission.read(tx, uid)).check(old.statement, excluding={created.id, old.id})
-                    await tx.reactivate_knowledge(old.id)
-                    back = await tx.get_knowledge(uid, old.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_supersede",
-                        user_id=uid,
-                        entity="knowledge",
-                        entity_id=old.id,
-                        before=old,
-                        after=back,
-                        note=note,
-                    )
-                    await point_pending_at(tx, back, now_us, deciding=None)
-                await tx.delete_knowledge(created.id)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_create",
-                    user_id=uid,
-                    entity="knowledge",
-                    entity_id=created.id,
-                    before=created,
-                    note=note,
-                )
             await tx.restore_candidate(before)
             restored = await tx.get_candidate(candidate_id)
             await tx.audit(

@@ -16,23 +16,13 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from .actions import DECISIONS, AuditAction
 from .gate import POLICY_ACTOR_PREFIX
 from .storage.events import Audited
 
 log = logging.getLogger(__name__)
 
-PERSON_DECISIONS: frozenset[str] = frozenset(
-    {
-        "approve",
-        "edit_approve",
-        "keep_both",
-        "confirm_supersession",
-        "confirm_correction",
-        "approve_retraction",
-        "reject",
-        "undo",
-    }
-)
+PERSON_DECISIONS: frozenset[str] = frozenset(DECISIONS | {AuditAction.UNDO})
 """The audit actions of a decision (or its undo) on a candidate after which the policies look
 again; a policy's own decisions (actor `policy:NAME`) are not among them: its pass looks again
 itself."""
