@@ -31,7 +31,17 @@ from .errors import (
 )
 from .gate import Admission, EndReason, activate, replacement, screen
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AddedFacts, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
+from .models import (
+    KEEP,
+    AddedFacts,
+    AuditEvent,
+    Episode,
+    EpisodeYield,
+    Knowledge,
+    ProposalOutcome,
+    Tombstone,
+    UnsetType,
+)
 from .stated import candidate_stated_at
 from .storage.rooms import GateTx, KnowledgeTx, Rooms
 from .storage.sql.queue import QueueOps
@@ -315,8 +325,8 @@ class KnowledgeOps:
         statement: str,
         actor: str,
         reason: str,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         tombstone: bool = False,
         lift_tombstone: bool = False,

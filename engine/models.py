@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
+from enum import Enum
 from typing import Any, Final, Literal
 
 Role = Literal["user", "assistant"]
@@ -406,12 +407,18 @@ class ReembedReport:
     audit_id: int | None  # None: nothing to do
 
 
-class _Keep:
+class UnsetType(Enum):
+    """The type of `KEEP`, a value of its own (as httpx's `UnsetType`), so that a signature says
+    `valid_at: datetime | None | UnsetType = KEEP` and mypy checks what callers pass, where
+    `Any = KEEP` checked nothing; `x is KEEP` narrows the type."""
+
+    KEEP = "KEEP"
+
     def __repr__(self) -> str:
         return "KEEP"
 
 
-KEEP: Final[Any] = _Keep()
+KEEP: Final = UnsetType.KEEP
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
 
 

@@ -21,9 +21,9 @@ The decision rules (the README's "Decision rules" states them for reviewers):
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .context import EngineContext
 from .errors import (
@@ -48,7 +48,7 @@ from .gate import (
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
 from .may_decide import check_may_decide
-from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
+from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone, UnsetType
 from .queue_filter import ALL_PENDING, QueueFilter
 from .stated import candidate_stated_at
 from .storage.rooms import ReviewTx, Rooms
@@ -76,6 +76,21 @@ def _target_text(cand: Candidate) -> str:
     if cand.supersedes_candidate_id is not None:
         return f"candidate {cand.supersedes_candidate_id}"
     return "an earlier value (it is an update)"
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """What a reviewer's decision sets as it accepts a candidate (approve, keep both, confirm a
+    supersession or a correction): one value handed from the four public methods, which keep their
+    keyword signatures, to the one transaction that decides (`_accept`). `KEEP` keeps the
+    candidate's own valid time; None is an open end."""
+
+    statement: str | None = None
+    valid_at: datetime | UnsetType | None = KEEP
+    invalid_at: datetime | UnsetType | None = KEEP
+    reason: str | None = None
+    note: str | None = None
+    lift_tombstone: bool = False
 
 
 class ReviewService:
@@ -182,8 +197,8 @@ class ReviewService:
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -200,18 +215,16 @@ class ReviewService:
             return await self._approve_retraction(cand, reviewer, reason, note)
         if replaces(cand):
             raise DecisionRequiredError(cand.id, _target_text(cand))
-        made = await self._accept(
-            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve", lift=lift_tombstone
-        )
-        return made
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._accept(cand, reviewer, edit, mode="approve")
 
     async def keep_both(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -227,18 +240,16 @@ class ReviewService:
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
         if not replaces(cand):
             raise UserInputError(f"candidate {candidate_id} replaces nothing: approve it instead")
-        made = await self._accept(
-            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both", lift=lift_tombstone
-        )
-        return made
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._accept(cand, reviewer, edit, mode="keep_both")
 
     async def confirm_supersession(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -254,17 +265,16 @@ class ReviewService:
         candidate's episode; its creation time when it came from no conversation). As-of questions
         about the old fact's period still read it. A candidate chained to a candidate still pending
         is refused (ChainOrderError)."""
-        return await self._replace(
-            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "confirm", lift_tombstone
-        )
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._replace(candidate_id, reviewer, edit, user_id, "confirm")
 
     async def confirm_correction(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -275,23 +285,10 @@ class ReviewService:
         corrected ("it was a misdiagnosis"). Unlike a supersession the old fact's interval is left
         alone and no as-of question ever reads it again; the new fact keeps the candidate's own
         interval (no stated-at start: a correction says what was always the case)."""
-        return await self._replace(
-            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "correct", lift_tombstone
-        )
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._replace(candidate_id, reviewer, edit, user_id, "correct")
 
-    async def _replace(
-        self,
-        candidate_id: int,
-        reviewer: str,
-        statement: str | None,
-        valid_at: Any,
-        invalid_at: Any,
-        reason: str | None,
-        note: str | None,
-        user_id: str | None,
-        mode: str,
-        lift: bool,
-    ) -> Knowledge:
+    async def _replace(self, candidate_id: int, reviewer: str, edit: Edit, user_id: str | None, mode: str) -> Knowledge:
         cand = await self.get(candidate_id, user_id)
         self._check_open(cand, reviewer, self._ctx.now())
         if (
@@ -302,7 +299,7 @@ class ReviewService:
             raise UserInputError(
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to replace; approve it instead"
             )
-        made = await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
+        made = await self._accept(cand, reviewer, edit, mode=mode)
         return made
 
     async def _target(self, tx: ReviewTx, cand: Candidate) -> Knowledge:
@@ -334,22 +331,11 @@ class ReviewService:
             note = note.strip() or None
         return reason, note
 
-    async def _accept(
-        self,
-        cand: Candidate,
-        reviewer: str,
-        statement: str | None,
-        valid_at: Any,
-        invalid_at: Any,
-        reason: str | None,
-        note: str | None,
-        *,
-        mode: str,
-        lift: bool = False,
-    ) -> Knowledge:
+    async def _accept(self, cand: Candidate, reviewer: str, edit: Edit, *, mode: str) -> Knowledge:
         """approve / keep_both / confirm / correct: one transaction that makes the fact active
         through engine.gate.activate (I1-I5), decides the candidate and re-points its chain."""
-        reason, note = self._check_note(reason, note)
+        statement, valid_at, invalid_at, lift = edit.statement, edit.valid_at, edit.invalid_at, edit.lift_tombstone
+        reason, note = self._check_note(edit.reason, edit.note)
         text = (statement if statement is not None else cand.statement).strip()
         if not text:
             raise InvalidStatementError("the statement is empty")

@@ -37,6 +37,7 @@ SLOW_FILES = (
     "test_process_faults.py",
     "test_serve.py",
     "test_team_tui.py",
+    "test_typed_decisions.py",
     "test_whole_queue.py",
     "test_wordllama_embedder.py",
 )
