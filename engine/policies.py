@@ -26,6 +26,7 @@ retraction requests unless the policy names those kinds explicitly (`kinds`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -197,6 +198,7 @@ class PolicyService:
     def __init__(self, ctx: EngineContext, review: object) -> None:
         self._ctx = ctx
         self._review = review  # engine.review.ReviewService (typed loosely: review imports nothing of this)
+        self._judging = asyncio.Lock()
         self.second_look = SecondLook(self.after_decision)
         """After a person's decision commits, `after_decision` in the background (engine/second_look.py;
         `Memory` connects it to the store's commit events)."""
@@ -437,11 +439,15 @@ class PolicyService:
         return out
 
     async def _judge(self, live: list[Policy], batch: list[Candidate], out: PolicyRun) -> None:
-        """Record each policy's verdicts on `batch` and let the enabled ones decide it."""
-        async with self._store.reading() as tx:
-            evidence = await tx.rule_evidence([c.id for c in batch])
-        plans = [await self._record(policy, batch, evidence, out) for policy in live]
-        await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], evidence, out)
+        """Record each policy's verdicts on `batch` and let the enabled ones decide it. One pass
+        at a time in this process: the look after a person's decision runs in the background
+        (engine/second_look.py) and must not interleave with `after_queue` or `run` (each reads
+        what a policy has judged, then records it: interleaved, a verdict would be recorded twice)."""
+        async with self._judging:
+            async with self._store.reading() as tx:
+                evidence = await tx.rule_evidence([c.id for c in batch])
+            plans = [await self._record(policy, batch, evidence, out) for policy in live]
+            await self._decide(batch, [plan for plan in plans if plan.policy.mode == "enabled"], evidence, out)
 
     async def _record(
         self, policy: Policy, batch: list[Candidate], evidence: dict[int, RuleEvidence], out: PolicyRun
