@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ..sql.text_arm import STILL_TRUE_SQL
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -635,6 +635,14 @@ def _v12(dimensions: int) -> list[str]:
     ]
 
 
+# migration: policies
+def _v13(dimensions: int) -> list[str]:
+    """Review policies (issue 28): an index for their reads of the audit log (verdicts, the secret
+    sample's draws, scope events), which filter on action and actor."""
+    del dimensions
+    return ["CREATE INDEX audit_action_actor ON audit_log(action, actor, entity_id)"]
+
+
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     1: _v1,
     2: _v2,
@@ -644,4 +652,5 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     6: _v6,
     9: _v9,
     12: _v12,
+    13: _v13,  # migration: policies
 }
