@@ -276,3 +276,23 @@ def policy_run(db: str, name: str) -> None:
         echo(f"Scope {scope} was suspended: second reviewers overturned too many of its approvals.")
     if run.returned:
         echo(f"  {len(run.returned)} of its approvals went back to the queue: #{', #'.join(map(str, run.returned))}")
+
+
+def alarm_lines(policies: dict[str, Any]) -> list[str]:
+    """`memdesk digest`'s lines on the policies' safety loop (from PolicyAlarms as JSON): the
+    second-review backlog and its age, and each suspended scope with what it returned."""
+    lines = []
+    backlog, hours = policies["second_review_backlog"], policies["second_review_hours"]
+    if backlog:
+        late = " PAST THE SLA" if policies["second_review_past_sla"] else ""
+        lines.append(f"{backlog} policy approval(s) wait for second review; the oldest for {hours:g} h{late}.")
+    else:
+        lines.append("No policy approval waits for second review.")
+    for s in policies["suspended"]:
+        lines.append(
+            f"Suspended: policy {s['policy']} scope {s['scope']} since {s['at']}: returned {len(s['returned'])}"
+            f" approval(s) to the queue ({s['still_pending']} still pending)"
+            + (f"; could not return {len(s['kept'])}" if s["kept"] else "")
+            + f". {s['reason']}"
+        )
+    return lines

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine import Memory
 from engine.extraction.offline import PRIOR_STRENGTH, calibrated
 from tests.engine_helpers import sql

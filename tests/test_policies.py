@@ -328,3 +328,25 @@ def test_the_policy_commands_say_why_and_add_up(tmp_path: Path, monkeypatch: pyt
     reasons = [int(line.split()[0]) for line in out.output.splitlines()[1:] if line.startswith("  ")]
     assert sum(reasons) == int(m.group(3))
     assert "slot hobbies is not one of this policy's" in out.output
+
+
+def test_digest_reports_the_second_review_backlog_and_exits_1_past_the_sla(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    clock = Clock()
+
+    async def seed() -> None:
+        async with open_memory(db, clock, config=CONFIG) as mem:
+            await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=1.0)
+            await mem.policies.enable("homes", "lead", force=True, reason="test")
+            cid = await propose(mem, "u1", "User lives in Porto")
+            assert await status(mem, cid) == "approved"
+
+    import asyncio
+
+    asyncio.run(seed())
+    runner = CliRunner()
+    out = runner.invoke(main, ["digest", db, "--sla-hours", "1000000"])  # control: within the SLA
+    assert out.exit_code == 0, out.output
+    assert "1 policy approval(s) wait for second review" in out.output
+    out = runner.invoke(main, ["digest", db, "--sla-hours", "0.0001"])
+    assert out.exit_code == 1 and "PAST THE SLA" in out.output
