@@ -60,6 +60,7 @@ from ..stated import stated_at
 from ..storage import GateView
 from ..storage.rooms import PipelineTx, Rooms
 from ..storage.sql.core import IdSource
+from ..text import has_visible_text
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
 from .base import Calibrating, Extractor, is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
@@ -683,7 +684,7 @@ class Pipeline:
             }
             # A statement holding a credential marker is never queued (the value is gone, but a
             # fact about it would be noise at best): dropped as invalid, the marker shows why.
-            if not statement or len(statement) > cfg.max_statement_chars or has_marker(statement):
+            if not has_visible_text(statement) or len(statement) > cfg.max_statement_chars or has_marker(statement):
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue
