@@ -83,6 +83,10 @@ class GapItem:
     # The offline extractor's rule (its slot family) that made the item: its confidence is
     # calibrated on the reviewers' decisions about that rule's past candidates.
     rule: str | None = None
+    # The claim slot the extractor itself named (engine.claims; an LLM extractor's optional `slot`),
+    # already checked against engine.claims.known_slot: an unknown label is None, never trusted.
+    # engine.claims.read_claim stays the authority; claim_for uses this only for free text.
+    slot: str | None = None
 
 
 @dataclass(slots=True)
