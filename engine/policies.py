@@ -84,7 +84,7 @@ _DEFAULT_SLOTS: Final = (
 def known_slots() -> tuple[str, ...]:
     """The slot names the claim model reads (engine.claims.slot_names), which a policy may name."""
     names = getattr(claims, "slot_names", None)
-    return tuple(names()) if callable(names) else _DEFAULT_SLOTS
+    return tuple(sorted(names())) if callable(names) else _DEFAULT_SLOTS
 
 
 def _slot_known(slot: str, known: Iterable[str]) -> bool:
@@ -166,7 +166,7 @@ class Policy:
             return Verdict(False, "this policy names no slots: it approves nothing (add one with --slots)")
         if cand.kind not in APPROVABLE_KINDS or cand.supersedes_id is not None or cand.supersedes_candidate_id:
             return Verdict(False, f"kind {cand.kind}: it would replace or remove something, a person decides")
-        marks = tuple(getattr(cand, "marks", ()) or ())
+        marks = tuple(cand.marks or ())
         if marks:
             seen = ", ".join(f"{m.kind.replace('_', ' ')} #{m.target_id}" for m in marks)
             return Verdict(False, f"marked ({seen}): a person decides")

@@ -37,6 +37,7 @@ from engine.errors import (
     UserInputError,
 )
 from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url, server_went_away
+from engine.text import reveal
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -870,9 +871,11 @@ def add(db: str, statement: str, user: str, valid_from: str | None, settle: str 
 
     fact = _run(go())
     echo(
-        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} "
+        f"Added fact #{fact.id} for {fact.user_id}: {reveal(fact.statement)} "
         f"(valid {fact.interval_text()}; by {actor.strip()})."
     )
+    for mark in fact.marks:  # what the gate noticed and let through (engine.gate): for a person to check
+        echo(f"  note: {reveal(mark.note)}")
 
 
 @main.command()
@@ -1108,6 +1111,7 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
                     "kind": c.kind,
                     "waiting_hours": round((now - c.created_at).total_seconds() / 3600, 1),
                     "statement": c.statement,
+                    "marks": [m.note for m in c.marks],
                 }
                 for c in oldest
             ],
@@ -1127,7 +1131,8 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
         )
         for item in data["oldest"]:
             echo(
-                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}] {item['statement']}"
+                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}]"
+                f" {reveal(item['statement'])}" + "".join(f"  [{reveal(note)}]" for note in item["marks"])
             )
     policies = data["policies"]
     if not as_json:

@@ -11,6 +11,7 @@ what a policy does with a claim, whatever the lexicons' coverage is when they ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -168,11 +169,7 @@ def test_a_marked_candidate_is_never_approved() -> None:
     plain = Candidate(1, "u", "User lives in Porto", "proposed", "pending", None, T0, created_by="bot")
     assert policy.verdict(plain).approve  # positive control
     for mark in ("looks_like", "near_tombstone", "may_replace"):
-
-        class Marked(Candidate):
-            marks = (Mark(mark, 7, "noticed"),)  # type: ignore[arg-type]
-
-        marked = Marked(2, "u", "User lives in Porto", "proposed", "pending", None, T0, created_by="bot")
+        marked = dataclasses.replace(plain, marks=(Mark(mark, 7, "noticed"),))  # type: ignore[arg-type]
         verdict = policy.verdict(marked)
         assert not verdict.approve and f"marked ({mark.replace('_', ' ')} #7)" in verdict.why
 

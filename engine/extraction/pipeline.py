@@ -53,14 +53,14 @@ from ..errors import (
     MemdeskError,
     UserInputError,
 )
-from ..gate import corrected_target, gate_verdict, screen
-from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, ProcessReport
+from ..gate import gate_verdict, intake_marks, joined, replacement, screen
+from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, Mark, ProcessReport
 from ..retrieval import retrieve
 from ..stated import stated_at
 from ..storage import GateView
 from ..storage.rooms import PipelineTx, Rooms
 from ..storage.sql.core import IdSource
-from ..text import value_key
+from ..text import has_visible_text
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
 from .base import Calibrating, Extractor, is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
@@ -91,6 +91,7 @@ class _Survivor:
     supersedes_id: int | None = None
     supersedes_candidate_id: int | None = None
     candidate_id: int = 0  # handed out by the gates, under the write lock
+    marks: tuple[Mark, ...] = ()  # what the gates noticed (engine.gate.intake_marks)
 
 
 @dataclass(slots=True)
@@ -588,6 +589,7 @@ class Pipeline:
                 created_by=actor,
                 supersedes_candidate_id=s.supersedes_candidate_id,
                 category=category_of(s.item.statement, s.item.category),
+                marks=s.marks,
             )
             view.pending.append(cand)
             writes.candidates.append(
@@ -609,6 +611,7 @@ class Pipeline:
                     "created_by": actor,
                     "category": cand.category,
                     "rule": s.item.rule,
+                    "marks": s.marks,
                 }
             )
             writes.audits.append(
@@ -681,7 +684,7 @@ class Pipeline:
             }
             # A statement holding a credential marker is never queued (the value is gone, but a
             # fact about it would be noise at best): dropped as invalid, the marker shows why.
-            if not statement or len(statement) > cfg.max_statement_chars or has_marker(statement):
+            if not has_visible_text(statement) or len(statement) > cfg.max_statement_chars or has_marker(statement):
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue
@@ -695,7 +698,6 @@ class Pipeline:
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue
-            key = value_key(statement)
             verdict = gate_verdict(view, statement)
             if verdict is not None:
                 gate, (entity, ident, text) = verdict
@@ -724,16 +726,21 @@ class Pipeline:
                     if kind not in _CHANGE_KINDS:
                         kind = "update"
             if sup_k is None and sup_c is None:
-                corrected = corrected_target(view, statement)
-                if corrected is not None:  # a value corrected away: approving it must ask the question
-                    kind, sup_k = "contradiction", corrected
+                # the value model's replacement (a statement with no handle, from any extractor), or
+                # a value corrected away: approving it must ask the question
+                found, target_id = replacement(view, statement, (start, end))
+                if target_id is not None:
+                    kind, sup_k = found, target_id
             said, supported = stated_at(item.evidence, episode.messages, cfg.evidence_threshold)
             stated_us: int = to_us(said or self._ctx.now())
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
             cid = ids.take()
-            out.survivors.append(_Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid))
-            view.live.add(key, ("candidate", cid, statement))
+            marks = intake_marks(view, statement)
+            out.survivors.append(
+                _Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid, marks)
+            )
+            joined(view, "candidate", cid, statement)
         report.unsupported += sum(1 for s in out.survivors if s.unsupported)
         return out
 
@@ -771,7 +778,7 @@ class Pipeline:
             start, end = check_interval(found.valid_at, found.invalid_at)
             # the queue's one intake: a tombstone still refuses, a value now held refuses, and a
             # statement about something the user has a fact for is queued as its update
-            screened = await screen(tx, found.user_id, statement)
+            screened = await screen(tx, found.user_id, statement, valid=(start, end))
             if screened.duplicate_of is not None:
                 raise DuplicateCandidateError(*screened.duplicate_of)
             cid = await tx.insert_candidate(
@@ -788,6 +795,7 @@ class Pipeline:
                 run_id=found.run_id,
                 created_by=actor,
                 reason=why,
+                marks=screened.marks,
             )
             if not await tx.mark_discarded_queued(discarded_id, cid, actor, now_us):
                 raise ConflictError(f"discarded statement {discarded_id} was queued by someone else just now")

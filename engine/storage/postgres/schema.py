@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
@@ -541,8 +541,18 @@ def _v6(dimensions: int) -> list[str]:
     return statements
 
 
+# migration: value-model
+def _v8(dimensions: int) -> list[str]:
+    """`candidates.marks` (engine.gate's marks, a JSON list, NULL for none): SQLite's v13, where
+    the why is written. Its notes quote statements, so, like every free-text column (`_v6`), it
+    keeps no statistics."""
+    del dimensions
+    return [
+        'ALTER TABLE candidates ADD COLUMN marks TEXT COLLATE "C"',
+        'ALTER TABLE candidates ALTER COLUMN "marks" SET STATISTICS 0',
+    ]
 # migration: policies
-_V8 = """
+_V9 = """
 -- Which transaction wrote each audit row (the top-level one: txid_current() is the same inside a
 -- savepoint), set by the server on INSERT whatever the client sent.
 ALTER TABLE audit_log ADD COLUMN tx BIGINT;
@@ -581,7 +591,7 @@ CREATE CONSTRAINT TRIGGER knowledge_audited_update AFTER UPDATE ON knowledge
 """
 
 
-def _v8(dimensions: int) -> list[str]:
+def _v9(dimensions: int) -> list[str]:
     """Review policies and roles (issue 28): no fact becomes active without its audit row.
 
     Why in the database: a reviewer's login could otherwise INSERT an active fact (over a
@@ -591,7 +601,7 @@ def _v8(dimensions: int) -> list[str]:
     no audit row of its user in that transaction. The (action, actor) index serves the policies'
     verdict, draw and scope reads."""
     del dimensions
-    return [_V8]
+    return [_V9]
 
 
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
@@ -601,7 +611,8 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     5: _v5,
     6: _v6,
     7: _v7,
-    8: _v8,  # migration: policies
+    8: _v8,  # migration: value-model
+    9: _v9,  # migration: policies
 }
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes

@@ -1,0 +1,480 @@
+"""The slot lexicons, compiled: `slots.toml` (data) read once into precompiled patterns.
+
+Why data: the ways of saying a slot ("resides in", "is based in", "moved to") grow with every
+source that writes statements (agents, LLM extractors, curators), and each one must come with
+examples that prove it reads what it should and nothing else. Keeping them in one data file with
+their examples means a new phrasing is one line plus its test case, never a new code branch.
+
+How a statement is read (all on the canonical text, engine.text.canonical):
+
+1. Trailing punctuation is trimmed; the subject is split off: the user ("user", "the user") or
+   the user's ("user's", "the user's"). Anything else is free text.
+2. Adverbs that do not change the claim ("currently", "now") and negations ("does not",
+   "no longer", "is not") are read off the front of the predicate; a possessive statement's
+   first "is not" / "is no longer" is read the same way. A negation sets `negated`.
+3. The predicate is matched, whole, against the patterns in file order (indexed by their first
+   word, so a statement tries a handful of patterns, not all of them). The first pattern whose
+   value survives the slot's checks (closed value set, rejects, the name shape) wins.
+4. The value is trimmed: slot cut words ("as", "with"), time tails ("since 2015", "in March"),
+   punctuation, one leading article; then the slot's aliases apply.
+
+A value that needs the capital letter of a name (`shape = "name"`: "User's wife is Ana", not
+"User's wife is pregnant") is checked on the statement before case folding; where that cannot be
+located (confusable letters changed the text), the reading fails and the statement stays free
+text: a claim is made only from what is positively recognised.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import unicodedata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from ..text import strip_ignorable
+
+Cardinality = Literal["one", "many"]
+FAMILY_SUFFIX = "_*"
+_PUNCT = " .,;:!?\"'"
+_TOKEN = re.compile(r"\{[^}]*\}\??|[^\s{]+")
+
+
+class LexiconError(ValueError):
+    """slots.toml does not say what the reader expects (raised at load, named by slot/pattern)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    statement: str
+    value: str
+    negated: bool
+    slot: str  # the concrete slot (a family's member: "favourite_food")
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSpec:
+    name: str  # "home", or a family "favourite_*"
+    cardinality: Cardinality
+    aliases: Mapping[str, str]
+    kind_aliases: Mapping[str, str]
+    thing_aliases: Mapping[str, str]
+    values: frozenset[str] | None
+    not_values: frozenset[str]
+    reject: tuple[re.Pattern[str], ...]
+    cut: tuple[str, ...]
+    examples: tuple[Example, ...]
+    not_examples: tuple[str, ...]
+
+    @property
+    def family(self) -> bool:
+        return self.name.endswith(FAMILY_SUFFIX)
+
+    @property
+    def prefix(self) -> str:
+        """A family's member prefix ("favourite_"); a plain slot's own name."""
+        return self.name[: -len("*")] if self.family else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    order: int
+    slot: SlotSpec
+    template: str
+    possessive: bool
+    regex: re.Pattern[str]
+    first_words: frozenset[str] | None  # None: may start with anything
+    value: str | None  # a fixed value
+    negated: bool
+    implies: tuple[tuple[str, str], ...]
+    shape: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the lexicon read: a concrete slot, its canonical value, negation, implied claims."""
+
+    slot: str
+    cardinality: Cardinality
+    value: str
+    negated: bool
+    implies: tuple[tuple[str, str], ...] = ()
+
+
+def _alternatives(spec: str) -> str:
+    """`a/b c/d` -> a regex alternation of the phrases, longest first, words joined by spaces."""
+    alts = sorted({a.strip() for a in spec.split("/") if a.strip()}, key=len, reverse=True)
+    if not alts:
+        raise LexiconError(f"empty alternative in {spec!r}")
+    return "(?:" + "|".join(r"\s+".join(re.escape(w) for w in a.split()) for a in alts) + ")"
+
+
+def _first_words(spec: str) -> frozenset[str]:
+    return frozenset(a.strip().split()[0] for a in spec.split("/") if a.strip())
+
+
+def _compile(template: str) -> tuple[re.Pattern[str], frozenset[str] | None]:
+    """A predicate template (the mini-language in slots.toml's header) -> an anchored regex and
+    the words it can start with."""
+    parts: list[str] = []
+    first: frozenset[str] | None = None
+    prev_end = -1
+    for index, m in enumerate(_TOKEN.finditer(template)):
+        token = m.group(0)
+        optional = token.endswith("?") and len(token) > 1
+        if optional:
+            token = token[:-1]
+        if token.startswith("{"):
+            inner = token[1:-1]
+            name, _, spec = inner.partition(":")
+            if name == "value" and spec:
+                piece, words = f"(?P<value>{_alternatives(spec)})", _first_words(spec)
+            elif name == "value":
+                piece, words = r"(?P<value>.+?)", None
+            elif name == "kind":
+                piece, words = f"(?P<kind>{_alternatives(spec)})", _first_words(spec)
+            elif name == "num":
+                piece, words = r"(?P<value>\d{1,3})", None
+            elif name == "thing":
+                piece, words = r"(?P<thing>[^\s,]+(?:\s+[^\s,]+){0,2}?)", None
+            elif name == "_":
+                piece, words = r".+?", None
+            else:
+                raise LexiconError(f"unknown placeholder {{{inner}}} in {template!r}")
+        else:
+            literal = token.replace("_", " ")  # "is_on/follows": a phrase among the words
+            piece, words = _alternatives(literal), _first_words(literal)
+        joined = m.start() == prev_end  # "{kind}," : no space between the tokens
+        sep = "" if index == 0 or joined else r"\s+"
+        if optional:
+            parts.append(f"(?:{piece}\\s+)?" if index == 0 else f"(?:{sep}{piece})?")
+            if index == 0:
+                parts.append("\x00")  # the next token gets no separator
+        else:
+            if parts and parts[-1] == "\x00":
+                parts.pop()
+                sep = ""
+            parts.append(sep + piece)
+        if index == 0:
+            first = None if optional else words
+        prev_end = m.end()
+    if parts and parts[-1] == "\x00":
+        raise LexiconError(f"a template cannot be one optional word: {template!r}")
+    return re.compile("".join(parts)), first
+
+
+def _strs(raw: Any, where: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise LexiconError(f"{where}: expected a list of strings")
+    return list(raw)
+
+
+def _mapping(raw: Any, where: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise LexiconError(f"{where}: expected a table of strings")
+    return dict(raw)
+
+
+class Lexicon:
+    """slots.toml, compiled. One instance per process (`lexicon()`); reading is pure."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        grammar = data.get("grammar", {})
+        self.subjects = sorted(_strs(grammar.get("subjects"), "grammar.subjects"), key=len, reverse=True)
+        self.possessives = sorted(_strs(grammar.get("possessives"), "grammar.possessives"), key=len, reverse=True)
+        self.adverbs = tuple(a + " " for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
+        negs = grammar.get("negations", [])
+        if not all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in negs):
+            raise LexiconError("grammar.negations: expected [from, to] pairs")
+        self.negations: tuple[tuple[str, str], ...] = tuple(
+            sorted(((n[0], n[1]) for n in negs), key=lambda n: len(n[0]), reverse=True)
+        )
+        copula = "|".join(re.escape(c) for c in _strs(grammar.get("copula_negations"), "grammar.copula_negations"))
+        self.copula_negation = re.compile(
+            rf"(?:^|(?<=\s))(?:is|are)\s+(?:{copula})\s+|(?:^|(?<=\s))(?:isn't|aren't)\s+"
+        )
+        self.first_copula = re.compile(r"(?:^|(?<=\s))(?:is|are|isn't|aren't)\s")
+        self.articles = tuple(a + " " for a in _strs(grammar.get("articles"), "grammar.articles"))
+        self.tails = tuple(re.compile(t) for t in _strs(grammar.get("tails"), "grammar.tails"))
+
+        self.slots: dict[str, SlotSpec] = {}
+        self.patterns: list[Pattern] = []
+        for raw in data.get("slot", []):
+            spec = self._slot(raw)
+            if spec.name in self.slots:
+                raise LexiconError(f"slot {spec.name!r} is listed twice")
+            self.slots[spec.name] = spec
+            for possessive, key in ((False, "says"), (True, "says_of")):
+                for entry in raw.get(key, []):
+                    self.patterns.append(self._pattern(spec, entry, possessive, len(self.patterns)))
+        self._by_word: dict[tuple[bool, str], tuple[Pattern, ...]] = {}
+        self._generic = {
+            p: tuple(x for x in self.patterns if x.possessive == p and x.first_words is None) for p in (False, True)
+        }
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def _slot(self, raw: Mapping[str, Any]) -> SlotSpec:
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise LexiconError(f"a slot without a name: {raw!r:.80}")
+        card = raw.get("cardinality")
+        if card not in ("one", "many"):
+            raise LexiconError(f"slot {name}: cardinality must be 'one' or 'many', not {card!r}")
+        values = raw.get("values")
+        examples = []
+        for ex in raw.get("examples", []):
+            if not isinstance(ex, dict) or not isinstance(ex.get("say"), str) or not isinstance(ex.get("value"), str):
+                raise LexiconError(f"slot {name}: an example needs say= and value=: {ex!r}")
+            concrete = ex.get("slot", name)
+            if name.endswith(FAMILY_SUFFIX) and concrete == name:
+                raise LexiconError(f"slot {name}: a family's example names its concrete slot (slot=)")
+            examples.append(Example(ex["say"], ex["value"], bool(ex.get("negated", False)), concrete))
+        return SlotSpec(
+            name=name,
+            cardinality=card,
+            aliases=_mapping(raw.get("aliases"), f"{name}.aliases"),
+            kind_aliases=_mapping(raw.get("kind_aliases"), f"{name}.kind_aliases"),
+            thing_aliases=_mapping(raw.get("thing_aliases"), f"{name}.thing_aliases"),
+            values=frozenset(_strs(values, f"{name}.values")) if values is not None else None,
+            not_values=frozenset(_strs(raw.get("not_values"), f"{name}.not_values")),
+            reject=tuple(re.compile(r) for r in _strs(raw.get("reject"), f"{name}.reject")),
+            cut=tuple(_strs(raw.get("cut"), f"{name}.cut")),
+            examples=tuple(examples),
+            not_examples=tuple(_strs(raw.get("not_examples"), f"{name}.not_examples")),
+        )
+
+    def _pattern(self, spec: SlotSpec, entry: Any, possessive: bool, order: int) -> Pattern:
+        if isinstance(entry, str):
+            entry = {"say": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("say"), str):
+            raise LexiconError(f"slot {spec.name}: a pattern is a string or a table with say=: {entry!r}")
+        template = entry["say"]
+        try:
+            regex, first = _compile(template)
+        except re.error as exc:
+            raise LexiconError(f"slot {spec.name}: pattern {template!r}: {exc}") from None
+        if "(?P<value>" not in regex.pattern and "value" not in entry:
+            raise LexiconError(f"slot {spec.name}: pattern {template!r} has no {{value}} and no value=")
+        if spec.family and "(?P<thing>" not in regex.pattern:
+            raise LexiconError(f"slot {spec.name}: a family's pattern needs {{thing}}: {template!r}")
+        implies_raw = entry.get("implies")
+        implies: tuple[tuple[str, str], ...] = ()
+        if implies_raw is not None:
+            if not isinstance(implies_raw, dict) or not {"slot", "value"} <= implies_raw.keys():
+                raise LexiconError(f"slot {spec.name}: implies= needs slot= and value=: {template!r}")
+            implies = ((str(implies_raw["slot"]), str(implies_raw["value"])),)
+        shape = entry.get("shape") or None
+        if shape not in (None, "name"):
+            raise LexiconError(f"slot {spec.name}: unknown shape {shape!r}")
+        return Pattern(
+            order=order,
+            slot=spec,
+            template=template,
+            possessive=possessive,
+            regex=regex,
+            first_words=first,
+            value=entry.get("value"),
+            negated=bool(entry.get("negated", False)),
+            implies=implies,
+            shape=shape,
+        )
+
+    def check(self) -> None:
+        """Cross-references that the loader cannot see one slot at a time: implied slots exist."""
+        for p in self.patterns:
+            for slot, _ in p.implies:
+                if slot not in self.slots:
+                    raise LexiconError(f"slot {p.slot.name}: {p.template!r} implies unknown slot {slot!r}")
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def slot_spec(self, slot: str) -> SlotSpec | None:
+        """The spec of a concrete slot name ("home", "favourite_food")."""
+        spec = self.slots.get(slot)
+        if spec is not None:
+            return None if spec.family else spec
+        for family in self.slots.values():
+            if family.family and slot.startswith(family.prefix) and len(slot) > len(family.prefix):
+                return family
+        return None
+
+    def _candidates(self, possessive: bool, word: str) -> tuple[Pattern, ...]:
+        key = (possessive, word)
+        found = self._by_word.get(key)
+        if found is None:
+            own = [p for p in self.patterns if p.possessive == possessive and p.first_words and word in p.first_words]
+            found = tuple(sorted([*own, *self._generic[possessive]], key=lambda p: p.order))
+            self._by_word[key] = found
+        return found
+
+    def _split_subject(self, text: str) -> tuple[bool, str] | None:
+        for p in self.possessives:
+            if text.startswith(p + " "):
+                return True, text[len(p) + 1 :]
+        for s in self.subjects:
+            if text.startswith(s + " "):
+                return False, text[len(s) + 1 :]
+        return None
+
+    def _drop_adverbs(self, rest: str) -> str:
+        changed = True
+        while changed:
+            changed = False
+            for adv in self.adverbs:
+                if rest.startswith(adv):
+                    rest, changed = rest[len(adv) :], True
+                for aux in ("is ", "has "):
+                    if rest.startswith(aux + adv):
+                        rest, changed = aux + rest[len(aux) + len(adv) :], True
+        return rest
+
+    def _negation(self, possessive: bool, rest: str) -> tuple[str, bool]:
+        negated = False
+        if possessive:
+            first = self.first_copula.search(rest)
+            if first is not None:
+                m = self.copula_negation.match(rest, first.start())
+                if m is not None:
+                    rest, negated = rest[: m.start()] + "is " + rest[m.end() :], True
+            return rest, negated
+        changed = True
+        while changed:
+            changed = False
+            rest = self._drop_adverbs(rest)
+            for before, after in self.negations:
+                if rest.startswith(before):
+                    rest, negated, changed = after + rest[len(before) :], True, True
+                    break
+        return self._drop_adverbs(rest), negated
+
+    def read(self, canonical_text: str, light: str) -> Reading | None:
+        """The reading of one statement (`canonical_text` = engine.text.canonical of it, `light`
+        = the statement NFKC'd with invisibles dropped, case kept), or None for free text."""
+        text = canonical_text.strip().rstrip(_PUNCT).strip()
+        split = self._split_subject(text)
+        if split is None:
+            return None
+        possessive, rest = split
+        rest, negated = self._negation(possessive, rest)
+        if not rest:
+            return None
+        reading = self._match(possessive, rest, negated, light)
+        if reading is None:
+            # A closed value ("went vegetarian") cannot take a time tail into its value, so the
+            # predicate is tried once more without one ("went vegetarian last year").
+            trimmed = self._trim_tails(rest)
+            if trimmed and trimmed != rest:
+                reading = self._match(possessive, trimmed, negated, light)
+        return reading
+
+    def _match(self, possessive: bool, rest: str, negated: bool, light: str) -> Reading | None:
+        word = rest.split(" ", 1)[0]
+        for pattern in self._candidates(possessive, word):
+            m = pattern.regex.fullmatch(rest)
+            if m is None:
+                continue
+            reading = self._finish(pattern, m, negated, light)
+            if reading is not None:
+                return reading
+        return None
+
+    def _trim_tails(self, value: str) -> str:
+        changed = True
+        while changed and value:
+            changed = False
+            for tail in self.tails:
+                trimmed = tail.sub("", value)
+                if trimmed != value:
+                    value, changed = trimmed.strip(_PUNCT), True
+        return value
+
+    def _finish(self, pattern: Pattern, m: re.Match[str], negated: bool, light: str) -> Reading | None:
+        spec = pattern.slot
+        groups = m.groupdict()
+        raw = pattern.value if pattern.value is not None else groups.get("value")
+        if raw is None:
+            return None
+        value = self._clean(spec, raw)
+        if value is None:
+            return None
+        if pattern.shape == "name" and not _looks_like_name(value, light):
+            return None
+        kind = groups.get("kind")
+        if kind:
+            kind = " ".join(kind.split())
+            value = f"{spec.kind_aliases.get(kind, kind)} {value}"
+        slot = spec.name
+        if spec.family:
+            thing = " ".join((groups.get("thing") or "").split())
+            if not thing:
+                return None
+            thing = spec.thing_aliases.get(thing, thing)
+            slot = spec.prefix + thing.replace(" ", "_")
+        return Reading(
+            slot=slot,
+            cardinality=spec.cardinality,
+            value=value,
+            negated=negated != pattern.negated,
+            implies=pattern.implies,
+        )
+
+    def _clean(self, spec: SlotSpec, raw: str) -> str | None:
+        value = " ".join(raw.split()).strip(_PUNCT)
+        for cut in spec.cut:
+            at = value.find(cut)
+            if at > 0:
+                value = value[:at]
+        value = self._trim_tails(value).strip(_PUNCT)
+        if not value or any(r.search(value) for r in spec.reject):
+            return None
+        for article in self.articles:
+            if value.startswith(article):
+                value = value[len(article) :]
+                break
+        value = value.strip(_PUNCT)
+        value = spec.aliases.get(value, value)
+        if not value or value in spec.not_values:
+            return None
+        if spec.values is not None and value not in spec.values:
+            return None
+        return value
+
+    def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
+        for spec in self.slots.values():
+            for ex in spec.examples:
+                yield spec, ex
+
+
+def light_form(statement: str) -> str:
+    """The statement as written, for shape checks: NFKC, invisibles dropped, spaces collapsed."""
+    return " ".join(strip_ignorable(unicodedata.normalize("NFKC", statement)).split()).rstrip(_PUNCT)
+
+
+def _looks_like_name(value: str, light: str) -> bool:
+    """Whether `value` (canonical) begins with a capital letter where the statement says it. The
+    last occurrence is the value (values end statements); a statement whose case-folded form does
+    not line up with its canonical one (confusable letters) gives no answer: not a name."""
+    folded = light.casefold()
+    if len(folded) != len(light):
+        return False
+    at = folded.rfind(value)
+    if at < 0:
+        return False
+    return light[at].isupper()
+
+
+@cache
+def lexicon() -> Lexicon:
+    """The lexicon of the installed package's slots.toml, loaded and checked once."""
+    raw = resources.files("engine.claims").joinpath("slots.toml").read_text(encoding="utf-8")
+    lex = Lexicon(tomllib.loads(raw))
+    lex.check()
+    return lex

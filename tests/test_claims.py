@@ -1,0 +1,294 @@
+"""The claim model (engine.claims): every example of the slot lexicons (slots.toml) runs here, the
+must-not cases of issue 26 each beside its positive control, and the loader's own refusals."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from engine.claims import (
+    Claim,
+    cardinality_of,
+    claim_for,
+    known_slot,
+    read_claim,
+    relation,
+    slot_names,
+)
+from engine.claims.lexicon import Lexicon, LexiconError, lexicon
+
+LEX = lexicon()
+POSITIVE = [pytest.param(spec.name, ex, id=f"{spec.name}:{ex.statement}") for spec, ex in LEX.examples()]
+NEGATIVE = [
+    pytest.param(spec.name, statement, id=f"{spec.name}:not:{statement}")
+    for spec in LEX.slots.values()
+    for statement in spec.not_examples
+]
+
+
+def in_slot(claim: Claim, slot: str) -> bool:
+    """Whether a claim is in `slot` (a family "favourite_*" holds every favourite_<thing>)."""
+    if claim.slot is None:
+        return False
+    if slot.endswith("_*"):
+        return claim.slot.startswith(slot[:-1])
+    return claim.slot == slot
+
+
+# -- the data's own examples ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("slot", "example"), POSITIVE)
+def test_positive_example(slot: str, example: Any) -> None:
+    claim = read_claim(example.statement)
+    assert (claim.slot, claim.value, claim.negated) == (example.slot, example.value, example.negated)
+    assert in_slot(claim, slot)
+    assert claim.cardinality == LEX.slots[slot].cardinality
+    assert claim.subject == "user"
+
+
+@pytest.mark.parametrize(("slot", "statement"), NEGATIVE)
+def test_negative_example(slot: str, statement: str) -> None:
+    assert not in_slot(read_claim(statement), slot)
+
+
+def test_every_slot_has_positive_and_negative_examples() -> None:
+    assert LEX.slots, "slots.toml lists no slot"
+    for spec in LEX.slots.values():
+        assert spec.examples, f"{spec.name} has no positive example"
+        assert spec.not_examples, f"{spec.name} has no negative example"
+        assert any(not ex.negated for ex in spec.examples), f"{spec.name} has no plain (not negated) example"
+
+
+def test_every_slot_of_the_contract_is_known() -> None:
+    """DESIGN.md's contract names these; the gate and the policies count on them."""
+    contract = {
+        "home", "employer", "job_title", "marital_status", "partner", "age", "name", "favourite_*", "children",
+        "siblings", "friends", "pets", "languages", "allergies", "hobbies", "places_visited", "diet",
+    }  # fmt: skip
+    assert contract <= slot_names()
+    many = {"children", "siblings", "friends", "pets", "languages", "allergies", "hobbies", "places_visited"}
+    for name in contract - {"favourite_*"}:
+        assert cardinality_of(name) == ("many" if name in many else "one"), name
+    assert cardinality_of("favourite_food") == "one"
+    assert cardinality_of("favourite_") is None
+    assert cardinality_of("nonsense") is None
+    assert cardinality_of(None) is None
+
+
+# -- the ways of saying one claim ------------------------------------------------------------------
+
+HOME_PORTO = [
+    "User lives in Porto.",
+    "The user resides in porto",
+    "The user lives in Porto",
+    "User resides in Porto",
+    "User moved to Porto",
+    "User is based in Porto",
+    "User's home is in Porto",
+    "the user's home is in Porto!",
+    "User relocated to Porto",
+    "User currently lives in Porto",
+    "USER LIVES IN PORTO",
+    "User lives in Po\ufe0frto",  # a variation selector inside the word
+    "Usеr lives in Porto",  # Cyrillic е in the subject: the confusables skeleton reads it
+]
+
+
+@pytest.mark.parametrize("statement", HOME_PORTO)
+def test_wordings_of_one_home_are_one_claim(statement: str) -> None:
+    claim = read_claim(statement)
+    assert (claim.slot, claim.value, claim.negated) == ("home", "porto", False)
+    assert relation(read_claim("User lives in Porto"), claim) == "same"
+
+
+@pytest.mark.parametrize("statement", HOME_PORTO)
+def test_wordings_of_another_home_replace(statement: str) -> None:
+    assert relation(read_claim("User lives in Lisbon"), read_claim(statement)) == "replaces"
+
+
+def test_employer_wordings_replace() -> None:
+    old = read_claim("User works at Google")
+    for new in ("User is employed by Meta", "User works for Meta", "User joined Meta", "User's employer is Meta"):
+        assert relation(old, read_claim(new)) == "replaces", new
+    # positive control: the same employer in other words is the same claim
+    assert relation(old, read_claim("The user is employed by Google.")) == "same"
+
+
+# -- must-not, each with its positive control ---------------------------------------------------
+
+
+def test_house_and_horse_are_distinct() -> None:
+    house, horse = read_claim("User owns a house"), read_claim("User owns a horse")
+    assert (house.value, horse.value) == ("house", "horse")
+    assert relation(house, horse) == "distinct"
+    # control: the same possession twice is the same
+    assert relation(house, read_claim("The user owns a house.")) == "same"
+
+
+def test_second_child_is_distinct() -> None:
+    leo, max_ = read_claim("User has a son named Leo"), read_claim("User has a son named Max")
+    assert leo.cardinality == "many"
+    assert relation(leo, max_) == "distinct"
+    assert relation(read_claim("User has a son"), read_claim("User has a daughter")) == "distinct"
+    # control: the same child said another way is the same
+    assert relation(leo, read_claim("User's son is Leo")) == "same"
+
+
+def test_sara_and_sarah_are_not_the_same() -> None:
+    sara, sarah = read_claim("User likes Sara"), read_claim("User likes Sarah")
+    assert relation(sara, sarah) != "same"
+    assert relation(sara, sarah) == "distinct"
+    # control
+    assert relation(sara, read_claim("The user likes Sara.")) == "same"
+
+
+def test_divorced_replaces_married_to() -> None:
+    married = read_claim("User is married to Sam")
+    assert married.slot == "partner"
+    assert relation(married, read_claim("User is divorced")) == "replaces"
+    assert relation(read_claim("User is divorced"), married) == "replaces"
+    assert relation(read_claim("User is married"), read_claim("User is divorced")) == "replaces"
+    assert relation(read_claim("User is married"), read_claim("User is single")) == "replaces"
+    # control: married to Sam, said as "husband", is the same; married (no name) is not replaced
+    assert relation(married, read_claim("User's husband is Sam")) == "same"
+    assert relation(married, read_claim("User is married")) == "distinct"
+    # another partner replaces
+    assert relation(married, read_claim("User is married to Alex")) == "replaces"
+
+
+def test_not_vegan_replaces_vegan() -> None:
+    vegan, not_vegan = read_claim("User is vegan"), read_claim("User is not vegan")
+    assert (not_vegan.slot, not_vegan.value, not_vegan.negated) == ("diet", "vegan", True)
+    assert relation(vegan, not_vegan) == "replaces"
+    assert relation(vegan, read_claim("User isn't vegan")) == "replaces"
+    # control: vegan said again is the same; a negation says nothing about another diet
+    assert relation(vegan, read_claim("The user is a vegan.")) == "same"
+    assert relation(not_vegan, read_claim("User is vegetarian")) == "distinct"
+
+
+def test_no_longer_replaces_on_a_many_slot_only_its_own_value() -> None:
+    cat = read_claim("User has a cat")
+    assert relation(cat, read_claim("User no longer has a cat")) == "replaces"
+    assert relation(cat, read_claim("User no longer has a dog")) == "distinct"
+    assert relation(cat, read_claim("User has a dog")) == "distinct"
+
+
+@pytest.mark.parametrize("mark", ["\ufe0f", "\U000e0100", "\u180b", "\u200d", "\u00ad", "\U000e0041"])
+def test_invisible_characters_give_the_same_claim(mark: str) -> None:
+    plain = read_claim("User has a cat")
+    marked = read_claim(f"User has a ca{mark}t")
+    assert marked == plain
+    assert relation(plain, marked) == "same"
+    # control: a visible letter in the same place is another value
+    assert relation(plain, read_claim("User has a caot")) != "same"
+
+
+def test_negated_other_value_is_distinct_not_a_replacement() -> None:
+    """Fail closed: "User no longer lives in Lisbon" does not say where the user lives now."""
+    assert relation(read_claim("User lives in Porto"), read_claim("User no longer lives in Lisbon")) == "distinct"
+    assert relation(read_claim("User lives in Lisbon"), read_claim("User no longer lives in Lisbon")) == "replaces"
+
+
+def test_free_text_is_unknown() -> None:
+    free = read_claim("User is a doctor and rides horses on weekends")
+    assert free.slot is None and free.free_text and free.cardinality is None
+    assert free.value == "user is a doctor and rides horses on weekends"
+    assert relation(free, read_claim("User lives in Porto")) == "unknown"
+    assert relation(free, free) == "unknown"
+    # control: a statement about someone else is free text, never the user's slot
+    assert read_claim("Ana lives in Porto").slot is None
+    assert read_claim("User's sister lives in Oslo").slot is None
+
+
+def test_free_text_value_ignores_trailing_punctuation_only() -> None:
+    assert read_claim("User rides horses.").value == read_claim("user rides horses").value
+    assert read_claim("User rides horses").value != read_claim("User rides horse").value
+
+
+def test_name_shape_reads_case_before_folding() -> None:
+    assert read_claim("User's wife is Ana").slot == "partner"
+    assert read_claim("User's wife is pregnant").slot is None
+    assert read_claim("User's wife is ana").slot is None  # no capital: not positively a name
+
+
+def test_time_tails_do_not_change_the_value() -> None:
+    for statement in ("User lives in York since 2015", "User moved to York in March", "User lives in York now"):
+        assert read_claim(statement).value == "york", statement
+
+
+def test_read_claim_is_cached() -> None:
+    assert read_claim("User lives in Porto") is read_claim("User lives in Porto")
+
+
+# -- slot hints (an LLM's own label) ---------------------------------------------------------------
+
+
+def test_known_slot_normalises_and_refuses_unknown() -> None:
+    assert known_slot("home") == "home"
+    assert known_slot(" Home ") == "home"
+    assert known_slot("job title") == "job_title"
+    assert known_slot("favorite_colour") == "favourite_color"
+    assert known_slot("favourite food") == "favourite_food"
+    assert known_slot("favourite_*") is None
+    assert known_slot("favourite_") is None
+    assert known_slot("shoe_size") is None
+    assert known_slot(None) is None
+    assert known_slot(7) is None
+
+
+def test_claim_for_uses_a_known_hint_only_on_free_text() -> None:
+    hinted = claim_for("User calls Porto her base these days", "home")
+    assert (hinted.slot, hinted.cardinality) == ("home", "one")
+    assert relation(read_claim("User lives in Lisbon"), hinted) == "replaces"
+    # the lexicon stays the authority: a statement it reads keeps its own slot
+    assert claim_for("User lives in Porto", "employer") == read_claim("User lives in Porto")
+    # an unknown hint is ignored (free text stays free)
+    assert claim_for("User calls Porto her base these days", "shoe_size").slot is None
+    assert claim_for("User calls Porto her base these days", None).slot is None
+
+
+# -- the loader refuses data it cannot read --------------------------------------------------------
+
+
+def load(data: str) -> Lexicon:
+    lex = Lexicon(tomllib.loads(data))
+    lex.check()
+    return lex
+
+
+GRAMMAR = '[grammar]\nsubjects = ["user"]\npossessives = ["user\'s"]\n'
+
+
+@pytest.mark.parametrize(
+    ("slot_toml", "message"),
+    [
+        ('[[slot]]\nname = "x"\ncardinality = "some"\n', "cardinality"),
+        ('[[slot]]\nname = "x"\ncardinality = "one"\nsays = ["lives {nope}"]\n', "unknown placeholder"),
+        ('[[slot]]\nname = "x"\ncardinality = "one"\nsays = ["lives in"]\n', "no {value}"),
+        ('[[slot]]\nname = "x_*"\ncardinality = "one"\nsays = ["likes {value}"]\n', "needs {thing}"),
+        (
+            '[[slot]]\nname = "x"\ncardinality = "one"\n'
+            'says = [{ say = "is {value}", implies = { slot = "y", value = "z" } }]\n',
+            "unknown slot",
+        ),
+        ('[[slot]]\nname = "x"\ncardinality = "one"\n[[slot]]\nname = "x"\ncardinality = "one"\n', "twice"),
+    ],
+)
+def test_loader_names_what_is_wrong(slot_toml: str, message: str) -> None:
+    with pytest.raises(LexiconError, match=message):
+        load(GRAMMAR + slot_toml)
+
+
+def test_loader_positive_control() -> None:
+    lex = load(GRAMMAR + '[[slot]]\nname = "x"\ncardinality = "one"\nsays = ["likes {value}"]\n')
+    reading = lex.read("user likes tea", "User likes tea")
+    assert reading is not None and (reading.slot, reading.value) == ("x", "tea")
+
+
+def test_the_packaged_data_is_the_data_read() -> None:
+    raw = resources.files("engine.claims").joinpath("slots.toml").read_text(encoding="utf-8")
+    assert [s["name"] for s in tomllib.loads(raw)["slot"]] == list(LEX.slots)
