@@ -29,9 +29,9 @@ have measured it. So:
               ids. An approval with no stored draw counts as sampled.
   suspension  per scope, over its last `window` second reviews: when the overturn rate's Wilson
               lower bound passes `tolerance`, the scope is suspended (audited), and every approval
-              of the scope since its last clean audit (the newest upheld approval before the first
-              overturned one) is undone back to the queue for people (each undo audited; a person
-              may approve it again). A suspended scope goes back to shadow; `enable` lifts it only
+              of the scope since its last clean audit (taken, failing closed, as the start of that
+              window) that no person upheld is undone back to the queue for people (each undo
+              audited; a person may approve it again). A suspended scope goes back to shadow; `enable` lifts it only
               on fresh evidence recorded since the suspension, or with `--force` and a reason.
 
 Its facts and audit rows carry the actor `policy:NAME`, and every approval goes through the review
@@ -841,12 +841,11 @@ class PolicyService:
         review = self._review
         assert isinstance(review, ReviewService)
         since = state.reset.get((policy.name, scope), 0)
-        mine = [r for r in reviews if r[0] == scope and r[3] >= since]
-        bad = [r[2] for r in mine if r[1] != "agree"]
-        first_bad = min(bad) if bad else None
-        clean = max(
-            (r[2] for r in mine if r[1] == "agree" and first_bad is not None and r[2] < first_bad), default=since
-        )
+        mine = [r for r in reviews if r[0] == scope and r[3] >= since][-policy.window :]
+        # Fail closed: the last clean audit is taken to be before the whole window the test read
+        # (a drift starts unseen, and upheld samples after it do not clear the approvals around
+        # them); approvals a person upheld on second review are kept (SQL), everything else goes back.
+        clean = max(since, min((r[2] for r in mine), default=since + 1) - 1)
         now_us: int = to_us(self._ctx.now())
         why = (
             f"second reviewers overturned {rec.overturned} of its last {rec.reviewed} approvals reviewed: the"

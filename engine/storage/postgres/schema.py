@@ -551,6 +551,8 @@ def _v8(dimensions: int) -> list[str]:
         'ALTER TABLE candidates ADD COLUMN marks TEXT COLLATE "C"',
         'ALTER TABLE candidates ALTER COLUMN "marks" SET STATISTICS 0',
     ]
+
+
 # migration: policies
 _V9 = """
 -- Which transaction wrote each audit row (the top-level one: txid_current() is the same inside a

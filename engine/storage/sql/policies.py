@@ -170,14 +170,15 @@ class PolicyOps(Protocol):
 
     async def scope_approvals_since(self, actor: str, scope: str, after_us: int) -> list[int]:
         """Candidates `actor` approved in `scope` after `after_us` that are still its approvals
-        with an active fact (what a suspension returns to people)."""
+        with an active fact and that no second reviewer upheld (what a suspension returns)."""
         rows = await fetchall(
             self.conn,
             "SELECT c.id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
             " JOIN knowledge k ON k.id = c.knowledge_id"
             f" WHERE a.entity = 'candidate' AND a.action IN ('{SAMPLED}', '{UNSAMPLED}') AND a.actor = ?"
             " AND a.note = ? AND a.at > ? AND c.status = 'approved' AND c.decided_by = a.actor"
-            " AND k.status = 'active' ORDER BY c.id",
+            " AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id"
+            " AND s.verdict = 'agree') ORDER BY c.id",
             [actor, scope, int(after_us)],
         )
         return [int(r[0]) for r in rows]

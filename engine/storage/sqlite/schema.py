@@ -644,6 +644,8 @@ def _v13(dimensions: int) -> list[str]:
     of the queue. Candidates queued before this version have none."""
     del dimensions
     return ["ALTER TABLE candidates ADD COLUMN marks TEXT"]
+
+
 # migration: policies
 def _v14(dimensions: int) -> list[str]:
     """Review policies (issue 28): an index for their reads of the audit log (verdicts, the secret
