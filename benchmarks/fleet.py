@@ -56,7 +56,7 @@ from typing import Any
 from engine import Memory, MemoryConfig
 from engine.data import load_exchanges, load_expected
 from engine.errors import AlreadyDecidedError, MemdeskError
-from engine.policies import PolicyEvidenceError
+from engine.policies import PolicyEvidenceError, known_slots
 from engine.review import replaces
 from engine.text import best_match, value_key
 
@@ -146,14 +146,14 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
     began = time.perf_counter()
     async with Memory(db, clock=clock, config=config) as mem:
         tiers = {name: TIERS[name] for name in args.tiers} if arm != "manual" else {}
-        for name, kinds in tiers.items():
+        for name, _kinds in tiers.items():
+            # allow-lists (issue 28): every slot the claim model knows; kinds that replace are people's now
             await mem.policies.add(
                 name,
                 "bench",
+                slots=known_slots(),
                 extractor="offline",
-                kinds=kinds,
                 min_confidence=args.min_confidence,
-                min_evidence=args.min_evidence,
                 sample_rate=args.sample_rate,
                 target=0.95,
             )
@@ -175,8 +175,8 @@ async def run_arm(arm: str, args: argparse.Namespace, db: str) -> ArmResult:
                 shadow.discard(name)
                 result.enabled_at[name] = f"day {day} hour {hour}"
                 result.enable_evidence.append(
-                    f"{name}, day {day} hour {hour}: {record.approvals_confirmed} of {record.approvals_decided}"
-                    f" confirmed, precision lower bound {round(record.precision_lower or 0, 3)}"
+                    f"{name}, day {day} hour {hour}: scopes ready "
+                    + ", ".join(f"{x.scope} {x.confirmed}/{x.decided}" for x in record.scopes if x.ready)
                 )
                 ran = await mem.policies.run(name)
                 result.run_approvals += len(ran.approved)
