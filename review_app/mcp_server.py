@@ -102,8 +102,8 @@ def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServ
             return f"Not proposed: this is already {where}."
         if outcome.accepted_by is not None:
             return (
-                f"Proposed and accepted (request {outcome.candidate_id}): approved by review {outcome.accepted_by}; it is"
-                f" remembered as [{outcome.knowledge_id}] (people may still check it)."
+                f"Proposed and accepted (request {outcome.candidate_id}): approved by review"
+                f" {outcome.accepted_by}; it is remembered as [{outcome.knowledge_id}] (people may still check it)."
             )
         return f"Proposed (request {outcome.candidate_id}); queued: a reviewer must approve it before it is remembered."
 
