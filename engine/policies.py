@@ -27,8 +27,9 @@ have measured it. So:
               `secrets` (the OS's random source), and stored (audit `policy_sampled` /
               `policy_unsampled`, which agents' database role cannot read); nothing derivable from
               ids. An approval with no stored draw counts as sampled.
-  suspension  per scope, over its last `window` second reviews: when the overturn rate's Wilson
-              lower bound passes `tolerance`, the scope is suspended (audited), and every approval
+  suspension  per scope, over its last `window` second reviews: an overturn raises the scope's
+              sample rate to ALERT_SAMPLE_RATE; when two or more overturns make the overturn
+              rate's Wilson lower bound pass `tolerance`, the scope is suspended (audited), and every approval
               of the scope since its last clean audit (taken, failing closed, as the start of that
               window) that no person upheld is undone back to the queue for people (each undo
               audited; a person may approve it again). A suspended scope goes back to shadow; `enable` lifts it only
@@ -71,6 +72,10 @@ SCOPE_ENTITY: Final = "policy_scope"
 SUSPEND: Final = "policy_scope_suspend"
 RESUME: Final = "policy_scope_resume"
 CLEANUP: Final = "policy_scope_cleanup"
+
+ALERT_SAMPLE_RATE: Final = 0.5
+"""The sample rate of a scope with an overturn among its recent second reviews: a drift shows
+itself in hours, not days, while a clean scope costs only its policy's rate."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _AGENT = re.compile(r"^[^\s,|]{1,80}$")
@@ -347,6 +352,7 @@ class PolicyService:
         self._ctx = ctx
         self._review = review  # engine.review.ReviewService (typed loosely: review imports nothing of this)
         self._checked: dict[str, tuple[int, int]] = {}  # policy actor: second-review stamp last tested
+        self._alert: dict[str, set[str]] = {}  # policy actor: scopes with an overturn in their window
         self._live_scopes: dict[str, set[str]] = {}  # policy actor: scopes whose record proved ready
 
     # -- settings ---------------------------------------------------------------------------------
@@ -790,7 +796,10 @@ class PolicyService:
     async def _store_draw(self, policy: Policy, cand: Candidate, scope: str) -> None:
         """Store the secret draw of one approval. Written just after the approval commits; should
         it be lost, the approval counts as sampled (no `policy_unsampled` row: fail closed)."""
-        sampled = draw_sample(policy.sample_rate)
+        rate = policy.sample_rate
+        if scope in self._alert.get(policy.actor, ()):
+            rate = max(rate, ALERT_SAMPLE_RATE)  # an overturn in its window: look closer, at once
+        sampled = draw_sample(rate)
         async with self._store.transaction() as tx:
             await tx.audit(
                 at=to_us(self._ctx.now()),
@@ -817,11 +826,17 @@ class PolicyService:
                 reviews = await tx.scope_second_reviews(policy.actor)
                 state = await self._scope_state(tx)
             self._checked[policy.actor] = stamp  # before suspending: undo's after-look comes back here
+            alert = self._alert.setdefault(policy.actor, set())
+            alert.clear()
             for scope in sorted({r[0] for r in reviews}):
                 if (policy.name, scope) in state.suspended:
                     continue
                 rec = self._record(policy, scope, (0, 0), reviews, state)
-                if rec.overturn_lower is not None and rec.overturn_lower > policy.tolerance:
+                if rec.overturned:
+                    alert.add(scope)
+                # One overturn alone may be the second reviewer's own mistake: it raises the scope's
+                # sampling (ALERT_SAMPLE_RATE) instead; a second within the window is a pattern.
+                if rec.overturned >= 2 and rec.overturn_lower is not None and rec.overturn_lower > policy.tolerance:
                     await self._suspend(policy, scope, rec, reviews, state, out)
 
     async def _suspend(
