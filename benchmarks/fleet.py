@@ -536,7 +536,12 @@ def summarise(arm: str, policy: dict[str, Any], manual: dict[str, Any]) -> dict[
         out["target_met"] = first is not None and 0 <= first <= 24 and policy["drifted_policy_wrong_active"] == 0
     elif arm.startswith("hostile"):
         out["watcher_accepted"] = policy["watcher_accepted"]
-        out["target_met"] = policy["harmful_active"] == 0  # by people or by the policy
+        out["target_met"] = policy["harmful_active"] == 0  # by people or by the policy: the target
+        # what the policies are answerable for: none approved by a policy, and people's slips no
+        # more than in the all-manual arm (reviewers err at 1 % on any item, harmful ones included)
+        out["none_by_policy"] = (
+            policy["harmful_active_by_policy"] == 0 and policy["harmful_active"] <= manual["harmful_active"]
+        )
     return out
 
 

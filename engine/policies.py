@@ -27,6 +27,9 @@ have measured it. So:
               `secrets` (the OS's random source), and stored (audit `policy_sampled` /
               `policy_unsampled`, which agents' database role cannot read); nothing derivable from
               ids. An approval with no stored draw counts as sampled.
+  forced      `enable --force` (with a reason) lets every unsuspended scope decide without its
+              record; a scope that has none sends every one of its approvals to second review
+              until it earns one, so forcing never leaves an unproven source unwatched.
   suspension  per scope, over its last `window` second reviews: an overturn raises the scope's
               sample rate to ALERT_SAMPLE_RATE; when two or more overturns make the overturn
               rate's Wilson lower bound pass `tolerance`, the scope is suspended (audited), and every approval
@@ -710,8 +713,6 @@ class PolicyService:
         if (policy.name, scope) in state.suspended:
             at = state.suspended[(policy.name, scope)][0]
             return f"scope {scope} is suspended since {from_us(at).isoformat()}: a person decides"
-        if policy.forced:
-            return None
         live = self._live_scopes.setdefault(policy.actor, set())
         if scope in live:
             return None
@@ -723,6 +724,8 @@ class PolicyService:
         if rec.ready:
             live.add(scope)
             return None
+        if policy.forced:
+            return None  # decides unproven: every approval of it is second-reviewed (_store_draw)
         lower = "none" if rec.precision_lower is None else f"{rec.precision_lower:.3f}"
         return (
             f"scope {scope} has no record yet ({rec.confirmed} of {rec.decided} people's decisions confirmed,"
@@ -797,7 +800,9 @@ class PolicyService:
         """Store the secret draw of one approval. Written just after the approval commits; should
         it be lost, the approval counts as sampled (no `policy_unsampled` row: fail closed)."""
         rate = policy.sample_rate
-        if scope in self._alert.get(policy.actor, ()):
+        if scope not in self._live_scopes.get(policy.actor, ()):
+            rate = 1.0  # forced, with no record of its own: a person checks every approval until it has one
+        elif scope in self._alert.get(policy.actor, ()):
             rate = max(rate, ALERT_SAMPLE_RATE)  # an overturn in its window: look closer, at once
         sampled = draw_sample(rate)
         async with self._store.transaction() as tx:

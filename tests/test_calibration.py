@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from engine import Memory
 from engine.extraction.offline import PRIOR_STRENGTH, calibrated
 from tests.engine_helpers import sql
@@ -54,19 +52,10 @@ async def test_a_rejected_rule_loses_confidence_and_an_approved_one_keeps_it(sto
 
 
 async def test_a_policys_approvals_are_not_evidence_for_the_confidence_it_acts_on(
-    store_target: str, monkeypatch: pytest.MonkeyPatch
+    store_target: str,
 ) -> None:
     """Only people's decisions calibrate: a policy approving a rule's candidates must not raise the
     rule's confidence (the confidence that lets it approve), nor fill `stats`' buckets."""
-    from engine import claims
-    from engine.text import canonical
-
-    def job(statement: str) -> claims.Claim:  # the claim reader's job here: "User works as a X" (job_title)
-        text = canonical(statement).rstrip(".")
-        slot = "job_title" if text.startswith("user works as ") else None
-        return claims.Claim("user", slot, text)
-
-    monkeypatch.setattr(claims, "read_claim", job)
     async with Memory(store_target) as mem:
         await mem.policies.add("routine", "lead", slots=("job_title",), extractor="offline", min_confidence=0.9)
         await mem.policies.enable("routine", "lead", force=True, reason="test")

@@ -4,9 +4,7 @@ no credential-like phrase; records, sampling and suspension are per scope; the s
 draw; a suspended scope's approvals go back to people. Every "never" is paired with its positive
 control, and every test runs on both backends.
 
-The claim reader: `engine.claims.read_claim` belongs to the claims/value-model work; these tests
-read three phrasings with `_reader` below (patched in by the `slots` fixture) so that they test
-what a policy does with a claim, whatever the lexicons' coverage is when they run.
+The claims are read by the real reader (engine.claims, its slot lexicons).
 """
 
 from __future__ import annotations
@@ -14,14 +12,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from engine import Memory, MemoryConfig, claims
-from engine.claims import Claim
+from engine import Memory, MemoryConfig
 from engine.errors import UserInputError
 from engine.gate import SYSTEM_ACTOR
 from engine.models import Mark
@@ -31,26 +28,6 @@ from review_app.cli import main
 from tests.engine_helpers import Clock, open_memory
 
 CONFIG = MemoryConfig(policy_min_decisions=10, second_review_rate=0.0)
-_READ = (
-    (re.compile(r"^user lives in (?P<v>.+)$"), "home"),
-    (re.compile(r"^user works at (?P<v>.+)$"), "employer"),
-    (re.compile(r"^user enjoys (?P<v>.+)$"), "hobbies"),
-    (re.compile(r"^user does not live in (?P<v>.+)$"), "home!"),
-)
-
-
-def _reader(statement: str) -> Claim:
-    text = canonical(statement).rstrip(".")
-    for pattern, slot in _READ:
-        if m := pattern.match(text):
-            return Claim("user", slot.rstrip("!"), m.group("v"), "one", negated=slot.endswith("!"))
-    return Claim("user", None, text)
-
-
-@pytest.fixture(autouse=True)
-def slots(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(claims, "read_claim", _reader)
-    yield
 
 
 async def propose(mem: Memory, user: str, statement: str, agent: str = "bot") -> int:
@@ -113,12 +90,12 @@ async def test_slots_and_agents_are_checked_when_a_policy_is_added(new_target: C
 @pytest.mark.parametrize(
     ("statement", "why"),
     [
-        ("User lives near the mosque where he prays", "special category religion"),
-        ("User lives with HIV", "special category health"),
+        ("User enjoys going to mosque", "special category religion"),
+        ("User works at the HIV clinic", "special category health"),
         ("User lives in Leeds, password: hunter2horse", "credential-like phrase in the statement"),
         ("User lives in Leeds [credential removed: AWS access key]", "credential-like phrase"),
         ("User does not live in Leeds", "negated"),
-        ("User enjoys chess", "slot hobbies is not one of this policy's"),
+        ("User speaks Spanish", "slot languages is not one of this policy's"),
         ("User prefers that agents skip identity checks", "free text"),
     ],
 )
@@ -126,7 +103,7 @@ async def test_a_forced_policy_never_approves_outside_its_allow_list(
     new_target: Callable[[str], str], statement: str, why: str
 ) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",))
+        await mem.policies.add("homes", "lead", slots=("home", "employer", "hobbies"), agents=("bot",))
         await mem.policies.enable("homes", "lead", force=True, reason="test")
         control = await propose(mem, "u1", "User lives in Porto")  # positive control: approved
         assert await status(mem, control) == "approved"
@@ -216,17 +193,30 @@ async def test_mcp_is_told_truthfully_accepted_or_queued(new_target: Callable[[s
 
 async def test_the_sample_is_stored_not_derived_from_ids(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=0.5)
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=0.5, target=0.7)
+        await earn(mem, "homes", 10)
+        await mem.policies.enable("homes", "lead")  # on its record: samples at its rate
         ids = [await propose(mem, f"u{i}", f"User lives in Town{i}") for i in range(40)]
+        assert all([await status(mem, c) == "approved" for c in ids])
         queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
         assert queue and queue < set(ids)  # some, not all: a draw at the rate
         async with mem.ctx.store.reading() as tx:
             drawn = {cid for cid in ids if await tx.policy_sampled(cid, "policy:homes")}
         assert drawn == queue  # the queue is exactly the stored draws
-        # no function of the id predicts it: the same ids under a second run would draw anew; here,
-        # the parity of ids (what a hash of consecutive ids resembles) does not split the sample
-        assert {i % 2 for i in queue} == {0, 1} or len(queue) < 3
+
+
+async def test_a_forced_scope_without_a_record_has_every_approval_second_reviewed(
+    new_target: Callable[[str], str],
+) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("p", "lead", slots=("home", "employer"), agents=("bot",), sample_rate=0.1, target=0.7)
+        await earn(mem, "p", 10)  # home has a record, employer none
+        await mem.policies.enable("p", "lead", force=True, reason="pilot")
+        jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(10)]
+        homes = [await propose(mem, f"h{i}", f"User lives in Place{i}") for i in range(30)]
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert set(jobs) <= queue  # unproven: every one
+        assert len(queue & set(homes)) < 20  # positive control: the proven scope samples at 0.1
 
 
 async def test_overturns_suspend_the_scope_and_return_its_approvals(new_target: Callable[[str], str]) -> None:
@@ -347,3 +337,19 @@ def test_digest_reports_the_second_review_backlog_and_exits_1_past_the_sla(tmp_p
     assert "1 policy approval(s) wait for second review" in out.output
     out = runner.invoke(main, ["digest", db, "--sla-hours", "0.0001"])
     assert out.exit_code == 1 and "PAST THE SLA" in out.output
+
+
+def test_a_category_the_detector_is_unsure_of_is_never_approved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import policies
+    from engine.models import Candidate
+    from tests.engine_helpers import T0
+
+    policy = Policy("homes", mode="enabled", slots=("home",), agents=("bot",))
+    cand = Candidate(1, "u", "User lives in Porto", "proposed", "pending", None, T0, created_by="bot")
+    assert policy.verdict(cand).approve  # positive control
+    monkeypatch.setattr(policies, "category_of", lambda statement, label=None: "unsure")
+    verdict = policy.verdict(cand)
+    assert not verdict.approve and "special category unsure" in verdict.why
+    # a category stored on the row counts too, whatever the text says
+    monkeypatch.setattr(policies, "category_of", lambda statement, label=None: None)
+    assert not policy.verdict(dataclasses.replace(cand, category="health")).approve
