@@ -27,9 +27,11 @@ have measured it. So:
               `secrets` (the OS's random source), and stored (audit `policy_sampled` /
               `policy_unsampled`, which agents' database role cannot read); nothing derivable from
               ids. An approval with no stored draw counts as sampled.
-  forced      `enable --force` (with a reason) lets every unsuspended scope decide without its
-              record; a scope that has none sends every one of its approvals to second review
-              until it earns one, so forcing never leaves an unproven source unwatched.
+  forced      `enable --force` (with a reason) enables a policy no scope of which has its record,
+              and lifts suspensions. An extractor rule's scope then decides unproven, every one of
+              its approvals sent to second review until it earns its record; an agent's scope
+              never decides without a record of its own (a new agent starts with none, forced or
+              not; after a suspension, a fresh one).
   suspension  per scope, over its last `window` second reviews: an overturn raises the scope's
               sample rate to ALERT_SAMPLE_RATE; when two or more overturns make the overturn
               rate's Wilson lower bound pass `tolerance`, the scope is suspended (audited), and every approval
@@ -76,23 +78,18 @@ SUSPEND: Final = "policy_scope_suspend"
 RESUME: Final = "policy_scope_resume"
 CLEANUP: Final = "policy_scope_cleanup"
 
-ALERT_SAMPLE_RATE: Final = 0.5
+ALERT_SAMPLE_RATE: Final = 1.0
 """The sample rate of a scope with an overturn among its recent second reviews: a drift shows
 itself in hours, not days, while a clean scope costs only its policy's rate."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _AGENT = re.compile(r"^[^\s,|]{1,80}$")
 _Z95 = 1.959963984540054
-_DEFAULT_SLOTS: Final = (
-    "home", "employer", "job_title", "marital_status", "partner", "age", "name", "children", "siblings",
-    "friends", "pets", "languages", "allergies", "hobbies", "places_visited", "diet",
-)  # fmt: skip
 
 
 def known_slots() -> tuple[str, ...]:
     """The slot names the claim model reads (engine.claims.slot_names), which a policy may name."""
-    names = getattr(claims, "slot_names", None)
-    return tuple(sorted(names())) if callable(names) else _DEFAULT_SLOTS
+    return tuple(sorted(claims.slot_names()))
 
 
 def _slot_known(slot: str, known: Iterable[str]) -> bool:
@@ -256,8 +253,8 @@ class PolicyReport:
             return "it names no slots, so it approves nothing: add a policy with --slots"
         if self.mode != "enabled":
             return f"it is {self.mode}: it decides nothing until enabled"
-        if self.forced and any(s.state != "suspended" for s in self.scopes):
-            return None
+        if self.forced and not self.agents:
+            return None  # extractors' scopes decide unproven, watched
         if any(s.state == "live" for s in self.scopes):
             return None
         if not self.scopes:
@@ -574,7 +571,7 @@ class PolicyService:
         suspension) plus second reviews of its approvals (a verdict other than agree is a person
         deciding against it), and the suspension test over its last `window` second reviews."""
         since = state.reset.get((policy.name, scope), 0)
-        mine = [r for r in reviews if r[0] == scope and r[3] >= since]
+        mine = [r for r in reviews if r[0] == scope and r[3] > since]
         decided = shadow[0] + len(mine)
         confirmed = shadow[1] + sum(1 for r in mine if r[1] == "agree")
         lower = wilson_lower(confirmed, decided)
@@ -582,7 +579,8 @@ class PolicyService:
         recent = mine[-policy.window :]
         over = sum(1 for r in recent if r[1] != "agree")  # overturned, or disagreed after it ended
         suspended = state.suspended.get((policy.name, scope))
-        live = policy.mode == "enabled" and (policy.forced or ready)
+        forced = policy.forced and not scope.split("|", 1)[-1].startswith("agent:")  # never licenses an agent
+        live = policy.mode == "enabled" and (forced or ready)
         st: ScopeState = "suspended" if suspended else ("live" if live else "shadow")
         data = suspended[1] if suspended else {}
         return ScopeRecord(
@@ -724,8 +722,13 @@ class PolicyService:
         if rec.ready:
             live.add(scope)
             return None
+        if policy.forced and not scope.split("|", 1)[1].startswith("agent:"):
+            return None  # an extractor's rule decides unproven: every approval second-reviewed (_store_draw)
         if policy.forced:
-            return None  # decides unproven: every approval of it is second-reviewed (_store_draw)
+            return (
+                f"scope {scope} has no record of its own: even a forced policy waits for people's decisions"
+                " on an agent it has not measured"
+            )
         lower = "none" if rec.precision_lower is None else f"{rec.precision_lower:.3f}"
         return (
             f"scope {scope} has no record yet ({rec.confirmed} of {rec.decided} people's decisions confirmed,"
@@ -861,7 +864,7 @@ class PolicyService:
         review = self._review
         assert isinstance(review, ReviewService)
         since = state.reset.get((policy.name, scope), 0)
-        mine = [r for r in reviews if r[0] == scope and r[3] >= since][-policy.window :]
+        mine = [r for r in reviews if r[0] == scope and r[3] > since][-policy.window :]
         # Fail closed: the last clean audit is taken to be before the whole window the test read
         # (a drift starts unseen, and upheld samples after it do not clear the approvals around
         # them); approvals a person upheld on second review are kept (SQL), everything else goes back.

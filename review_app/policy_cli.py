@@ -285,9 +285,9 @@ def alarm_lines(policies: dict[str, Any]) -> list[str]:
     backlog, hours = policies["second_review_backlog"], policies["second_review_hours"]
     if backlog:
         late = " PAST THE SLA" if policies["second_review_past_sla"] else ""
-        lines.append(f"{backlog} policy approval(s) wait for second review; the oldest for {hours:g} h{late}.")
+        lines.append(f"{backlog} approval(s) wait for second review; the oldest for {hours:g} h{late}.")
     else:
-        lines.append("No policy approval waits for second review.")
+        lines.append("No approval waits for second review.")
     for s in policies["suspended"]:
         lines.append(
             f"Suspended: policy {s['policy']} scope {s['scope']} since {s['at']}: returned {len(s['returned'])}"

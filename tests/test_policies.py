@@ -49,6 +49,20 @@ async def earn(
         await mem.review.approve(cid, "ana")
 
 
+SAYS = {"home": "User lives in", "employer": "User works at", "hobbies": "User enjoys"}
+
+
+async def live(mem: Memory, name: str, slots: tuple[str, ...] = ("home",), sample_rate: float = 0.1) -> None:
+    """A policy enabled on its record: people approved 10 of each slot's candidates from `bot`
+    (the record each scope needs at target 0.7 with CONFIG's 10 decisions)."""
+    await mem.policies.add(name, "lead", slots=slots, agents=("bot",), target=0.7, sample_rate=sample_rate)
+    for slot in slots:
+        for i in range(10):
+            cid = await propose(mem, f"earn-{slot}-{i}", f"{SAYS[slot]} Earned{i}")
+            await mem.review.approve(cid, "ana")
+    await mem.policies.enable(name, "lead")
+
+
 def test_the_wilson_bound_is_cautious_on_small_samples() -> None:
     assert wilson_lower(0, 0) is None
     assert wilson_lower(5, 5) == pytest.approx(0.566, abs=0.001)
@@ -103,8 +117,7 @@ async def test_a_forced_policy_never_approves_outside_its_allow_list(
     new_target: Callable[[str], str], statement: str, why: str
 ) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home", "employer", "hobbies"), agents=("bot",))
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await live(mem, "homes", ("home", "employer", "hobbies"))
         control = await propose(mem, "u1", "User lives in Porto")  # positive control: approved
         assert await status(mem, control) == "approved"
         assert (await mem.review.get(control)).decided_by == "policy:homes"
@@ -155,8 +168,7 @@ async def test_a_forged_row_is_judged_by_its_text_not_its_columns(new_target: Ca
     """A row written straight into the store with kind `new`, confidence 0.99 and no category: the
     policy reads its source (no extraction run: an agent's) and category from the text."""
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",))
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await live(mem, "homes")
         await mem.policies.disable("homes", "lead")
         seed = await propose(mem, "u1", "User lives in Porto")
 
@@ -173,7 +185,7 @@ async def test_a_forged_row_is_judged_by_its_text_not_its_columns(new_target: Ca
         special = await forge("u2", "User lives with HIV", "bot")
         stranger = await forge("u3", "User lives in Lisbon", "mallory")
         control = await forge("u4", "User lives in Faro", "bot")
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await mem.policies.enable("homes", "lead")
         run = await mem.policies.run("homes")
         assert control in run.approved and seed in run.approved  # positive controls
         why = dict(run.left)
@@ -183,8 +195,7 @@ async def test_a_forged_row_is_judged_by_its_text_not_its_columns(new_target: Ca
 
 async def test_mcp_is_told_truthfully_accepted_or_queued(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",))
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await live(mem, "homes")
         accepted = await mem.propose("u1", "User lives in Porto", actor="bot")
         assert accepted.accepted_by == "policy:homes" and accepted.knowledge_id is not None
         queued = await mem.propose("u1", "User enjoys chess", actor="bot")
@@ -205,25 +216,41 @@ async def test_the_sample_is_stored_not_derived_from_ids(new_target: Callable[[s
         assert drawn == queue  # the queue is exactly the stored draws
 
 
-async def test_a_forced_scope_without_a_record_has_every_approval_second_reviewed(
+async def test_a_forced_policy_never_licenses_an_agent_without_its_record(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("q", "lead", slots=("home", "employer"), agents=("bot",), target=0.7)
+        await earn(mem, "q", 10)  # people's decisions on home|agent:bot; none on employer
+        await mem.policies.enable("q", "lead", force=True, reason="pilot")
+        job = await propose(mem, "j1", "User works at Firm1")  # employer|agent:bot: no record
+        assert await status(mem, job) == "pending"
+        assert "has no record of its own" in dict((await mem.policies.run("q")).left)[job]
+        states = {x.scope: x.state for x in (await mem.policies.report("q")).scopes}
+        assert states == {"employer|agent:bot": "shadow", "home|agent:bot": "live"}  # and its report says so
+        # positive control: the scope with people's decisions behind it decides, forced or not
+        home = await propose(mem, "h1", "User lives in Place1")
+        assert await status(mem, home) == "approved"
+
+
+async def test_a_forced_extractor_scope_decides_unproven_and_every_approval_is_second_reviewed(
     new_target: Callable[[str], str],
 ) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("p", "lead", slots=("home", "employer"), agents=("bot",), sample_rate=0.1, target=0.7)
-        await earn(mem, "p", 10)  # home has a record, employer none
-        await mem.policies.enable("p", "lead", force=True, reason="pilot")
-        jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(10)]
-        homes = [await propose(mem, f"h{i}", f"User lives in Place{i}") for i in range(30)]
+        await mem.policies.add("x", "lead", slots=("home", "employer"), extractor="offline", sample_rate=0.0)
+        await mem.policies.enable("x", "lead", force=True, reason="pilot")
+        for i in range(4):
+            await mem.add_exchange(f"x{i}", f"I live in Porto{i}.", None)
+        await mem.process()
+        made = [c for c in await mem.review.pending(limit=100)]
+        decided = [c for u in range(4) for c in await mem.knowledge(f"x{u}")]
+        assert decided and not made  # approved without a record (an extractor's rule, forced)
         queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
-        assert set(jobs) <= queue  # unproven: every one
-        assert len(queue & set(homes)) < 20  # positive control: the proven scope samples at 0.1
+        assert {k.candidate_id for k in decided} <= queue  # every one, though its sample rate is 0
 
 
 async def test_overturns_suspend_the_scope_and_return_its_approvals(new_target: Callable[[str], str]) -> None:
     clock = Clock()
     async with open_memory(new_target("m"), clock, config=CONFIG) as mem:
-        await mem.policies.add("p", "lead", slots=("home", "employer"), agents=("bot",), sample_rate=1.0)
-        await mem.policies.enable("p", "lead", force=True, reason="test")
+        await live(mem, "p", ("home", "employer"), sample_rate=1.0)
         homes = [await propose(mem, f"h{i}", f"User lives in Town{i}") for i in range(4)]
         jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(4)]
         assert all([await status(mem, c) == "approved" for c in homes + jobs])
@@ -237,7 +264,7 @@ async def test_overturns_suspend_the_scope_and_return_its_approvals(new_target: 
         run_state = await mem.policies.report("p")
         states = {s.scope: s.state for s in run_state.scopes}
         employer = next(s for s in run_state.scopes if s.scope.startswith("employer"))
-        assert (employer.decided, employer.confirmed) == (4, 4)  # second reviews are people's decisions
+        assert (employer.decided, employer.confirmed) == (14, 14)  # second reviews are people's decisions
         assert states == {"home|agent:bot": "suspended", "employer|agent:bot": "live"}
         assert await status(mem, later) == "pending"  # the suspended scope decides nothing more
         assert await status(mem, homes[3]) == "pending"  # approved after the clean audit: back to people
@@ -250,12 +277,17 @@ async def test_overturns_suspend_the_scope_and_return_its_approvals(new_target: 
         [sus] = alarms.suspended
         assert (sus.scope, sus.returned, sus.still_pending) == ("home|agent:bot", (homes[3],), 1)
         assert "suspended" in alarms.header()
-        # re-enabling needs fresh evidence (none yet) or --force
-        with pytest.raises(PolicyEvidenceError):  # no scope has a record of people's decisions
-            await mem.policies.enable("p", "lead")
+        # re-enabling needs fresh evidence (none yet): enable keeps it suspended
+        await mem.policies.enable("p", "lead")  # the employer scope's record carries the policy
         assert {s.scope: s.state for s in (await mem.policies.report("p")).scopes}["home|agent:bot"] == "suspended"
-        await mem.policies.enable("p", "lead", force=True, reason="fixed the extractor")
-        assert {s.scope: s.state for s in (await mem.policies.report("p")).scopes}["home|agent:bot"] == "live"
+        # --force lifts the suspension, but an agent's scope decides again only on a fresh record
+        await mem.policies.enable("p", "lead", force=True, reason="fixed the agent")
+        assert {s.scope: s.state for s in (await mem.policies.report("p")).scopes}["home|agent:bot"] == "shadow"
+        for i in range(10):  # people decide its candidates again: a fresh record
+            cid = await propose(mem, f"fresh{i}", f"User lives in Fresh{i}")
+            assert await status(mem, cid) == "pending"
+            await mem.review.approve(cid, "ana")
+        assert await status(mem, await propose(mem, "fresh-done", "User lives in Done")) == "approved"
 
 
 async def test_enable_needs_a_scope_record_of_peoples_decisions(new_target: Callable[[str], str]) -> None:
@@ -274,8 +306,7 @@ async def test_enable_needs_a_scope_record_of_peoples_decisions(new_target: Call
 async def test_alarms_report_the_second_review_backlog_past_the_sla(new_target: Callable[[str], str]) -> None:
     clock = Clock()
     async with open_memory(new_target("m"), clock, config=CONFIG) as mem:
-        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=1.0)
-        await mem.policies.enable("homes", "lead", force=True, reason="test")
+        await live(mem, "homes", sample_rate=1.0)
         cid = await propose(mem, "u1", "User lives in Porto")
         clock.advance(hours=10)
         fresh = await mem.policies.alarms(sla_hours=48)
@@ -323,8 +354,7 @@ def test_digest_reports_the_second_review_backlog_and_exits_1_past_the_sla(tmp_p
 
     async def seed() -> None:
         async with open_memory(db, clock, config=CONFIG) as mem:
-            await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=1.0)
-            await mem.policies.enable("homes", "lead", force=True, reason="test")
+            await live(mem, "homes", sample_rate=1.0)
             cid = await propose(mem, "u1", "User lives in Porto")
             assert await status(mem, cid) == "approved"
 
@@ -334,7 +364,7 @@ def test_digest_reports_the_second_review_backlog_and_exits_1_past_the_sla(tmp_p
     runner = CliRunner()
     out = runner.invoke(main, ["digest", db, "--sla-hours", "1000000"])  # control: within the SLA
     assert out.exit_code == 0, out.output
-    assert "1 policy approval(s) wait for second review" in out.output
+    assert re.search(r"[1-9]\d* approval\(s\) wait for second review", out.output), out.output
     out = runner.invoke(main, ["digest", db, "--sla-hours", "0.0001"])
     assert out.exit_code == 1 and "PAST THE SLA" in out.output
 
