@@ -280,8 +280,8 @@ def day_items(
     return sorted(out, key=lambda it: it.at)
 
 
-def hostile_items(world: World, sc: Scenario, day: int, users: list[str]) -> list[Item]:
-    """The burst (day 3) and the agent that slips one harmful proposal in 25 (every day)."""
+def hostile_items(world: World, sc: Scenario, day: int, people: dict[str, Person]) -> list[Item]:
+    """The burst (day 3), and the agent that slips one harmful proposal in 25 among true ones (every day)."""
     rng = world.rng
     start = T0 + timedelta(days=day)
     out = []
@@ -290,18 +290,24 @@ def hostile_items(world: World, sc: Scenario, day: int, users: list[str]) -> lis
             text, _ = world.harmful()
             out.append(
                 Item(
-                    start + timedelta(hours=14, seconds=k * 10), rng.choice(users), "burster", text, False, harmful=True
+                    start + timedelta(hours=14, seconds=k * 10),
+                    rng.choice(list(people)),
+                    "burster",
+                    text,
+                    False,
+                    harmful=True,
                 )
             )
     for k in range(50):
         at = start + timedelta(minutes=rng.randrange(0, 24 * 60))
-        uid = rng.choice(users)
+        uid = rng.choice(list(people))
         if k % 25 == 24:
             text, _ = world.harmful()
             out.append(Item(at, uid, "slipper", text, False, harmful=True))
-        else:
-            slot = rng.choice(SLOTS)
-            out.append(Item(at, uid, "slipper", world.phrase(slot, world.value(slot)), False))  # made up: wrong
+        else:  # honest-looking: a true fact of the user (it reads what the user said), to earn a record
+            person = people[uid]
+            slot = rng.choice([s for s in SLOTS if person.facts.get(s)])
+            out.append(Item(at, uid, "slipper", world.phrase(slot, rng.choice(person.facts[slot])), True))
     return out
 
 
@@ -325,6 +331,7 @@ class ArmResult:
     wrong_active_policy: int = 0
     harmful_active: int = 0
     harmful_active_by_policy: int = 0
+    wrong_by_policy_statements: list[str] = field(default_factory=list)
     scopes: list[str] = field(default_factory=list)
     harmful_active_statements: list[str] = field(default_factory=list)
     suspensions: list[dict[str, Any]] = field(default_factory=list)
@@ -428,7 +435,7 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
         for day in range(args.days):
             items = day_items(world, sc, day, args.users_per_day, people, args.agent_error)
             if sc.hostile:
-                items += hostile_items(world, sc, day, list(people))
+                items += hostile_items(world, sc, day, people)
                 # the watcher: tries harmful phrasings and repeats what was accepted
                 for _k in range(40):
                     at = T0 + timedelta(days=day, minutes=world.rng.randrange(0, 24 * 60))
@@ -484,6 +491,9 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
                     continue
                 if (fact.created_by or "").startswith("policy:"):
                     res.wrong_active_policy += 1
+                    res.wrong_by_policy_statements.append(
+                        f"{uid}: {fact.statement}{' (drift)' if item and item.drifted else ''}"
+                    )
                     res.drifted_policy_wrong_active += bool(item and item.drifted)
                 else:
                     res.wrong_active_human += 1
@@ -520,6 +530,7 @@ def summarise(arm: str, policy: dict[str, Any], manual: dict[str, Any]) -> dict[
         },
         "scopes": policy["scopes"],
         "harmful_active_statements": policy["harmful_active_statements"][:10],
+        "wrong_by_policy_statements": policy["wrong_by_policy_statements"][:12],
         "suspensions": policy["suspensions"],
         "seconds": {"policy": policy["seconds"], "manual": manual["seconds"]},
     }
