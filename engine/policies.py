@@ -79,6 +79,10 @@ RESUME: Final = "policy_scope_resume"
 CLEANUP: Final = "policy_scope_cleanup"
 
 ALERT_SAMPLE_RATE: Final = 1.0
+ALERT_LOOKBACK: Final = 20
+"""When a scope's first overturn arrives, its newest approvals the draw left out (up to this many)
+are drawn into the second review too: what was approved just before the overturn is the likeliest
+to share its fault, and waiting for new approvals would let a drift run on."""
 """The sample rate of a scope with an overturn among its recent second reviews: a drift shows
 itself in hours, not days, while a clean scope costs only its policy's rate."""
 
@@ -835,6 +839,7 @@ class PolicyService:
                 state = await self._scope_state(tx)
             self._checked[policy.actor] = stamp  # before suspending: undo's after-look comes back here
             alert = self._alert.setdefault(policy.actor, set())
+            before = set(alert)
             alert.clear()
             for scope in sorted({r[0] for r in reviews}):
                 if (policy.name, scope) in state.suspended:
@@ -842,10 +847,28 @@ class PolicyService:
                 rec = self._record(policy, scope, (0, 0), reviews, state)
                 if rec.overturned:
                     alert.add(scope)
+                    if scope not in before:
+                        await self._draw_again(policy, scope)
                 # One overturn alone may be the second reviewer's own mistake: it raises the scope's
                 # sampling (ALERT_SAMPLE_RATE) instead; a second within the window is a pattern.
                 if rec.overturned >= 2 and rec.overturn_lower is not None and rec.overturn_lower > policy.tolerance:
                     await self._suspend(policy, scope, rec, reviews, state, out)
+
+    async def _draw_again(self, policy: Policy, scope: str) -> None:
+        """A scope's alert: its newest approvals left out of the sample go to second review now."""
+        now_us: int = to_us(self._ctx.now())
+        async with self._store.transaction() as tx:
+            for cid, user_id in await tx.unsampled_scope_approvals(policy.actor, scope, ALERT_LOOKBACK):
+                await tx.audit(
+                    at=now_us,
+                    actor=policy.actor,
+                    action=SAMPLED,
+                    user_id=user_id,
+                    entity="candidate",
+                    entity_id=cid,
+                    note=scope,
+                    reason="drawn again: an overturn in its scope",
+                )
 
     async def _suspend(
         self,

@@ -383,3 +383,23 @@ def test_a_category_the_detector_is_unsure_of_is_never_approved(monkeypatch: pyt
     # a category stored on the row counts too, whatever the text says
     monkeypatch.setattr(policies, "category_of", lambda statement, label=None: None)
     assert not policy.verdict(dataclasses.replace(cand, category="health")).approve
+
+
+async def test_a_scopes_first_overturn_draws_its_recent_approvals_into_second_review(
+    new_target: Callable[[str], str],
+) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await live(mem, "p", ("home", "employer"), sample_rate=1.0)
+        first = await propose(mem, "h0", "User lives in Town0")
+        async with mem.ctx.store.transaction() as tx:  # from now on its draw samples nothing
+            raw = json.loads(await tx.meta_value("policy:p") or "{}")
+            await tx.set_meta("policy:p", json.dumps(raw | {"sample_rate": 0.0}))
+        later = [await propose(mem, f"h{i}", f"User lives in Town{i}") for i in range(1, 6)]
+        jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(3)]
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert first in queue and not queue & set(later + jobs)  # control: unsampled stay out
+        await mem.team.second_review(first, "ana", approve=False, reason="wrong town")
+        await mem.policies.run("p")  # the next pass tests the scopes
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert set(later) <= queue  # the overturned scope's recent approvals, drawn again
+        assert not queue & set(jobs)  # the clean scope's are not

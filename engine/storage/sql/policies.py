@@ -26,10 +26,13 @@ UNSAMPLED = "policy_unsampled"
 Fail closed: an approval of a policy with no `policy_unsampled` row is in the sample."""
 
 POLICY_SAMPLE_SQL = (
-    "NOT EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    "(NOT EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
     f" AND ps.action = '{UNSAMPLED}' AND ps.actor = c.decided_by)"
+    " OR EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    f" AND ps.action = '{SAMPLED}' AND ps.actor = c.decided_by))"
 )
-"""A policy's approval (candidate `c`) is in the second-review sample: no row says it was left out."""
+"""A policy's approval (candidate `c`) is in the second-review sample: no row says it was left out,
+or a later draw (a scope's alert) put it in."""
 
 
 class PolicyOps(Protocol):
@@ -163,6 +166,9 @@ class PolicyOps(Protocol):
             "SELECT a.note, s.verdict, a.at, s.decided_at, s.candidate_id FROM second_reviews s"
             " JOIN audit_log a ON a.entity = 'candidate' AND a.entity_id = s.candidate_id"
             f" AND a.action IN ('{SAMPLED}', '{UNSAMPLED}') AND a.actor = s.first_reviewer"
+            " AND a.id = (SELECT min(b.id) FROM audit_log b WHERE b.entity = 'candidate'"
+            f" AND b.entity_id = s.candidate_id AND b.action IN ('{SAMPLED}', '{UNSAMPLED}')"
+            " AND b.actor = s.first_reviewer)"
             " WHERE s.first_reviewer = ? ORDER BY s.decided_at, s.id",
             [actor],
         )
@@ -173,7 +179,7 @@ class PolicyOps(Protocol):
         with an active fact and that no second reviewer upheld (what a suspension returns)."""
         rows = await fetchall(
             self.conn,
-            "SELECT c.id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            "SELECT DISTINCT c.id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
             " JOIN knowledge k ON k.id = c.knowledge_id"
             f" WHERE a.entity = 'candidate' AND a.action IN ('{SAMPLED}', '{UNSAMPLED}') AND a.actor = ?"
             " AND a.note = ? AND a.at > ? AND c.status = 'approved' AND c.decided_by = a.actor"
@@ -194,14 +200,31 @@ class PolicyOps(Protocol):
 
     async def policy_sampled(self, candidate_id: int, actor: str) -> bool:
         """Whether `actor`'s approval of this candidate is in the second-review sample."""
-        row = await (
-            await self.conn.execute(
-                "SELECT count(*) FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action = ?"
-                " AND actor = ?",
-                (candidate_id, UNSAMPLED, actor),
-            )
-        ).fetchone()
-        return int(row[0]) == 0
+        rows = await fetchall(
+            self.conn,
+            "SELECT action FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action IN (?, ?)"
+            " AND actor = ?",
+            [candidate_id, SAMPLED, UNSAMPLED, actor],
+        )
+        actions = {str(r[0]) for r in rows}
+        return SAMPLED in actions or UNSAMPLED not in actions
+
+    async def unsampled_scope_approvals(self, actor: str, scope: str, limit: int) -> list[tuple[int, str]]:
+        """(candidate id, user_id) of `actor`'s newest approvals in `scope` that its draw left out
+        of the sample, still active and not second-reviewed: what a scope's alert draws again."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT c.id, c.user_id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            " JOIN knowledge k ON k.id = c.knowledge_id"
+            f" WHERE a.entity = 'candidate' AND a.action = '{UNSAMPLED}' AND a.actor = ? AND a.note = ?"
+            " AND c.status = 'approved' AND c.decided_by = a.actor AND k.status = 'active'"
+            " AND NOT EXISTS (SELECT 1 FROM audit_log b WHERE b.entity = 'candidate' AND b.entity_id = c.id"
+            f" AND b.action = '{SAMPLED}' AND b.actor = a.actor)"
+            " AND NOT EXISTS (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id)"
+            " ORDER BY a.id DESC LIMIT ?",
+            [actor, scope, int(limit)],
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     async def oldest_pending(self) -> tuple[int, int | None]:
         """(pending candidates, when the oldest was queued)."""
