@@ -317,12 +317,13 @@ class PolicyAlarms:
         return self.queue_past_sla or self.second_review_past_sla
 
     def header(self) -> str:
-        """One line for the workstation's header ("" when there is nothing to report)."""
+        """One line for the workstation's header ("" when there is nothing to raise): the
+        second-review backlog once its oldest is past the SLA, and suspended scopes."""
         parts = []
-        if self.second_review_backlog:
+        # the count alone is on the progress line (◎ N to second-review); this line is the alarm
+        if self.second_review_backlog and self.second_review_past_sla:
             age = f", oldest {self.second_review_hours:.0f} h" if self.second_review_hours is not None else ""
-            late = " PAST SLA" if self.second_review_past_sla else ""
-            parts.append(f"2nd review {self.second_review_backlog}{age}{late}")
+            parts.append(f"2nd review {self.second_review_backlog}{age} PAST SLA")
         if self.suspended:
             back = sum(len(s.returned) for s in self.suspended)
             parts.append(f"{len(self.suspended)} scope(s) suspended, {back} returned to queue")

@@ -175,7 +175,10 @@ class ProgressHeader(Widget):
     def _lines(self) -> list[Text]:
         assert self.progress is not None
         width = max(1, self.size.width)
-        alarm = [Text(f"⚠ {self.alarms}"[:width], style="bold")] if self.alarms else []
+        line = f"⚠ {self.alarms}"
+        # never cut: one line if it fits, else one line per part
+        parts = [line] if len(line) <= width or " · " not in line else ["⚠ " + p for p in self.alarms.split(" · ")]
+        alarm = [Text(p, style="bold") for p in parts] if self.alarms else []
         return fitted_lines(self.progress, width) + alarm
 
     def _fit(self) -> None:
