@@ -39,12 +39,12 @@ value that was corrected away becomes a contradiction of the fact that corrected
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from .claims import Claim, read_claim
+from .claims import Claim, read_claim, relation
+from .claims.judge import Verdict
 from .errors import DuplicateFactError, NotFoundError, StaleSupersessionError, TombstonedError, UserInputError
 from .models import Candidate, GapKind, Knowledge, Mark, to_jsonable
 from .storage.rooms import GateTx
@@ -70,34 +70,11 @@ EndReason = Literal["superseded", "contradicted", "corrected"]
 its period) or it was never true (corrected: as-of never reads it)."""
 
 
-Relation = Literal["same", "replaces", "distinct", "unknown"]
-"""How a new claim stands to an old one: the same value, a replacement (the same one-valued slot,
-another value or the opposite negation), distinct (another slot, or another value of a many-valued
-slot), or unknown (free text the claim model cannot read: the embedder's neighbours, a judge or a
-person decide)."""
-
 Interval = tuple[int | None, int | None]
 """A valid interval in µs, None for an open end."""
 
-
-@lru_cache(maxsize=65_536)
-def claim_of(statement: str) -> Claim:
-    """engine.claims.read_claim, cached: a gate pass reads the claims of every live entry of the
-    user, and the same facts again at the next statement."""
-    return read_claim(statement)
-
-
-def relation(new: Claim, old: Claim) -> Relation:
-    """The value model's one rule over two claims (DESIGN, "Same / replaces / both")."""
-    if new.slot is None or old.slot is None:
-        return "unknown"
-    if new.subject != old.subject or new.slot != old.slot:
-        return "distinct"
-    if new.value == old.value:
-        return "same" if new.negated == old.negated else "replaces"
-    if "one" in (new.cardinality, old.cardinality) and not new.negated and not old.negated:
-        return "replaces"
-    return "distinct"  # another value of a many-valued slot, or "not X" beside "Y"
+claim_of = read_claim
+"""engine.claims.read_claim (cached there): the one reading of a statement every judgement here uses."""
 
 
 MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.5, "wordllama": 0.5}
@@ -127,19 +104,23 @@ ClaimKey = tuple[str, str, str, bool]
 
 class ClaimIndex(Generic[P]):
     """Claims the slot lexicons read, each with a payload: the same claim by a dict, the claims of
-    one slot (for replacements) by another. Free-text claims are not indexed: their sameness is the
-    canonical text's (`ValueIndex`) and their neighbours the embedder's."""
+    one slot (and of what each implies: "married to Sam" implies married) for replacements by
+    another. Free-text claims are not indexed: their sameness is the canonical text's
+    (`ValueIndex`) and their neighbours the embedder's."""
 
     def __init__(self) -> None:
         self._same: dict[ClaimKey, list[P]] = {}
-        self._slots: dict[tuple[str, str], list[tuple[Claim, P]]] = {}
+        self._slots: dict[tuple[str, str], list[tuple[int, Claim, P]]] = {}
+        self._count = 0
 
-    def add(self, statement: str, payload: P) -> None:
-        claim = claim_of(statement)
+    def add(self, statement: str, payload: P, claim: Claim | None = None) -> None:
+        claim = claim or claim_of(statement)
         if claim.slot is None:
             return
         self._same.setdefault((claim.subject, claim.slot, claim.value, claim.negated), []).append(payload)
-        self._slots.setdefault((claim.subject, claim.slot), []).append((claim, payload))
+        self._count += 1
+        for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
+            self._slots.setdefault((claim.subject, slot), []).append((self._count, claim, payload))
 
     def same(self, claim: Claim, skip: Callable[[P], bool] | None = None) -> P | None:
         """The first entry making the identical claim, or None."""
@@ -151,11 +132,16 @@ class ClaimIndex(Generic[P]):
         return None
 
     def replaced(self, claim: Claim) -> list[P]:
-        """The entries this claim would replace (`relation` "replaces"), newest first."""
+        """The entries this claim would replace (engine.claims.relation "replaces"), newest first."""
         if claim.slot is None:
             return []
-        found = self._slots.get((claim.subject, claim.slot), ())
-        return [payload for old, payload in reversed(found) if relation(claim, old) == "replaces"]
+        found: dict[int, tuple[Claim, P]] = {}
+        for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
+            for seq, old, payload in self._slots.get((claim.subject, slot), ()):
+                found[seq] = (old, payload)
+        return [
+            payload for _, (old, payload) in sorted(found.items(), reverse=True) if relation(old, claim) == "replaces"
+        ]
 
 
 def marks_note(marks: tuple[Mark, ...]) -> str | None:
@@ -293,10 +279,11 @@ class Admission:
                 self._ended.add(error.knowledge_id)
         return None
 
-    def marks(self, statement: str, excluding: Collection[int] = ()) -> tuple[Mark, ...]:
+    def marks(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[Mark, ...]:
         """What a person should know about a value that passes I1 and I2: the active fact it looks
         like (one edit apart, engine.text), the live tombstone it is near, the facts its claim may
-        replace (an import states what is true, so they are marks, not links)."""
+        replace (an import states what is true, so they are marks, not links; `claims=False` for a
+        caller that related the claim itself, valid times included)."""
         key = value_key(statement)
         passed = self._ended.union(excluding)
         skip = (lambda f: self._real.get(f[0], f[0]) in passed) if passed else None
@@ -307,7 +294,7 @@ class Admission:
         stone = self._stones.near(key, (lambda t: t[0] in self._lifted) if self._lifted else None)
         if stone is not None:
             out.append(near_tombstone(*stone))
-        for old in self._claims.replaced(claim_of(statement)):
+        for old in self._claims.replaced(claim_of(statement)) if claims else ():
             ident, text = self._id(old)
             if ident not in passed:
                 out.append(may_replace(ident, text, "the same one-valued slot"))
@@ -582,14 +569,17 @@ def corrected_target(view: GateView, statement: str) -> int | None:
     return hit[0] if hit is not None else None
 
 
-def replacement(view: GateView, statement: str, valid: Interval = (None, None)) -> tuple[GapKind, int | None]:
+def replacement(
+    view: GateView, statement: str, valid: Interval = (None, None), claim: Claim | None = None
+) -> tuple[GapKind, int | None]:
     """One replacement detection for a statement someone wrote: the newest active fact whose claim
     this one replaces (`relation`: the same one-valued slot, another value or the opposite
     negation) over an overlapping valid interval is its update; else a value that was corrected
     away is a contradiction of the fact that corrected it; else new. Free text (no slot) is never
-    linked here: `neighbour_marks` asks a person."""
+    linked here: `neighbour_marks` asks a person. `claim`: the statement's claim when its source
+    named a slot too (engine.claims.claim_for: an LLM extractor's `slot`)."""
     live, _ = _live_claims(view)
-    for entity, ident, _text in live.replaced(claim_of(statement)):
+    for entity, ident, _text in live.replaced(claim or claim_of(statement)):
         if (
             entity == "knowledge"
             and ident in view.active_ids
@@ -602,6 +592,20 @@ def replacement(view: GateView, statement: str, valid: Interval = (None, None)) 
     return "new", None
 
 
+async def nearest_facts(
+    tx: GateTx, user_id: str, statement: str, embedding: list[float] | None, similarity: float, limit: int = 3
+) -> list[tuple[int, str]]:
+    """(id, statement) of the user's active facts nearest a FREE-TEXT statement by the configured
+    embedder, at or above cosine `similarity`, nearest first; empty for a statement with a slot
+    (the claim model relates it) or without an embedding."""
+    if embedding is None or claim_of(statement).slot is not None:
+        return []
+    near = await tx.vector_arm(
+        user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
+    )
+    return [(fid, (await tx.get_knowledge(user_id, fid)).statement) for fid in near]
+
+
 async def neighbour_marks(
     tx: GateTx,
     user_id: str,
@@ -610,24 +614,28 @@ async def neighbour_marks(
     similarity: float,
     *,
     skip: Collection[int] = (),
-    limit: int = 3,
-) -> tuple[Mark, ...]:
-    """A statement the claim model cannot read (free text), compared with the user's active facts
-    by the configured embedder: each of the `limit` nearest whose cosine similarity is at least
-    `similarity` becomes a "may replace" question for a person, never a link. A statement with a
-    slot is left to `replacement`, and so is a fact with a slot when the statement has one."""
-    if embedding is None or claim_of(statement).slot is not None:
-        return ()
-    near = await tx.vector_arm(
-        user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
-    )
+    verdicts: Mapping[int, Verdict] | None = None,
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """A free-text statement against its nearest active facts (`nearest_facts`): without a judge
+    each neighbour is a "may replace #N" question for a person, never a link. With `verdicts`
+    (a ValueJudge's answers, asked before the transaction): "replaces" links (the first such
+    neighbour is returned as the target), "same" is a look-alike mark ("the judge reads it as the
+    same as #N"), "both" leaves the neighbour alone, "unsure" or no answer stays a "may replace"
+    mark. Returns (target or None, marks)."""
+    target: int | None = None
     out: list[Mark] = []
-    for fid in near:
+    for fid, text in await nearest_facts(tx, user_id, statement, embedding, similarity):
         if fid in skip:
             continue
-        fact = await tx.get_knowledge(user_id, fid)
-        out.append(may_replace(fid, fact.statement, "similar wording"))
-    return tuple(out)
+        verdict = (verdicts or {}).get(fid)
+        if verdict is None or verdict.verdict == "unsure":
+            why = verdict.note if verdict is not None and verdict.note else "similar wording"
+            out.append(may_replace(fid, text, why))
+        elif verdict.verdict == "replaces" and target is None:
+            target = fid
+        elif verdict.verdict == "same":
+            out.append(Mark("looks_like", fid, f"the judge reads it as the same as fact #{fid}: {text}"))
+    return target, tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,12 +659,14 @@ async def screen(
     valid: Interval = (None, None),
     embedding: list[float] | None = None,
     similarity: float | None = None,
+    verdicts: Mapping[int, Verdict] | None = None,
 ) -> Screened:
     """The intake of one written statement, under the user's lock: TombstonedError for a value a
     tombstone blocks (the same text or claim); `duplicate_of` for a value an active fact or a
     pending candidate already holds; otherwise the kind and target it is queued with (with
     `detect`, the fact it would replace: a `new` statement becomes an update of it) and its marks
-    (look-alikes, and with `embedding` and `similarity` the facts free text may replace)."""
+    (look-alikes, and with `embedding` and `similarity` the facts free text may replace; with a
+    judge's `verdicts` on those neighbours, its "replaces" links: `neighbour_marks`)."""
     await tx.lock_user(user_id)
     view = await tx.gate_view(user_id, whole=False)
     verdict = gate_verdict(view, statement)
@@ -675,7 +685,12 @@ async def screen(
         return Screened(kind=found if kind == "new" else kind, supersedes_id=target, marks=marks)
     if similarity is not None:
         marked = {m.target_id for m in marks if m.kind == "looks_like"}
-        marks += await neighbour_marks(tx, user_id, statement, embedding, similarity, skip=marked)
+        linked, more = await neighbour_marks(
+            tx, user_id, statement, embedding, similarity, skip=marked, verdicts=verdicts
+        )
+        marks += more
+        if linked is not None:  # a judge's "replaces": a link, as the claim model's would be
+            return Screened(kind="update" if kind == "new" else kind, supersedes_id=linked, marks=marks)
     return Screened(kind=kind, marks=marks)
 
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .blind import blind_spots
+from .claims.judge import Verdict
 from .context import EngineContext
 from .credentials import refuse_credentials
 from .errors import (
@@ -35,6 +36,7 @@ from .gate import (
     activate,
     marks_note,
     may_replace_similarity,
+    nearest_facts,
     neighbour_marks,
     refuse_earlier_start,
     replacement,
@@ -192,6 +194,19 @@ class KnowledgeOps:
 
     ctx: EngineContext
 
+    async def _verdicts(self, user_id: str, statement: str, embedding: list[float]) -> dict[int, Verdict]:
+        """With a ValueJudge configured: its answers on a free-text statement's nearest facts,
+        asked BEFORE the write transaction (a model call never holds the user's lock); the gate
+        reads the neighbours again inside it, and a fact the judge did not see is only marked."""
+        judge = self.ctx.judge
+        if judge is None:
+            return {}
+        async with self._store.reading() as tx:
+            near = await nearest_facts(tx, user_id, statement, embedding, self._similarity())
+        if not near:
+            return {}
+        return {v.neighbour_id: v for v in await judge.judge(statement, near)}
+
     def _similarity(self) -> float:
         """The "may replace" threshold in force for this Memory's embedder (engine.gate)."""
         name = str(getattr(self.ctx.embedder, "name", "") or "")
@@ -228,6 +243,7 @@ class KnowledgeOps:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         now_us: int = to_us(self.ctx.now())
         async with self._store.transaction() as tx:
             admission = await Admission.read(tx, uid)
@@ -235,6 +251,10 @@ class KnowledgeOps:
             end_reason: EndReason | None = None
             view = await tx.gate_view(uid, whole=False)
             kind, target = replacement(view, text, (start, end))
+            marks: tuple[Mark, ...] = ()
+            if target is None:
+                linked, marks = await neighbour_marks(tx, uid, text, embedding, self._similarity(), verdicts=verdicts)
+                kind, target = ("update", linked) if linked is not None else (kind, None)
             if kind in ("update", "contradiction") and target is not None:
                 if settle is None:
                     fact = await tx.get_knowledge(uid, target)
@@ -242,10 +262,9 @@ class KnowledgeOps:
                 if settle != "keep_both":
                     old = await tx.get_knowledge(uid, target)
                     end_reason = "corrected" if settle == "correct" else "superseded"
-            marks = admission.marks(text, {target} if target is not None else ())
-            if target is None:
-                alike = {m.target_id for m in marks if m.kind == "looks_like"}
-                marks += await neighbour_marks(tx, uid, text, embedding, self._similarity(), skip=alike)
+            alike = admission.marks(text, {target} if target is not None else (), claims=False)
+            looked = {m.target_id for m in alike if m.kind == "looks_like"}
+            marks = alike + tuple(m for m in marks if not (m.kind == "may_replace" and m.target_id in looked))
             made = await activate(
                 tx,
                 user_id=uid,
@@ -590,6 +609,7 @@ class KnowledgeOps:
         now_us: int = to_us(created_at or self.ctx.now())
         named = supersedes_id is not None or supersedes_candidate_id is not None
         embedding = None if named or kind == "retraction" else (await self.ctx.embedder.embed([text]))[0]
+        verdicts = await self._verdicts(_user(user_id), text, embedding) if embedding is not None else {}
         marks: tuple[Mark, ...] = ()
         async with self._store.transaction() as tx:
             if kind != "retraction":
@@ -602,6 +622,7 @@ class KnowledgeOps:
                     valid=(start, end),
                     embedding=embedding,
                     similarity=self._similarity(),
+                    verdicts=verdicts,
                 )
                 if screened.duplicate_of is not None:
                     raise DuplicateCandidateError(*screened.duplicate_of)
@@ -652,8 +673,11 @@ class KnowledgeOps:
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
             return refused
         [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         async with self._store.transaction() as tx:
-            screened = await screen(tx, uid, text, kind="proposed", embedding=embedding, similarity=self._similarity())
+            screened = await screen(
+                tx, uid, text, kind="proposed", embedding=embedding, similarity=self._similarity(), verdicts=verdicts
+            )
             if screened.duplicate_of is not None:
                 return ProposalOutcome(duplicate_of=screened.duplicate_of)
             await self._agent_room(tx, uid)

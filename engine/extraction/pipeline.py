@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from rapidfuzz import fuzz
 
 from ..categories import category_of
+from ..claims import claim_for
 from ..credentials import audit_credentials, has_marker, redact
 from ..errors import (
     ConflictError,
@@ -728,7 +729,7 @@ class Pipeline:
             if sup_k is None and sup_c is None:
                 # the value model's replacement (a statement with no handle, from any extractor), or
                 # a value corrected away: approving it must ask the question
-                found, target_id = replacement(view, statement, (start, end))
+                found, target_id = replacement(view, statement, (start, end), claim_for(statement, item.slot))
                 if target_id is not None:
                     kind, sup_k = found, target_id
             said, supported = stated_at(item.evidence, episode.messages, cfg.evidence_threshold)
