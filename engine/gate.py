@@ -77,7 +77,7 @@ claim_of = read_claim
 """engine.claims.read_claim (cached there): the one reading of a statement every judgement here uses."""
 
 
-MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.5, "wordllama": 0.5}
+MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.45, "wordllama": 0.4}
 """Per embedder (its recorded name), the cosine similarity at or above which a free-text
 statement's neighbour is asked about ("may replace #N"), measured on benchmarks/value_identity.py's
 main part (benchmarks/README.md); an embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`."""
@@ -99,7 +99,25 @@ def overlaps(a: Interval, b: Interval) -> bool:
     return (e1 is None or s2 is None or s2 < e1) and (e2 is None or s1 is None or s1 < e2)
 
 
-ClaimKey = tuple[str, str, str, bool]
+ClaimKey = tuple[str, str, str, bool, frozenset[tuple[str | None, str, bool]]]
+
+
+def claim_key(claim: Claim) -> ClaimKey | None:
+    """What makes two claims the same: subject, slot, value, negation and what each implies
+    ("engaged to Priya" and "married to Priya" name one partner but two marital statuses)."""
+    if claim.slot is None:
+        return None
+    implied = frozenset((c.slot, c.value, c.negated) for c in claim.implies)
+    return (claim.subject, claim.slot, claim.value, claim.negated, implied)
+
+
+def replaces(old: Claim, new: Claim) -> bool:
+    """engine.claims.relation's "replaces", and one more case: the same claim whose implied claims
+    replace each other (married to Priya, after engaged to Priya)."""
+    found = relation(old, new)
+    if found == "same" and claim_key(old) != claim_key(new):
+        return any(relation(x, y) == "replaces" for x in old.implies for y in new.implies if x.slot == y.slot)
+    return found == "replaces"
 
 
 class ClaimIndex(Generic[P]):
@@ -117,16 +135,19 @@ class ClaimIndex(Generic[P]):
         claim = claim or claim_of(statement)
         if claim.slot is None:
             return
-        self._same.setdefault((claim.subject, claim.slot, claim.value, claim.negated), []).append(payload)
+        key = claim_key(claim)
+        assert key is not None
+        self._same.setdefault(key, []).append(payload)
         self._count += 1
         for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
             self._slots.setdefault((claim.subject, slot), []).append((self._count, claim, payload))
 
     def same(self, claim: Claim, skip: Callable[[P], bool] | None = None) -> P | None:
         """The first entry making the identical claim, or None."""
-        if claim.slot is None:
+        key = claim_key(claim)
+        if key is None:
             return None
-        for payload in self._same.get((claim.subject, claim.slot, claim.value, claim.negated), ()):
+        for payload in self._same.get(key, ()):
             if skip is None or not skip(payload):
                 return payload
         return None
@@ -139,9 +160,7 @@ class ClaimIndex(Generic[P]):
         for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
             for seq, old, payload in self._slots.get((claim.subject, slot), ()):
                 found[seq] = (old, payload)
-        return [
-            payload for _, (old, payload) in sorted(found.items(), reverse=True) if relation(old, claim) == "replaces"
-        ]
+        return [payload for _, (old, payload) in sorted(found.items(), reverse=True) if replaces(old, claim)]
 
 
 def marks_note(marks: tuple[Mark, ...]) -> str | None:
@@ -472,7 +491,7 @@ async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
 def _would_replace(statement: str, fact_statement: str) -> str | None:
     """ "update" when `statement` would replace that one fact (the value model's `relation`, the
     same `replacement` applies at intake), else None."""
-    return "update" if relation(claim_of(statement), claim_of(fact_statement)) == "replaces" else None
+    return "update" if replaces(claim_of(fact_statement), claim_of(statement)) else None
 
 
 async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:
@@ -595,15 +614,21 @@ def replacement(
 async def nearest_facts(
     tx: GateTx, user_id: str, statement: str, embedding: list[float] | None, similarity: float, limit: int = 3
 ) -> list[tuple[int, str]]:
-    """(id, statement) of the user's active facts nearest a FREE-TEXT statement by the configured
-    embedder, at or above cosine `similarity`, nearest first; empty for a statement with a slot
-    (the claim model relates it) or without an embedding."""
-    if embedding is None or claim_of(statement).slot is not None:
+    """(id, statement) of the user's active facts nearest a statement by the configured embedder,
+    at or above cosine `similarity`, nearest first, that the claim model cannot relate to it (one
+    of the two is free text: `relation` "unknown"); two claims it reads are its to relate."""
+    if embedding is None:
         return []
     near = await tx.vector_arm(
         user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
     )
-    return [(fid, (await tx.get_knowledge(user_id, fid)).statement) for fid in near]
+    claim = claim_of(statement)
+    out = []
+    for fid in near:
+        text = (await tx.get_knowledge(user_id, fid)).statement
+        if relation(claim_of(text), claim) == "unknown":
+            out.append((fid, text))
+    return out
 
 
 async def neighbour_marks(
@@ -622,9 +647,17 @@ async def neighbour_marks(
     neighbour is returned as the target), "same" is a look-alike mark ("the judge reads it as the
     same as #N"), "both" leaves the neighbour alone, "unsure" or no answer stays a "may replace"
     mark. Returns (target or None, marks)."""
+    return judged(await nearest_facts(tx, user_id, statement, embedding, similarity), skip, verdicts)
+
+
+def judged(
+    near: list[tuple[int, str]], skip: Collection[int] = (), verdicts: Mapping[int, Verdict] | None = None
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """`neighbour_marks`' rule over neighbours already found (the pipeline finds an LLM
+    extraction's neighbours before its write transaction)."""
     target: int | None = None
     out: list[Mark] = []
-    for fid, text in await nearest_facts(tx, user_id, statement, embedding, similarity):
+    for fid, text in near:
         if fid in skip:
             continue
         verdict = (verdicts or {}).get(fid)

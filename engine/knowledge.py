@@ -250,7 +250,8 @@ class KnowledgeOps:
             old: Knowledge | None = None
             end_reason: EndReason | None = None
             view = await tx.gate_view(uid, whole=False)
-            kind, target = replacement(view, text, (start, end))
+            # no start of its own: it holds from now, for the overlap test (an ended fact is history)
+            kind, target = replacement(view, text, (start if start is not None else now_us, end))
             marks: tuple[Mark, ...] = ()
             if target is None:
                 linked, marks = await neighbour_marks(tx, uid, text, embedding, self._similarity(), verdicts=verdicts)
@@ -619,7 +620,7 @@ class KnowledgeOps:
                     text,
                     kind=kind,
                     detect=not named,
-                    valid=(start, end),
+                    valid=(start if start is not None else now_us, end),
                     embedding=embedding,
                     similarity=self._similarity(),
                     verdicts=verdicts,
@@ -676,7 +677,14 @@ class KnowledgeOps:
         verdicts = await self._verdicts(uid, text, embedding)
         async with self._store.transaction() as tx:
             screened = await screen(
-                tx, uid, text, kind="proposed", embedding=embedding, similarity=self._similarity(), verdicts=verdicts
+                tx,
+                uid,
+                text,
+                kind="proposed",
+                valid=(now_us, None),  # an agent's statement holds from when it was said
+                embedding=embedding,
+                similarity=self._similarity(),
+                verdicts=verdicts,
             )
             if screened.duplicate_of is not None:
                 return ProposalOutcome(duplicate_of=screened.duplicate_of)
