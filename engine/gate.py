@@ -121,26 +121,33 @@ def replaces(old: Claim, new: Claim) -> bool:
 
 
 class ClaimIndex(Generic[P]):
-    """Claims the slot lexicons read, each with a payload: the same claim by a dict, the claims of
-    one slot (and of what each implies: "married to Sam" implies married) for replacements by
-    another. Free-text claims are not indexed: their sameness is the canonical text's
-    (`ValueIndex`) and their neighbours the embedder's."""
+    """Claims the slot lexicons read, each with a payload: the same claim by a dict; for
+    replacements, each claim (and what it implies: "married to Sam" implies married) under its
+    slot, value and negation, and under its slot alone when that slot holds one value. A lookup
+    reads only the entries that can be replaced (the same value negated, or the one value of a
+    one-valued slot), so a user with 20,000 hobbies costs no more than one with five. Free-text claims are not indexed:
+    their sameness is the canonical text's (`ValueIndex`) and their neighbours the embedder's."""
 
     def __init__(self) -> None:
         self._same: dict[ClaimKey, list[P]] = {}
-        self._slots: dict[tuple[str, str], list[tuple[int, Claim, P]]] = {}
+        self._by_value: dict[tuple[str, str, str, bool], list[tuple[int, Claim, P]]] = {}
+        self._by_slot: dict[tuple[str, str], list[tuple[int, Claim, P]]] = {}
         self._count = 0
 
     def add(self, statement: str, payload: P, claim: Claim | None = None) -> None:
         claim = claim or claim_of(statement)
-        if claim.slot is None:
-            return
         key = claim_key(claim)
-        assert key is not None
+        if key is None:
+            return
         self._same.setdefault(key, []).append(payload)
         self._count += 1
-        for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
-            self._slots.setdefault((claim.subject, slot), []).append((self._count, claim, payload))
+        entry = (self._count, claim, payload)
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            self._by_value.setdefault((claim.subject, part.slot, part.value, part.negated), []).append(entry)
+            if part.cardinality == "one":
+                self._by_slot.setdefault((claim.subject, part.slot), []).append(entry)
 
     def same(self, claim: Claim, skip: Callable[[P], bool] | None = None) -> P | None:
         """The first entry making the identical claim, or None."""
@@ -153,12 +160,20 @@ class ClaimIndex(Generic[P]):
         return None
 
     def replaced(self, claim: Claim) -> list[P]:
-        """The entries this claim would replace (engine.claims.relation "replaces"), newest first."""
+        """The entries this claim would replace (`replaces`), newest first."""
         if claim.slot is None:
             return []
         found: dict[int, tuple[Claim, P]] = {}
-        for slot in {claim.slot, *(c.slot for c in claim.implies if c.slot is not None)}:
-            for seq, old, payload in self._slots.get((claim.subject, slot), ()):
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            # the same value negated ("not vegan" after "vegan"); the same value with the same
+            # negation only where implied claims can differ ("married to" after "engaged to")
+            flips = [not part.negated, part.negated] if claim.implies else [not part.negated]
+            for negated in flips:
+                for seq, old, payload in self._by_value.get((claim.subject, part.slot, part.value, negated), ()):
+                    found[seq] = (old, payload)
+            for seq, old, payload in self._by_slot.get((claim.subject, part.slot), ()):
                 found[seq] = (old, payload)
         return [payload for _, (old, payload) in sorted(found.items(), reverse=True) if replaces(old, claim)]
 
@@ -262,28 +277,35 @@ class Admission:
         found = self._stones.find(value_key(statement), skip) or self._stone_claims.same(claim_of(statement), skip)
         return found
 
-    def holder(self, statement: str, excluding: Collection[int] = ()) -> tuple[int, str] | None:
-        """(id, statement) of an active fact holding this value (the same text or the same claim),
-        other than those in `excluding`."""
+    def holder(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[int, str] | None:
+        """(id, statement) of an active fact holding this value (the same text or, with `claims`,
+        the same claim), other than those in `excluding`."""
         passed = self._ended.union(excluding)
         skip = (lambda fact: self._real.get(fact[0], fact[0]) in passed) if passed else None
-        found = self._values.find(value_key(statement), skip) or self._claims.same(claim_of(statement), skip)
+        found = self._values.find(value_key(statement), skip)
+        if found is None and claims:
+            found = self._claims.same(claim_of(statement), skip)
         return self._id(found) if found is not None else None
 
-    def refusal(self, statement: str, excluding: Collection[int] = ()) -> UserInputError | None:
-        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None."""
+    def refusal(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> UserInputError | None:
+        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None.
+        `claims=False` (an import): a fact is a duplicate only by its canonical text; the same
+        claim in other words is a mark (`marks`), because the lexicons read "User owns a horse
+        since 2003 (note 5)" as the claim of "User owns a horse", and an import must lose nothing.
+        A tombstone refuses the same claim either way: a rejected value stays rejected."""
         stone = self.tombstone(statement)
         if stone is not None:
             return TombstonedError(stone[0], stone[1])
-        same = self.holder(statement, excluding)
+        same = self.holder(statement, excluding, claims=claims)
         if same is not None:
             return DuplicateFactError(same[0], same[1])
         return None
 
     async def verified(self, statement: str) -> UserInputError | None:
-        """`refusal`, each hit checked against the database first (an import's later transaction:
-        another writer may have ended the fact or lifted the tombstone since it was indexed)."""
-        while (error := self.refusal(statement)) is not None:
+        """`refusal` as an import asks it (`claims=False`), each hit checked against the database
+        first (an import's later transaction: another writer may have ended the fact or lifted the
+        tombstone since it was indexed)."""
+        while (error := self.refusal(statement, claims=False)) is not None:
             if isinstance(error, TombstonedError):
                 if (await self._tx.get_tombstone(self.user_id, error.tombstone_id)).lifted_at is None:
                     return error
@@ -310,6 +332,10 @@ class Admission:
         fact = self._values.near(key, skip)
         if fact is not None:
             out.append(looks_like("knowledge", *self._id(fact)))
+        said = self._claims.same(claim_of(statement), skip)
+        if said is not None and self._values.find(key, skip) is None:
+            ident, text = self._id(said)
+            out.append(Mark("looks_like", ident, f"says the same as fact #{ident} (the same claim): {text}"))
         stone = self._stones.near(key, (lambda t: t[0] in self._lifted) if self._lifted else None)
         if stone is not None:
             out.append(near_tombstone(*stone))

@@ -336,7 +336,7 @@ class KnowledgeOps:
                 kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
                 placeholders: list[int] = []
                 for index, ((text, s, e, c), emb) in enumerate(zip(batch, embeddings, strict=True), start):
-                    refused = await admission.verified(text) if start else admission.refusal(text)
+                    refused = await admission.verified(text) if start else admission.refusal(text, claims=False)
                     if refused is not None:
                         refusals.append((index, refused))
                         continue
