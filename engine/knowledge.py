@@ -34,6 +34,7 @@ from .gate import (
     Admission,
     EndReason,
     activate,
+    gate_verdict,
     marks_note,
     may_replace_similarity,
     nearest_facts,
@@ -566,16 +567,22 @@ class KnowledgeOps:
             return lifted
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
-        """The live tombstone of this user matching the statement's value (the same canonical text;
-        a look-alike is not a match)."""
+        """The live tombstone of this user matching the statement's value (the same canonical text or
+        claim: the intake's gate_verdict; a look-alike is not a match)."""
         async with self._store.reading() as tx:
-            return await tx.matching_tombstone(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "tombstoned":
+                return None
+            return await tx.get_tombstone(user_id, verdict[1][1])
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
-        the same value (engine.text's rule), or None."""
+        the same value (the same canonical text or claim: the intake's gate_verdict), or None."""
         async with self._store.reading() as tx:
-            return await tx.duplicate_of(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "duplicate":
+                return None
+            return verdict[1][0], verdict[1][1]
 
     async def users(self) -> list[str]:
         async with self._store.reading() as tx:
