@@ -132,12 +132,15 @@ def relation(a: Claim, b: Claim) -> Relation:
         return "unknown"
     if a.subject != b.subject:
         return "distinct"
-    if a.slot == b.slot:
-        return _pair(a, b)
+    # What either statement implies counts too, and a replacement there wins over sameness of the
+    # primary claims: "User is married to Tom" after "User is engaged to Tom" names the same
+    # partner, but the marital status it implies replaces "engaged".
     for x in (a, *a.implies):
         for y in (b, *b.implies):
             if x.slot == y.slot and _pair(x, y) == "replaces":
                 return "replaces"
+    if a.slot == b.slot:
+        return _pair(a, b)
     return "distinct"
 
 
