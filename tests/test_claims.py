@@ -160,6 +160,35 @@ def test_divorced_replaces_married_to() -> None:
     assert relation(married, read_claim("User is married to Alex")) == "replaces"
 
 
+def test_engaged_then_married_to_the_same_person_replaces_the_status() -> None:
+    engaged, married = read_claim("User is engaged to Tom"), read_claim("User is married to Tom")
+    assert (engaged.slot, engaged.value) == (married.slot, married.value) == ("partner", "tom")
+    assert relation(engaged, married) == "replaces"
+    # control: the same marriage said twice is the same
+    assert relation(married, read_claim("User's husband is Tom")) == "same"
+
+
+@pytest.mark.parametrize(
+    ("idiom", "control", "slot"),
+    [
+        ("User lives in fear of losing her job", "User lives in Lisbon", "home"),
+        ("User lives in the moment", "User lives in the Netherlands", "home"),
+        ("User moved to tears by the film", "User moved to Porto", "home"),
+        ("User works for a living", "User works for Acme", "employer"),
+        ("User works at her own pace", "User works at a hospital", "employer"),
+        ("User speaks at conferences", "User speaks German", "languages"),
+        ("User plays it safe", "User plays tennis", "hobbies"),
+        ("User is seeing Dr. Lee", "User is dating Dr. Lee", "partner"),
+        ("User lives in Porto and works at Google", "User lives in Porto", "home"),
+    ],
+)
+def test_idioms_and_two_clause_statements_are_not_read_as_a_slot(idiom: str, control: str, slot: str) -> None:
+    """A false one-valued reading would let the gate end a true fact; free text goes to people."""
+    assert read_claim(idiom).slot is None
+    assert relation(read_claim(control), read_claim(idiom)) == "unknown"
+    assert read_claim(control).slot == slot
+
+
 def test_not_vegan_replaces_vegan() -> None:
     vegan, not_vegan = read_claim("User is vegan"), read_claim("User is not vegan")
     assert (not_vegan.slot, not_vegan.value, not_vegan.negated) == ("diet", "vegan", True)

@@ -21,7 +21,9 @@ How a statement is read (all on the canonical text, engine.text.canonical):
 A value that needs the capital letter of a name (`shape = "name"`: "User's wife is Ana", not
 "User's wife is pregnant") is checked on the statement before case folding; where that cannot be
 located (confusable letters changed the text), the reading fails and the statement stays free
-text: a claim is made only from what is positively recognised.
+text: a claim is made only from what is positively recognised. `shape = "proper"` (places,
+employers, languages, hobbies) takes a capitalised value, or a short plain one without function
+words ("User resides in porto", not "User lives in fear of losing her job").
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class SlotSpec:
     not_values: frozenset[str]
     reject: tuple[re.Pattern[str], ...]
     cut: tuple[str, ...]
+    shape: str | None  # the default shape of the slot's patterns
     examples: tuple[Example, ...]
     not_examples: tuple[str, ...]
 
@@ -203,6 +206,8 @@ class Lexicon:
         self.first_copula = re.compile(r"(?:^|(?<=\s))(?:is|are|isn't|aren't)\s")
         self.articles = tuple(a + " " for a in _strs(grammar.get("articles"), "grammar.articles"))
         self.tails = tuple(re.compile(t) for t in _strs(grammar.get("tails"), "grammar.tails"))
+        self.function_words = frozenset(_strs(grammar.get("function_words"), "grammar.function_words"))
+        self.reject_values = tuple(re.compile(t) for t in _strs(grammar.get("reject_values"), "grammar.reject_values"))
 
         self.slots: dict[str, SlotSpec] = {}
         self.patterns: list[Pattern] = []
@@ -247,6 +252,7 @@ class Lexicon:
             not_values=frozenset(_strs(raw.get("not_values"), f"{name}.not_values")),
             reject=tuple(re.compile(r) for r in _strs(raw.get("reject"), f"{name}.reject")),
             cut=tuple(_strs(raw.get("cut"), f"{name}.cut")),
+            shape=raw.get("shape"),
             examples=tuple(examples),
             not_examples=tuple(_strs(raw.get("not_examples"), f"{name}.not_examples")),
         )
@@ -271,8 +277,8 @@ class Lexicon:
             if not isinstance(implies_raw, dict) or not {"slot", "value"} <= implies_raw.keys():
                 raise LexiconError(f"slot {spec.name}: implies= needs slot= and value=: {template!r}")
             implies = ((str(implies_raw["slot"]), str(implies_raw["value"])),)
-        shape = entry.get("shape") or None
-        if shape not in (None, "name"):
+        shape = entry.get("shape", spec.shape) or None
+        if shape not in (None, "name", "proper"):
             raise LexiconError(f"slot {spec.name}: unknown shape {shape!r}")
         return Pattern(
             order=order,
@@ -402,10 +408,13 @@ class Lexicon:
         raw = pattern.value if pattern.value is not None else groups.get("value")
         if raw is None:
             return None
-        value = self._clean(spec, raw)
-        if value is None:
+        cleaned = self._clean(spec, raw)
+        if cleaned is None:
             return None
+        value, written = cleaned
         if pattern.shape == "name" and not _looks_like_name(value, light):
+            return None
+        if pattern.shape == "proper" and not self._looks_proper(value, written, light):
             return None
         kind = groups.get("kind")
         if kind:
@@ -426,15 +435,27 @@ class Lexicon:
             implies=pattern.implies,
         )
 
-    def _clean(self, spec: SlotSpec, raw: str) -> str | None:
+    def _looks_proper(self, value: str, written: str, light: str) -> bool:
+        """A value that is a name as written ("Porto", "Meta", "Spanish"), or else a short plain
+        one: at most three words, none of them a function word ("porto" passes; "fear of losing
+        her job", "at conferences", "it when people are late" do not). Idioms built on the same
+        verbs ("lives in fear", "speaks at conferences") are what this keeps out."""
+        if _looks_like_name(value, light):
+            return True
+        words = written.split()
+        return len(words) <= 3 and not any(w in self.function_words for w in words)
+
+    def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str] | None:
+        """(the value, the value as it stood before its article was dropped), or None."""
         value = " ".join(raw.split()).strip(_PUNCT)
         for cut in spec.cut:
             at = value.find(cut)
             if at > 0:
                 value = value[:at]
-        value = self._trim_tails(value).strip(_PUNCT)
-        if not value or any(r.search(value) for r in spec.reject):
+        value = _strip_symbols(self._trim_tails(value))
+        if not value or any(r.search(value) for r in (*self.reject_values, *spec.reject)):
             return None
+        written = value
         for article in self.articles:
             if value.startswith(article):
                 value = value[len(article) :]
@@ -445,12 +466,23 @@ class Lexicon:
             return None
         if spec.values is not None and value not in spec.values:
             return None
-        return value
+        return value, written
 
     def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
         for spec in self.slots.values():
             for ex in spec.examples:
                 yield spec, ex
+
+
+def _strip_symbols(value: str) -> str:
+    """Punctuation, and symbols such as an emoji, trimmed from both ends of a value ("Porto 🏠" is
+    Porto): a trailing decoration is not part of what the statement claims."""
+    start, end = 0, len(value)
+    while start < end and (value[start] in _PUNCT or unicodedata.category(value[start])[0] == "S"):
+        start += 1
+    while end > start and (value[end - 1] in _PUNCT or unicodedata.category(value[end - 1])[0] == "S"):
+        end -= 1
+    return value[start:end].strip()
 
 
 def light_form(statement: str) -> str:
