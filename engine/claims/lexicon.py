@@ -42,6 +42,7 @@ from ..text import strip_ignorable
 Cardinality = Literal["one", "many"]
 FAMILY_SUFFIX = "_*"
 _PUNCT = " .,;:!?\"'"
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*")
 _TOKEN = re.compile(r"\{[^}]*\}\??|[^\s{]+")
 
 
@@ -69,6 +70,7 @@ class SlotSpec:
     reject: tuple[re.Pattern[str], ...]
     cut: tuple[str, ...]
     shape: str | None  # the default shape of the slot's patterns
+    list_values: bool  # "a, b and c" kept as one value, its items sorted
     examples: tuple[Example, ...]
     not_examples: tuple[str, ...]
 
@@ -253,6 +255,7 @@ class Lexicon:
             reject=tuple(re.compile(r) for r in _strs(raw.get("reject"), f"{name}.reject")),
             cut=tuple(_strs(raw.get("cut"), f"{name}.cut")),
             shape=raw.get("shape"),
+            list_values=bool(raw.get("list_values", False)),
             examples=tuple(examples),
             not_examples=tuple(_strs(raw.get("not_examples"), f"{name}.not_examples")),
         )
@@ -440,7 +443,7 @@ class Lexicon:
         one: at most three words, none of them a function word ("porto" passes; "fear of losing
         her job", "at conferences", "it when people are late" do not). Idioms built on the same
         verbs ("lives in fear", "speaks at conferences") are what this keeps out."""
-        if _looks_like_name(value, light):
+        if _looks_like_name(written, light) or _looks_like_name(value, light):
             return True
         words = written.split()
         return len(words) <= 3 and not any(w in self.function_words for w in words)
@@ -466,6 +469,9 @@ class Lexicon:
             return None
         if spec.values is not None and value not in spec.values:
             return None
+        if spec.list_values:
+            items = sorted({item.strip(_PUNCT) for item in _LIST_SPLIT.split(value)} - {""})
+            value = ", ".join(items)
         return value, written
 
     def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
