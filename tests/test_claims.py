@@ -8,6 +8,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.claims import (
     Claim,
@@ -321,3 +323,53 @@ def test_loader_positive_control() -> None:
 def test_the_packaged_data_is_the_data_read() -> None:
     raw = resources.files("engine.claims").joinpath("slots.toml").read_text(encoding="utf-8")
     assert [s["name"] for s in tomllib.loads(raw)["slot"]] == list(LEX.slots)
+
+
+# -- properties ------------------------------------------------------------------------------------
+
+IGNORABLES = ["\ufe0f", "\ufe00", "\U000e0100", "\u180b", "\u200b", "\u200d", "\u2060", "\u00ad", "\U000e0041"]
+STATEMENTS = [ex.statement for _, ex in LEX.examples()]
+
+
+@given(
+    statement=st.sampled_from(STATEMENTS),
+    marks=st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(IGNORABLES)), min_size=1, max_size=4),
+)
+@settings(max_examples=300, deadline=None)
+def test_invisible_marks_anywhere_never_change_the_claim(statement: str, marks: list[tuple[int, str]]) -> None:
+    marked = statement
+    for at, mark in marks:
+        cut = at % (len(marked) + 1)
+        marked = marked[:cut] + mark + marked[cut:]
+    assert read_claim(marked) == read_claim(statement)
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_text_reads_without_error(text: str) -> None:
+    claim = read_claim(text)
+    assert claim.subject == "user"
+    assert claim.free_text or (claim.value and claim.cardinality in ("one", "many"))
+
+
+@given(st.text(alphabet=st.sampled_from(list("User's lives in Porto vegan not no longer is a the")), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_word_salad_reads_without_error(text: str) -> None:
+    read_claim(text)
+
+
+def test_relation_is_symmetric_and_reflexive_over_every_example() -> None:
+    claims = [read_claim(s) for s in STATEMENTS]
+    for a in claims:
+        assert relation(a, a) == "same"
+        for b in claims:
+            assert relation(a, b) == relation(b, a), (a, b)
+
+
+def test_all_caps_and_title_case_carry_no_name() -> None:
+    """Capitals say nothing when every word has one: a name is then not positively recognised."""
+    assert read_claim("USER'S WIFE IS PREGNANT").slot is None
+    assert read_claim("User's Wife Is Pregnant").slot is None
+    # control: the writer's own capital on a name, and a place that needs none
+    assert read_claim("User's wife is Ana").slot == "partner"
+    assert read_claim("USER LIVES IN PORTO").slot == "home"

@@ -491,6 +491,15 @@ def _strip_symbols(value: str) -> str:
     return value[start:end].strip()
 
 
+def _case_informative(light: str) -> bool:
+    """Whether the writer's capitals say anything: not in ALL CAPS, not in Title Case Throughout
+    (where "User's Wife Is Pregnant" would pass for a name)."""
+    words = [w for w in light.split() if any(ch.isalpha() for ch in w)]
+    if not any(ch.islower() for ch in light):
+        return False
+    return len(words) < 3 or not all(next(ch for ch in w if ch.isalpha()).isupper() for w in words)
+
+
 def light_form(statement: str) -> str:
     """The statement as written, for shape checks: NFKC, invisibles dropped, spaces collapsed."""
     return " ".join(strip_ignorable(unicodedata.normalize("NFKC", statement)).split()).rstrip(_PUNCT)
@@ -501,7 +510,7 @@ def _looks_like_name(value: str, light: str) -> bool:
     last occurrence is the value (values end statements); a statement whose case-folded form does
     not line up with its canonical one (confusable letters) gives no answer: not a name."""
     folded = light.casefold()
-    if len(folded) != len(light):
+    if len(folded) != len(light) or not _case_informative(light):
         return False
     at = folded.rfind(value)
     if at < 0:
