@@ -168,6 +168,10 @@ def test_engaged_then_married_to_the_same_person_replaces_the_status() -> None:
     assert relation(engaged, married) == "replaces"
     # control: the same marriage said twice is the same
     assert relation(married, read_claim("User's husband is Tom")) == "same"
+    # one that says more (husband: married) is not the same as one that does not (partner)
+    partner = read_claim("User's partner is Tom")
+    assert (partner.slot, partner.value, partner.implies) == ("partner", "tom", ())
+    assert relation(partner, married) == relation(married, partner) == "distinct"
 
 
 @pytest.mark.parametrize(

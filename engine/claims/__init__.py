@@ -126,8 +126,9 @@ def _pair(a: Claim, b: Claim) -> Relation:
 
 def relation(a: Claim, b: Claim) -> Relation:
     """How claim `b` stands to claim `a` (both of one user, time ignored): "same" (one slot, value
-    and negation), "replaces" (one-valued slot with another value, or the same value negated;
-    also through what either implies), "distinct", or "unknown" when either is free text."""
+    and negation, and the same implied claims), "replaces" (one-valued slot with another value, or
+    the same value negated; also through what either implies), "distinct", or "unknown" when
+    either is free text."""
     if a.free_text or b.free_text:
         return "unknown"
     if a.subject != b.subject:
@@ -140,8 +141,17 @@ def relation(a: Claim, b: Claim) -> Relation:
             if x.slot == y.slot and _pair(x, y) == "replaces":
                 return "replaces"
     if a.slot == b.slot:
-        return _pair(a, b)
+        found = _pair(a, b)
+        if found == "same" and _implied(a) != _implied(b):
+            # One says more: "User's husband is Sam" also says married, "User's partner is Sam"
+            # does not. Neither may be dropped as the other's duplicate; both stay, unlinked.
+            return "distinct"
+        return found
     return "distinct"
+
+
+def _implied(claim: Claim) -> frozenset[tuple[str | None, str, bool]]:
+    return frozenset((c.slot, c.value, c.negated) for c in claim.implies)
 
 
 __all__ = [
