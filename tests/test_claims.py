@@ -233,7 +233,10 @@ def test_free_text_is_unknown() -> None:
     assert free.slot is None and free.free_text and free.cardinality is None
     assert free.value == "user is a doctor and rides horses on weekends"
     assert relation(free, read_claim("User lives in Porto")) == "unknown"
-    assert relation(free, free) == "unknown"
+    # two free texts: the identical canonical text is the same value, anything else is unknown
+    assert relation(free, read_claim("The user is a doctor and rides horses on weekends")) == "unknown"
+    assert relation(free, read_claim("USER IS A DOCTOR AND RIDES HORSES ON WEEKENDS.")) == "same"
+    assert relation(free, read_claim("User is a doctor and rides horse on weekends")) == "unknown"
     # control: a statement about someone else is free text, never the user's slot
     assert read_claim("Ana lives in Porto").slot is None
     assert read_claim("User's sister lives in Oslo").slot is None
@@ -377,3 +380,22 @@ def test_all_caps_and_title_case_carry_no_name() -> None:
     # control: the writer's own capital on a name, and a place that needs none
     assert read_claim("User's wife is Ana").slot == "partner"
     assert read_claim("USER LIVES IN PORTO").slot == "home"
+
+
+def test_a_job_at_an_employer_implies_the_employer() -> None:
+    engineer = read_claim("User is a software engineer at Spotify")
+    assert (engineer.slot, engineer.value) == ("job_title", "software engineer")
+    assert [(c.slot, c.value) for c in engineer.implies] == [("employer", "spotify")]
+    assert relation(engineer, read_claim("User started a new job at Klarna")) == "replaces"
+    # control: the same employer is not replaced, and a judgement is not a job
+    assert relation(engineer, read_claim("User works at Spotify")) == "distinct"
+    assert read_claim("User is a good cook").slot is None
+    assert read_claim("User is a teacher").slot == "job_title"
+
+
+def test_one_valued_contacts_and_things() -> None:
+    assert relation(read_claim("User's manager is Dana"), read_claim("The user's boss is Tom")) == "replaces"
+    assert relation(read_claim("User's dentist is Dr. Silva"), read_claim("User's manager is Dr. Silva")) == "distinct"
+    assert relation(read_claim("User commutes by bike"), read_claim("User commutes by bicycle")) == "same"
+    assert relation(read_claim("User drives a Toyota Corolla"), read_claim("User drives a Tesla Model 3")) == "replaces"
+    assert relation(read_claim("User lives in Lisbon"), read_claim("User lives in Lisbon, Portugal")) == "same"

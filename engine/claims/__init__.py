@@ -128,7 +128,9 @@ def relation(a: Claim, b: Claim) -> Relation:
     """How claim `b` stands to claim `a` (both of one user, time ignored): "same" (one slot, value
     and negation, and the same implied claims), "replaces" (one-valued slot with another value, or
     the same value negated; also through what either implies), "distinct", or "unknown" when
-    either is free text."""
+    either is free text (two free texts that are the identical canonical text are "same")."""
+    if a.free_text and b.free_text and a.value == b.value:
+        return "same"  # the identical canonical text (trailing punctuation aside) is one value
     if a.free_text or b.free_text:
         return "unknown"
     if a.subject != b.subject:

@@ -121,9 +121,20 @@ def _first_words(spec: str) -> frozenset[str]:
     return frozenset(a.strip().split()[0] for a in spec.split("/") if a.strip())
 
 
-def _compile(template: str) -> tuple[re.Pattern[str], frozenset[str] | None]:
+def _compile(
+    template: str, lists: Mapping[str, list[str]] | None = None
+) -> tuple[re.Pattern[str], frozenset[str] | None]:
     """A predicate template (the mini-language in slots.toml's header) -> an anchored regex and
-    the words it can start with."""
+    the words it can start with. `{value:@jobs}` takes its alternatives from the named list."""
+
+    def expand(spec: str) -> str:
+        if not spec.startswith("@"):
+            return spec
+        words = (lists or {}).get(spec[1:])
+        if not words:
+            raise LexiconError(f"unknown or empty list {spec!r} in {template!r}")
+        return "/".join(words)
+
     parts: list[str] = []
     first: frozenset[str] | None = None
     prev_end = -1
@@ -135,6 +146,7 @@ def _compile(template: str) -> tuple[re.Pattern[str], frozenset[str] | None]:
         if token.startswith("{"):
             inner = token[1:-1]
             name, _, spec = inner.partition(":")
+            spec = expand(spec)
             if name == "value" and spec:
                 piece, words = f"(?P<value>{_alternatives(spec)})", _first_words(spec)
             elif name == "value":
@@ -143,8 +155,12 @@ def _compile(template: str) -> tuple[re.Pattern[str], frozenset[str] | None]:
                 piece, words = f"(?P<kind>{_alternatives(spec)})", _first_words(spec)
             elif name == "num":
                 piece, words = r"(?P<value>\d{1,3})", None
+            elif name == "thing" and spec:
+                piece, words = f"(?P<thing>{_alternatives(spec)})", _first_words(spec)
             elif name == "thing":
                 piece, words = r"(?P<thing>[^\s,]+(?:\s+[^\s,]+){0,2}?)", None
+            elif name == "also":
+                piece, words = r"(?P<also>.+?)", None
             elif name == "_":
                 piece, words = r".+?", None
             else:
@@ -192,6 +208,13 @@ class Lexicon:
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         grammar = data.get("grammar", {})
+        lists = data.get("lists", {})
+        if not isinstance(lists, dict) or not all(
+            isinstance(v, list) and all(isinstance(w, str) for w in v) for v in lists.values()
+        ):
+            raise LexiconError("lists: expected a table of word lists")
+        self.lists: dict[str, list[str]] = dict(lists)
+        self.job_words = frozenset(self.lists.get("jobs", ()))
         self.subjects = sorted(_strs(grammar.get("subjects"), "grammar.subjects"), key=len, reverse=True)
         self.possessives = sorted(_strs(grammar.get("possessives"), "grammar.possessives"), key=len, reverse=True)
         self.adverbs = tuple(a + " " for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
@@ -267,7 +290,7 @@ class Lexicon:
             raise LexiconError(f"slot {spec.name}: a pattern is a string or a table with say=: {entry!r}")
         template = entry["say"]
         try:
-            regex, first = _compile(template)
+            regex, first = _compile(template, self.lists)
         except re.error as exc:
             raise LexiconError(f"slot {spec.name}: pattern {template!r}: {exc}") from None
         if "(?P<value>" not in regex.pattern and "value" not in entry:
@@ -281,7 +304,7 @@ class Lexicon:
                 raise LexiconError(f"slot {spec.name}: implies= needs slot= and value=: {template!r}")
             implies = ((str(implies_raw["slot"]), str(implies_raw["value"])),)
         shape = entry.get("shape", spec.shape) or None
-        if shape not in (None, "name", "proper"):
+        if shape not in (None, "name", "proper", "job"):
             raise LexiconError(f"slot {spec.name}: unknown shape {shape!r}")
         return Pattern(
             order=order,
@@ -419,6 +442,22 @@ class Lexicon:
             return None
         if pattern.shape == "proper" and not self._looks_proper(value, written, light):
             return None
+        if pattern.shape == "job" and not self._looks_like_job(value):
+            return None
+        implies = pattern.implies
+        if any(v == "{also}" for _, v in implies):
+            also = groups.get("also")
+            resolved = []
+            for slot, v in implies:
+                if v != "{also}":
+                    resolved.append((slot, v))
+                    continue
+                other = self.slots.get(slot)
+                cleaned_also = self._clean(other, also) if other is not None and also else None
+                if cleaned_also is None:
+                    return None
+                resolved.append((slot, cleaned_also[0]))
+            implies = tuple(resolved)
         kind = groups.get("kind")
         if kind:
             kind = " ".join(kind.split())
@@ -435,7 +474,7 @@ class Lexicon:
             cardinality=spec.cardinality,
             value=value,
             negated=negated != pattern.negated,
-            implies=pattern.implies,
+            implies=implies,
         )
 
     def _looks_proper(self, value: str, written: str, light: str) -> bool:
@@ -447,6 +486,16 @@ class Lexicon:
             return True
         words = written.split()
         return len(words) <= 3 and not any(w in self.function_words for w in words)
+
+    def _looks_like_job(self, value: str) -> bool:
+        """A job title: at most four words, no function word, ending in a job noun of the
+        `jobs` list ("senior product manager", "school principal"; not "a fan of jazz")."""
+        words = value.split()
+        return (
+            0 < len(words) <= 4
+            and not any(w in self.function_words for w in words)
+            and (words[-1] in self.job_words or " ".join(words[-2:]) in self.job_words)
+        )
 
     def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str] | None:
         """(the value, the value as it stood before its article was dropped), or None."""
