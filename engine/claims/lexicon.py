@@ -136,7 +136,10 @@ def _compile(
         return "/".join(words)
 
     parts: list[str] = []
-    first: frozenset[str] | None = None
+    # The words a match can start with: those of the first required token and of every optional
+    # token before it; None (any word) when one of them is a free placeholder.
+    first: set[str] | None = set()
+    first_known = False
     prev_end = -1
     for index, m in enumerate(_TOKEN.finditer(template)):
         token = m.group(0)
@@ -179,12 +182,16 @@ def _compile(
                 parts.pop()
                 sep = ""
             parts.append(sep + piece)
-        if index == 0:
-            first = None if optional else words
+        if not first_known:
+            if words is None or first is None:
+                first, first_known = None, True
+            else:
+                first |= words
+                first_known = not optional
         prev_end = m.end()
     if parts and parts[-1] == "\x00":
         raise LexiconError(f"a template cannot be one optional word: {template!r}")
-    return re.compile("".join(parts)), first
+    return re.compile("".join(parts)), (frozenset(first) if first_known and first is not None else None)
 
 
 def _strs(raw: Any, where: str) -> list[str]:
