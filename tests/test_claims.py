@@ -399,3 +399,17 @@ def test_one_valued_contacts_and_things() -> None:
     assert relation(read_claim("User commutes by bike"), read_claim("User commutes by bicycle")) == "same"
     assert relation(read_claim("User drives a Toyota Corolla"), read_claim("User drives a Tesla Model 3")) == "replaces"
     assert relation(read_claim("User lives in Lisbon"), read_claim("User lives in Lisbon, Portugal")) == "same"
+
+
+def test_the_first_word_index_reads_what_trying_every_pattern_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index is only a shortcut: with every pattern tried in file order, every example and
+    counter-example reads the same."""
+    from engine.claims.lexicon import light_form
+    from engine.text import canonical
+
+    statements = [*STATEMENTS, *(s for spec in LEX.slots.values() for s in spec.not_examples)]
+    indexed = [LEX.read(canonical(s), light_form(s)) for s in statements]
+    monkeypatch.setattr(
+        LEX, "_candidates", lambda possessive, word: tuple(p for p in LEX.patterns if p.possessive == possessive)
+    )
+    assert [LEX.read(canonical(s), light_form(s)) for s in statements] == indexed
