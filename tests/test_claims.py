@@ -413,3 +413,13 @@ def test_the_first_word_index_reads_what_trying_every_pattern_reads(monkeypatch:
         LEX, "_candidates", lambda possessive, word: tuple(p for p in LEX.patterns if p.possessive == possessive)
     )
     assert [LEX.read(canonical(s), light_form(s)) for s in statements] == indexed
+
+
+def test_a_second_value_of_a_one_valued_slot_is_not_read_as_a_replacement() -> None:
+    """Issue 26: "a second job is taken to replace the first". "also" and "part-time" are where a
+    second employer shows; those statements stay free text (a person decides), never a link."""
+    google = read_claim("User works at Google")
+    for second in ("User also works at Starbucks", "User works part-time at Starbucks"):
+        assert relation(google, read_claim(second)) == "unknown", second
+    # control: a plain new employer replaces
+    assert relation(google, read_claim("User works at Starbucks")) == "replaces"
