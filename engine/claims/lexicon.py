@@ -383,6 +383,10 @@ class Lexicon:
                 m = self.copula_negation.match(rest, first.start())
                 if m is not None:
                     rest, negated = rest[: m.start()] + "is " + rest[m.end() :], True
+                # "User's home is now in Porto": the adverb after the copula, as after the user.
+                head, tail = rest[: first.start()], rest[first.start() :]
+                if tail.startswith("is "):
+                    rest = head + self._drop_adverbs(tail)
             return rest, negated
         changed = True
         while changed:
