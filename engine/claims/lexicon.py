@@ -311,7 +311,7 @@ class Lexicon:
                 raise LexiconError(f"slot {spec.name}: implies= needs slot= and value=: {template!r}")
             implies = ((str(implies_raw["slot"]), str(implies_raw["value"])),)
         shape = entry.get("shape", spec.shape) or None
-        if shape not in (None, "name", "proper", "job"):
+        if shape not in (None, "name", "proper", "job", "activity"):
             raise LexiconError(f"slot {spec.name}: unknown shape {shape!r}")
         return Pattern(
             order=order,
@@ -455,6 +455,8 @@ class Lexicon:
             return None
         if pattern.shape == "job" and not self._looks_like_job(value):
             return None
+        if pattern.shape == "activity" and not self._looks_like_activity(value):
+            return None
         implies = pattern.implies
         if any(v == "{also}" for _, v in implies):
             also = groups.get("also")
@@ -497,6 +499,17 @@ class Lexicon:
             return True
         words = written.split()
         return len(words) <= 3 and not any(w in self.function_words for w in words)
+
+    def _looks_like_activity(self, value: str) -> bool:
+        """An activity named by its -ing form ("swimming", "rock climbing"): at most three words,
+        no function word, the last one ending in -ing ("goes swimming", not "goes home")."""
+        words = value.split()
+        return (
+            0 < len(words) <= 3
+            and not any(w in self.function_words for w in words)
+            and words[-1].endswith("ing")
+            and len(words[-1]) > 4
+        )
 
     def _looks_like_job(self, value: str) -> bool:
         """A job title: at most four words, no function word, ending in a job noun of the
