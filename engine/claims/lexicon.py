@@ -231,6 +231,12 @@ class Lexicon:
         self.negations: tuple[tuple[str, str], ...] = tuple(
             sorted(((n[0], n[1]) for n in negs), key=lambda n: len(n[0]), reverse=True)
         )
+        reported = _strs(grammar.get("reported"), "grammar.reported")
+        self.reported = re.compile(reported[0]) if reported else None
+        pairs = grammar.get("they_forms", [])
+        if not all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in pairs):
+            raise LexiconError("grammar.they_forms: expected [from, to] pairs")
+        self.they_forms: tuple[tuple[str, str], ...] = tuple((n[0], n[1]) for n in pairs)
         copula = "|".join(re.escape(c) for c in _strs(grammar.get("copula_negations"), "grammar.copula_negations"))
         self.copula_negation = re.compile(
             rf"(?:^|(?<=\s))(?:is|are)\s+(?:{copula})\s+|(?:^|(?<=\s))(?:isn't|aren't)\s+"
@@ -406,6 +412,15 @@ class Lexicon:
         if split is None:
             return None
         possessive, rest = split
+        if not possessive and self.reported is not None:
+            # "The user mentioned that they live in Porto": what is reported is the claim.
+            m = self.reported.match(rest)
+            if m is not None:
+                rest = rest[m.end() :]
+                for before, after in self.they_forms:
+                    if rest.startswith(before):
+                        rest = after + rest[len(before) :]
+                        break
         rest, negated = self._negation(possessive, rest)
         if not rest:
             return None
