@@ -423,3 +423,19 @@ def test_a_second_value_of_a_one_valued_slot_is_not_read_as_a_replacement() -> N
         assert relation(google, read_claim(second)) == "unknown", second
     # control: a plain new employer replaces
     assert relation(google, read_claim("User works at Starbucks")) == "replaces"
+
+
+def test_a_second_detail_keeps_two_statements_apart() -> None:
+    """ "User works at Google as a nurse" also says the job: it is not dropped as the same claim as
+    "User works at Google" (nothing a user said is lost), and it still replaces another employer."""
+    nurse = read_claim("User works at Google as a nurse")
+    assert [(c.slot, c.value) for c in nurse.implies] == [("job_title", "nurse")]
+    assert relation(read_claim("User works at Google"), nurse) == "distinct"
+    assert relation(read_claim("User works at Meta"), nurse) == "replaces"
+    assert relation(read_claim("User works as a teacher"), nurse) == "replaces"
+    # control: the same two claims in the other order are the same
+    assert relation(nurse, read_claim("The user works as a nurse at Google.")) == "same"
+    assert relation(nurse, read_claim("User works for Google as a nurse")) == "same"
+    assert nurse.key == read_claim("User works as a nurse at Google").key != read_claim("User works at Google").key
+    # "as of 2020" is a time, not a job
+    assert read_claim("User works at Google as of 2020").implies == ()

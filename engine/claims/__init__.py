@@ -49,6 +49,13 @@ class Claim:
     def free_text(self) -> bool:
         return self.slot is None
 
+    @property
+    def key(self) -> tuple[str, frozenset[tuple[str | None, str, bool]]]:
+        """What two claims must share to be "same" (relation): the subject and every claim the
+        statement makes, its own and the implied ones, whichever leads. For free text, the
+        canonical text. Hashable, for an index of one user's facts."""
+        return (self.subject, _all(self))
+
 
 @lru_cache(maxsize=131_072)
 def read_claim(statement: str) -> Claim:
@@ -135,6 +142,10 @@ def relation(a: Claim, b: Claim) -> Relation:
         return "unknown"
     if a.subject != b.subject:
         return "distinct"
+    if a.key == b.key:
+        # The same claims, led by another slot: "works at Google as a nurse" and "works as a
+        # nurse at Google".
+        return "same"
     # What either statement implies counts too, and a replacement there wins over sameness of the
     # primary claims: "User is married to Tom" after "User is engaged to Tom" names the same
     # partner, but the marital status it implies replaces "engaged".
@@ -150,6 +161,10 @@ def relation(a: Claim, b: Claim) -> Relation:
             return "distinct"
         return found
     return "distinct"
+
+
+def _all(claim: Claim) -> frozenset[tuple[str | None, str, bool]]:
+    return _implied(claim) | {(claim.slot, claim.value, claim.negated)}
 
 
 def _implied(claim: Claim) -> frozenset[tuple[str | None, str, bool]]:

@@ -96,6 +96,7 @@ class Pattern:
     negated: bool
     implies: tuple[tuple[str, str], ...]
     shape: str | None
+    also_shape: str | None  # the shape an implied "{also}" value must have
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,9 +317,11 @@ class Lexicon:
             if not isinstance(implies_raw, dict) or not {"slot", "value"} <= implies_raw.keys():
                 raise LexiconError(f"slot {spec.name}: implies= needs slot= and value=: {template!r}")
             implies = ((str(implies_raw["slot"]), str(implies_raw["value"])),)
+        shapes = (None, "name", "proper", "job", "activity")
         shape = entry.get("shape", spec.shape) or None
-        if shape not in (None, "name", "proper", "job", "activity"):
-            raise LexiconError(f"slot {spec.name}: unknown shape {shape!r}")
+        also_shape = (implies_raw or {}).get("shape") or None
+        if shape not in shapes or also_shape not in shapes:
+            raise LexiconError(f"slot {spec.name}: unknown shape {shape!r} / {also_shape!r}")
         return Pattern(
             order=order,
             slot=spec,
@@ -330,6 +333,7 @@ class Lexicon:
             negated=bool(entry.get("negated", False)),
             implies=implies,
             shape=shape,
+            also_shape=also_shape,
         )
 
     def check(self) -> None:
@@ -464,13 +468,7 @@ class Lexicon:
         if cleaned is None:
             return None
         value, written = cleaned
-        if pattern.shape == "name" and not _looks_like_name(value, light):
-            return None
-        if pattern.shape == "proper" and not self._looks_proper(value, written, light):
-            return None
-        if pattern.shape == "job" and not self._looks_like_job(value):
-            return None
-        if pattern.shape == "activity" and not self._looks_like_activity(value):
+        if not self._shaped(pattern.shape, value, written, light):
             return None
         implies = pattern.implies
         if any(v == "{also}" for _, v in implies):
@@ -482,7 +480,7 @@ class Lexicon:
                     continue
                 other = self.slots.get(slot)
                 cleaned_also = self._clean(other, also) if other is not None and also else None
-                if cleaned_also is None:
+                if cleaned_also is None or not self._shaped(pattern.also_shape, *cleaned_also, light):
                     return None
                 resolved.append((slot, cleaned_also[0]))
             implies = tuple(resolved)
@@ -514,6 +512,18 @@ class Lexicon:
             return True
         words = written.split()
         return len(words) <= 3 and not any(w in self.function_words for w in words)
+
+    def _shaped(self, shape: str | None, value: str, written: str, light: str) -> bool:
+        """Whether a value has the shape its pattern asks for (slots.toml's header)."""
+        if shape == "name":
+            return _looks_like_name(value, light)
+        if shape == "proper":
+            return self._looks_proper(value, written, light)
+        if shape == "job":
+            return self._looks_like_job(value)
+        if shape == "activity":
+            return self._looks_like_activity(value)
+        return True
 
     def _looks_like_activity(self, value: str) -> bool:
         """An activity named by its -ing form ("swimming", "rock climbing"): at most three words,
