@@ -166,8 +166,8 @@ async def test_a_supersession_starting_before_the_old_fact_is_refused(mem: Memor
 
 # -- free text: neighbours and the judge ---------------------------------------------------------------
 
-FREE_OLD = "User's dentist is Dr. Silva"
-FREE_NEW = "User's dentist is Dr. Costa"
+FREE_OLD = "User sorts the mail on Tuesdays"
+FREE_NEW = "User sorts the mail on Fridays"
 
 
 class FixedJudge(ValueJudge):
