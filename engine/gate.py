@@ -77,10 +77,14 @@ claim_of = read_claim
 """engine.claims.read_claim (cached there): the one reading of a statement every judgement here uses."""
 
 
-MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.45, "wordllama": 0.4}
+MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.5, "wordllama": 0.5}
 """Per embedder (its recorded name), the cosine similarity at or above which a free-text
-statement's neighbour is asked about ("may replace #N"), measured on benchmarks/value_identity.py's
-main part (benchmarks/README.md); an embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`."""
+statement's neighbour is asked about ("may replace #N"). Chosen on benchmarks/value_identity.py's
+main part only (benchmarks/README.md, "Same, replaces or both"): the highest threshold that keeps
+every free-text replacement the lower ones marked, so people get the fewest questions for that
+recall (WordLlama: replacements at 0.34, 0.52, 0.65, 0.74; hashing: 0.01, 0.25, 0.50, 0.63).
+An embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`; MemoryConfig.may_replace_similarity
+overrides both."""
 
 DEFAULT_MAY_REPLACE_SIMILARITY: Final = 0.5
 
