@@ -10,15 +10,17 @@ advisory lock), and keeps five invariants:
 
   I1  no active fact holds the value of a live tombstone of its user: TombstonedError, unless the
       caller asks to lift the tombstone (`lift_tombstone=True`), which is then audited as `lift`;
-  I2  no two active facts of a user hold one value (engine.text's rule: case, punctuation,
-      confusables, one-edit typos of long words): DuplicateFactError;
+  I2  no two active facts of a user hold one value: the same canonical text (engine.text: case,
+      punctuation, invisible marks, confusables) or the same claim (engine.claims: "resides in
+      Lisbon" is "lives in Lisbon"): DuplicateFactError. A look-alike one edit away is another
+      value, marked ("looks like #12"), never refused;
   I3  every active fact has its audit row, written here in the same transaction;
   I4  a fact that replaces an active fact is never active beside it, unless the caller chose to
       keep both: the old fact is ended here, in the same transaction;
   I5  a pending candidate never replaces nothing when it would replace an active fact: the queue's
       intake relates each statement to the facts active then, and here every pending `new` or
       `proposed` candidate that replaces nothing is related to the fact just made active; one that
-      would replace it becomes its update (or contradiction), audited as `gate_retarget` (undo of
+      would replace it (the value model's `replaces`) becomes its update, audited as `gate_retarget` (undo of
       the decision that made the fact puts it back); a candidate an undo puts back in the queue is
       related to every active fact the same way (`requeued`). Without I5,
       "I live in Lisbon" and "I moved to Porto", queued in one run, both approved plainly (by a
@@ -32,9 +34,18 @@ refused by `refuse_tombstone_over_active` (retract the fact instead), the other 
 
 `screen` is the queue's intake for one statement written by someone (an agent's proposal, a
 curator's candidate, a statement queued anyway): the same tombstone and duplicate gates as
-extraction (`gate_verdict`, which the pipeline calls too), then one replacement detection
-(`replacement`): the offline extractor's calibration rule against the user's active facts, and a
-value that was corrected away becomes a contradiction of the fact that corrected it.
+extraction (`gate_verdict`, which the pipeline calls too), the look-alike marks (`intake_marks`),
+then one replacement detection (`replacement`), read through engine.claims and never through an
+extractor: the same one-valued slot with another value (or the opposite negation) over an
+overlapping valid interval is an update; disjoint intervals are history; a value that was corrected
+away becomes a contradiction of the fact that corrected it. A statement the claim model cannot
+relate to a fact (either is free text) is compared with the user's active facts by the configured
+embedder (`neighbour_marks`): each neighbour above the measured threshold is a "may replace #N"
+question for a person, or, with a ValueJudge, linked only on its "replaces".
+
+A supersession whose new fact starts at or before the old fact's own start is refused
+(`refuse_earlier_start`): the old interval cannot be closed before it begins, and both facts would
+read as true at a later as-of.
 """
 
 from __future__ import annotations
