@@ -439,3 +439,19 @@ def test_a_second_detail_keeps_two_statements_apart() -> None:
     assert nurse.key == read_claim("User works as a nurse at Google").key != read_claim("User works at Google").key
     # "as of 2020" is a time, not a job
     assert read_claim("User works at Google as of 2020").implies == ()
+
+
+def test_a_statement_that_says_more_is_not_the_same_claim() -> None:
+    """ "Nothing a user said is lost": "User lives in Porto with his wife" is not dropped as a
+    duplicate of "User lives in Porto", though its home is the same (and another home replaces it)."""
+    detailed = read_claim("User lives in Porto with his wife")
+    assert (detailed.slot, detailed.value, detailed.detail) == ("home", "porto", "with his wife")
+    plain = read_claim("User lives in Porto")
+    assert detailed.key != plain.key
+    assert relation(plain, detailed) == relation(detailed, plain) == "distinct"
+    assert relation(read_claim("User lives in Lisbon"), detailed) == "replaces"
+    assert read_claim("User speaks Spanish a little").detail == "a little"
+    # controls: the same detail is the same claim; a time tail or a country is not detail
+    assert relation(detailed, read_claim("The user resides in Porto with his wife.")) == "same"
+    assert read_claim("User lives in Porto since 2015").key == plain.key
+    assert read_claim("User lives in Porto, Portugal").key == plain.key

@@ -69,6 +69,7 @@ class SlotSpec:
     not_values: frozenset[str]
     reject: tuple[re.Pattern[str], ...]
     cut: tuple[str, ...]
+    trim: tuple[str, ...]  # like cut, but what it takes off is not detail ("Lisbon, Portugal")
     shape: str | None  # the default shape of the slot's patterns
     list_values: bool  # "a, b and c" kept as one value, its items sorted
     examples: tuple[Example, ...]
@@ -108,6 +109,7 @@ class Reading:
     value: str
     negated: bool
     implies: tuple[tuple[str, str], ...] = ()
+    detail: str = ""  # what the slot's cut words took off the value (canonical), "" for none
 
 
 def _alternatives(spec: str) -> str:
@@ -291,6 +293,7 @@ class Lexicon:
             not_values=frozenset(_strs(raw.get("not_values"), f"{name}.not_values")),
             reject=tuple(re.compile(r) for r in _strs(raw.get("reject"), f"{name}.reject")),
             cut=tuple(_strs(raw.get("cut"), f"{name}.cut")),
+            trim=tuple(_strs(raw.get("trim"), f"{name}.trim")),
             shape=raw.get("shape"),
             list_values=bool(raw.get("list_values", False)),
             examples=tuple(examples),
@@ -467,7 +470,7 @@ class Lexicon:
         cleaned = self._clean(spec, raw)
         if cleaned is None:
             return None
-        value, written = cleaned
+        value, written, detail = cleaned
         if not self._shaped(pattern.shape, value, written, light):
             return None
         implies = pattern.implies
@@ -480,7 +483,7 @@ class Lexicon:
                     continue
                 other = self.slots.get(slot)
                 cleaned_also = self._clean(other, also) if other is not None and also else None
-                if cleaned_also is None or not self._shaped(pattern.also_shape, *cleaned_also, light):
+                if cleaned_also is None or not self._shaped(pattern.also_shape, *cleaned_also[:2], light):
                     return None
                 resolved.append((slot, cleaned_also[0]))
             implies = tuple(resolved)
@@ -501,6 +504,7 @@ class Lexicon:
             value=value,
             negated=negated != pattern.negated,
             implies=implies,
+            detail=detail,
         )
 
     def _looks_proper(self, value: str, written: str, light: str) -> bool:
@@ -546,13 +550,23 @@ class Lexicon:
             and (words[-1] in self.job_words or " ".join(words[-2:]) in self.job_words)
         )
 
-    def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str] | None:
-        """(the value, the value as it stood before its article was dropped), or None."""
-        value = " ".join(raw.split()).strip(_PUNCT)
+    def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str, str] | None:
+        """(the value, the value as it stood before its article was dropped, the detail the
+        slot's cut words took off it), or None. Time tails go first and are not detail (valid
+        time is kept apart); what a cut takes off ("with his wife", "every Sunday", "a little")
+        is detail: it keeps the claim from being the same as the plain one, so a statement that
+        says more is never dropped as a duplicate of one that says less."""
+        value = self._trim_tails(" ".join(raw.split()).strip(_PUNCT))
+        for trim in spec.trim:
+            at = value.find(trim)
+            if at > 0:
+                value = value[:at]
+        detail = ""
         for cut in spec.cut:
             at = value.find(cut)
             if at > 0:
-                value = value[:at]
+                value, rest = value[:at], value[at:]
+                detail = " ".join(x for x in (_strip_symbols(self._trim_tails(rest)), detail) if x)
         value = _strip_symbols(self._trim_tails(value))
         if not value or any(r.search(value) for r in (*self.reject_values, *spec.reject)):
             return None
@@ -570,7 +584,7 @@ class Lexicon:
         if spec.list_values:
             items = sorted({item.strip(_PUNCT) for item in _LIST_SPLIT.split(value)} - {""})
             value = ", ".join(items)
-        return value, written
+        return value, written, detail
 
     def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
         for spec in self.slots.values():
