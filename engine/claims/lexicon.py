@@ -227,7 +227,9 @@ class Lexicon:
         self.job_words = frozenset(self.lists.get("jobs", ()))
         self.subjects = sorted(_strs(grammar.get("subjects"), "grammar.subjects"), key=len, reverse=True)
         self.possessives = sorted(_strs(grammar.get("possessives"), "grammar.possessives"), key=len, reverse=True)
-        self.adverbs = tuple(a + " " for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
+        adverbs = "|".join(re.escape(a) for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
+        # Adverbs at the start of the predicate, or right after a leading "is"/"has" (kept).
+        self.adverbs = re.compile(rf"^(is |has )?(?:(?:{adverbs}) )+") if adverbs else None
         negs = grammar.get("negations", [])
         if not all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in negs):
             raise LexiconError("grammar.negations: expected [from, to] pairs")
@@ -246,7 +248,11 @@ class Lexicon:
         )
         self.first_copula = re.compile(r"(?:^|(?<=\s))(?:is|are|isn't|aren't)\s")
         self.articles = tuple(a + " " for a in _strs(grammar.get("articles"), "grammar.articles"))
-        self.tails = tuple(re.compile(t) for t in _strs(grammar.get("tails"), "grammar.tails"))
+        tails = _strs(grammar.get("tails"), "grammar.tails")
+        for t in tails:
+            re.compile(t)  # each one must compile on its own (named in the error)
+        # One alternation, applied until nothing more comes off: every tail is anchored at the end.
+        self.tails = re.compile("|".join(f"(?:{t})" for t in tails)) if tails else None
         self.function_words = frozenset(_strs(grammar.get("function_words"), "grammar.function_words"))
         self.reject_values = tuple(re.compile(t) for t in _strs(grammar.get("reject_values"), "grammar.reject_values"))
 
@@ -377,15 +383,12 @@ class Lexicon:
         return None
 
     def _drop_adverbs(self, rest: str) -> str:
-        changed = True
-        while changed:
-            changed = False
-            for adv in self.adverbs:
-                if rest.startswith(adv):
-                    rest, changed = rest[len(adv) :], True
-                for aux in ("is ", "has "):
-                    if rest.startswith(aux + adv):
-                        rest, changed = aux + rest[len(aux) + len(adv) :], True
+        if self.adverbs is None:
+            return rest
+        m = self.adverbs.match(rest)
+        while m is not None:
+            rest = (m.group(1) or "") + rest[m.end() :]
+            m = self.adverbs.match(rest)
         return rest
 
     def _negation(self, possessive: bool, rest: str) -> tuple[str, bool]:
@@ -452,13 +455,12 @@ class Lexicon:
         return None
 
     def _trim_tails(self, value: str) -> str:
-        changed = True
-        while changed and value:
-            changed = False
-            for tail in self.tails:
-                trimmed = tail.sub("", value)
-                if trimmed != value:
-                    value, changed = trimmed.strip(_PUNCT), True
+        if self.tails is None:
+            return value
+        m = self.tails.search(value)
+        while m is not None and value:
+            value = value[: m.start()].strip(_PUNCT)
+            m = self.tails.search(value)
         return value
 
     def _finish(self, pattern: Pattern, m: re.Match[str], negated: bool, light: str) -> Reading | None:
