@@ -15,8 +15,10 @@ How a statement is read (all on the canonical text, engine.text.canonical):
 3. The predicate is matched, whole, against the patterns in file order (indexed by their first
    word, so a statement tries a handful of patterns, not all of them). The first pattern whose
    value survives the slot's checks (closed value set, rejects, the name shape) wins.
-4. The value is trimmed: slot cut words ("as", "with"), time tails ("since 2015", "in March"),
-   punctuation, one leading article; then the slot's aliases apply.
+   A reported claim ("The user mentioned that they live in Porto") is read as the claim itself.
+4. The value is trimmed: time tails ("since 2015", "in March") and the slot's trim words
+   (", Portugal") are dropped; what the slot's cut words take off ("with his wife") is kept as
+   the claim's detail; then punctuation, one leading article, and the slot's aliases.
 
 A value that needs the capital letter of a name (`shape = "name"`: "User's wife is Ana", not
 "User's wife is pregnant") is checked on the statement before case folding; where that cannot be
