@@ -365,12 +365,15 @@ def test_word_salad_reads_without_error(text: str) -> None:
     read_claim(text)
 
 
-def test_relation_is_symmetric_and_reflexive_over_every_example() -> None:
-    claims = [read_claim(s) for s in STATEMENTS]
+def test_relation_is_symmetric_and_reflexive_and_same_is_key_equality_over_every_example() -> None:
+    """Claim.key is what an index of facts can use: two claims are "same" exactly when their keys
+    are equal (so a dict lookup finds what relation() would call the same)."""
+    claims = [read_claim(s) for s in [*STATEMENTS, "User keeps bees", "user keeps bees.", "User keeps hens"]]
     for a in claims:
         assert relation(a, a) == "same"
         for b in claims:
             assert relation(a, b) == relation(b, a), (a, b)
+            assert (relation(a, b) == "same") == (a.key == b.key), (a, b)
 
 
 def test_all_caps_and_title_case_carry_no_name() -> None:
