@@ -458,3 +458,16 @@ def test_a_statement_that_says_more_is_not_the_same_claim() -> None:
     assert relation(detailed, read_claim("The user resides in Porto with his wife.")) == "same"
     assert read_claim("User lives in Porto since 2015").key == plain.key
     assert read_claim("User lives in Porto, Portugal").key == plain.key
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_every_example_reads_the_same_with_the_other_subject_form(statement: str) -> None:
+    """ "User ..." and "The user ...", "User's" and "The user's", any case: one claim."""
+    if statement.startswith("User"):
+        other = "The user" + statement[len("User") :]
+    elif statement.startswith("The user"):
+        other = "User" + statement[len("The user") :]
+    else:
+        pytest.fail(f"an example that does not start with the user: {statement!r}")
+    assert read_claim(other) == read_claim(statement)
+    assert read_claim(other.rstrip(".") + ".") == read_claim(statement)
