@@ -471,3 +471,11 @@ def test_every_example_reads_the_same_with_the_other_subject_form(statement: str
         pytest.fail(f"an example that does not start with the user: {statement!r}")
     assert read_claim(other) == read_claim(statement)
     assert read_claim(other.rstrip(".") + ".") == read_claim(statement)
+
+
+def test_a_negated_claim_implies_nothing() -> None:
+    no_longer = read_claim("User is no longer married to Sam")
+    assert (no_longer.slot, no_longer.value, no_longer.negated, no_longer.implies) == ("partner", "sam", True, ())
+    assert relation(read_claim("User is married to Sam"), no_longer) == "replaces"
+    # control: the plain statement implies its status
+    assert [(c.slot, c.value) for c in read_claim("User is married to Sam").implies] == [("marital_status", "married")]

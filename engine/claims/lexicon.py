@@ -502,12 +502,15 @@ class Lexicon:
                 return None
             thing = spec.thing_aliases.get(thing, thing)
             slot = spec.prefix + thing.replace(" ", "_")
+        negated = negated != pattern.negated
         return Reading(
             slot=slot,
             cardinality=spec.cardinality,
             value=value,
-            negated=negated != pattern.negated,
-            implies=implies,
+            negated=negated,
+            # A negated claim asserts nothing else: "User is no longer married to Sam" does not
+            # say the user is married.
+            implies=() if negated else implies,
             detail=detail,
         )
 
