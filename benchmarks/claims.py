@@ -104,11 +104,11 @@ def speed(n: int = 20_000) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--split", choices=["dev", "heldout", "heldout2", "all"], default="dev")
+    parser.add_argument("--split", choices=["dev", "heldout", "heldout2", "heldout3", "all"], default="dev")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
     args = parser.parse_args()
-    splits = ["dev", "heldout", "heldout2"] if args.split == "all" else [args.split]
+    splits = ["dev", "heldout", "heldout2", "heldout3"] if args.split == "all" else [args.split]
     result: dict[str, object] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()[0]},

@@ -365,12 +365,15 @@ def test_word_salad_reads_without_error(text: str) -> None:
     read_claim(text)
 
 
-def test_relation_is_symmetric_and_reflexive_over_every_example() -> None:
-    claims = [read_claim(s) for s in STATEMENTS]
+def test_relation_is_symmetric_and_reflexive_and_same_is_key_equality_over_every_example() -> None:
+    """Claim.key is what an index of facts can use: two claims are "same" exactly when their keys
+    are equal (so a dict lookup finds what relation() would call the same)."""
+    claims = [read_claim(s) for s in [*STATEMENTS, "User keeps bees", "user keeps bees.", "User keeps hens"]]
     for a in claims:
         assert relation(a, a) == "same"
         for b in claims:
             assert relation(a, b) == relation(b, a), (a, b)
+            assert (relation(a, b) == "same") == (a.key == b.key), (a, b)
 
 
 def test_all_caps_and_title_case_carry_no_name() -> None:
@@ -439,3 +442,40 @@ def test_a_second_detail_keeps_two_statements_apart() -> None:
     assert nurse.key == read_claim("User works as a nurse at Google").key != read_claim("User works at Google").key
     # "as of 2020" is a time, not a job
     assert read_claim("User works at Google as of 2020").implies == ()
+
+
+def test_a_statement_that_says_more_is_not_the_same_claim() -> None:
+    """ "Nothing a user said is lost": "User lives in Porto with his wife" is not dropped as a
+    duplicate of "User lives in Porto", though its home is the same (and another home replaces it)."""
+    detailed = read_claim("User lives in Porto with his wife")
+    assert (detailed.slot, detailed.value, detailed.detail) == ("home", "porto", "with his wife")
+    plain = read_claim("User lives in Porto")
+    assert detailed.key != plain.key
+    assert relation(plain, detailed) == relation(detailed, plain) == "distinct"
+    assert relation(read_claim("User lives in Lisbon"), detailed) == "replaces"
+    assert read_claim("User speaks Spanish a little").detail == "a little"
+    # controls: the same detail is the same claim; a time tail or a country is not detail
+    assert relation(detailed, read_claim("The user resides in Porto with his wife.")) == "same"
+    assert read_claim("User lives in Porto since 2015").key == plain.key
+    assert read_claim("User lives in Porto, Portugal").key == plain.key
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_every_example_reads_the_same_with_the_other_subject_form(statement: str) -> None:
+    """ "User ..." and "The user ...", "User's" and "The user's", any case: one claim."""
+    if statement.startswith("User"):
+        other = "The user" + statement[len("User") :]
+    elif statement.startswith("The user"):
+        other = "User" + statement[len("The user") :]
+    else:
+        pytest.fail(f"an example that does not start with the user: {statement!r}")
+    assert read_claim(other) == read_claim(statement)
+    assert read_claim(other.rstrip(".") + ".") == read_claim(statement)
+
+
+def test_a_negated_claim_implies_nothing() -> None:
+    no_longer = read_claim("User is no longer married to Sam")
+    assert (no_longer.slot, no_longer.value, no_longer.negated, no_longer.implies) == ("partner", "sam", True, ())
+    assert relation(read_claim("User is married to Sam"), no_longer) == "replaces"
+    # control: the plain statement implies its status
+    assert [(c.slot, c.value) for c in read_claim("User is married to Sam").implies] == [("marital_status", "married")]

@@ -44,17 +44,20 @@ class Claim:
     cardinality: Cardinality | None = None
     negated: bool = False
     implies: tuple[Claim, ...] = ()
+    # What the statement says beyond slot and value ("with his wife" in "User lives in Porto with
+    # his wife"): not part of the value, but part of what makes two claims the same.
+    detail: str = ""
 
     @property
     def free_text(self) -> bool:
         return self.slot is None
 
     @property
-    def key(self) -> tuple[str, frozenset[tuple[str | None, str, bool]]]:
-        """What two claims must share to be "same" (relation): the subject and every claim the
-        statement makes, its own and the implied ones, whichever leads. For free text, the
-        canonical text. Hashable, for an index of one user's facts."""
-        return (self.subject, _all(self))
+    def key(self) -> tuple[str, frozenset[tuple[str | None, str, bool]], str]:
+        """What two claims must share to be "same" (relation): the subject, every claim the
+        statement makes (its own and the implied ones, whichever leads) and its detail. For free
+        text, the canonical text. Hashable, for an index of one user's facts."""
+        return (self.subject, _all(self), self.detail)
 
 
 @lru_cache(maxsize=131_072)
@@ -75,6 +78,7 @@ def read_claim(statement: str) -> Claim:
         cardinality=reading.cardinality,
         negated=reading.negated,
         implies=implied,
+        detail=reading.detail,
     )
 
 
@@ -155,9 +159,10 @@ def relation(a: Claim, b: Claim) -> Relation:
                 return "replaces"
     if a.slot == b.slot:
         found = _pair(a, b)
-        if found == "same" and _implied(a) != _implied(b):
+        if found == "same" and (_implied(a) != _implied(b) or a.detail != b.detail):
             # One says more: "User's husband is Sam" also says married, "User's partner is Sam"
-            # does not. Neither may be dropped as the other's duplicate; both stay, unlinked.
+            # does not; "User lives in Porto with his wife" says who with. Neither may be dropped
+            # as the other's duplicate; both stay, unlinked.
             return "distinct"
         return found
     return "distinct"

@@ -15,8 +15,10 @@ How a statement is read (all on the canonical text, engine.text.canonical):
 3. The predicate is matched, whole, against the patterns in file order (indexed by their first
    word, so a statement tries a handful of patterns, not all of them). The first pattern whose
    value survives the slot's checks (closed value set, rejects, the name shape) wins.
-4. The value is trimmed: slot cut words ("as", "with"), time tails ("since 2015", "in March"),
-   punctuation, one leading article; then the slot's aliases apply.
+   A reported claim ("The user mentioned that they live in Porto") is read as the claim itself.
+4. The value is trimmed: time tails ("since 2015", "in March") and the slot's trim words
+   (", Portugal") are dropped; what the slot's cut words take off ("with his wife") is kept as
+   the claim's detail; then punctuation, one leading article, and the slot's aliases.
 
 A value that needs the capital letter of a name (`shape = "name"`: "User's wife is Ana", not
 "User's wife is pregnant") is checked on the statement before case folding; where that cannot be
@@ -69,6 +71,7 @@ class SlotSpec:
     not_values: frozenset[str]
     reject: tuple[re.Pattern[str], ...]
     cut: tuple[str, ...]
+    trim: tuple[str, ...]  # like cut, but what it takes off is not detail ("Lisbon, Portugal")
     shape: str | None  # the default shape of the slot's patterns
     list_values: bool  # "a, b and c" kept as one value, its items sorted
     examples: tuple[Example, ...]
@@ -108,6 +111,7 @@ class Reading:
     value: str
     negated: bool
     implies: tuple[tuple[str, str], ...] = ()
+    detail: str = ""  # what the slot's cut words took off the value (canonical), "" for none
 
 
 def _alternatives(spec: str) -> str:
@@ -225,7 +229,9 @@ class Lexicon:
         self.job_words = frozenset(self.lists.get("jobs", ()))
         self.subjects = sorted(_strs(grammar.get("subjects"), "grammar.subjects"), key=len, reverse=True)
         self.possessives = sorted(_strs(grammar.get("possessives"), "grammar.possessives"), key=len, reverse=True)
-        self.adverbs = tuple(a + " " for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
+        adverbs = "|".join(re.escape(a) for a in _strs(grammar.get("adverbs"), "grammar.adverbs"))
+        # Adverbs at the start of the predicate, or right after a leading "is"/"has" (kept).
+        self.adverbs = re.compile(rf"^(is |has )?(?:(?:{adverbs}) )+") if adverbs else None
         negs = grammar.get("negations", [])
         if not all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in negs):
             raise LexiconError("grammar.negations: expected [from, to] pairs")
@@ -244,7 +250,11 @@ class Lexicon:
         )
         self.first_copula = re.compile(r"(?:^|(?<=\s))(?:is|are|isn't|aren't)\s")
         self.articles = tuple(a + " " for a in _strs(grammar.get("articles"), "grammar.articles"))
-        self.tails = tuple(re.compile(t) for t in _strs(grammar.get("tails"), "grammar.tails"))
+        tails = _strs(grammar.get("tails"), "grammar.tails")
+        for t in tails:
+            re.compile(t)  # each one must compile on its own (named in the error)
+        # One alternation, applied until nothing more comes off: every tail is anchored at the end.
+        self.tails = re.compile("|".join(f"(?:{t})" for t in tails)) if tails else None
         self.function_words = frozenset(_strs(grammar.get("function_words"), "grammar.function_words"))
         self.reject_values = tuple(re.compile(t) for t in _strs(grammar.get("reject_values"), "grammar.reject_values"))
 
@@ -291,6 +301,7 @@ class Lexicon:
             not_values=frozenset(_strs(raw.get("not_values"), f"{name}.not_values")),
             reject=tuple(re.compile(r) for r in _strs(raw.get("reject"), f"{name}.reject")),
             cut=tuple(_strs(raw.get("cut"), f"{name}.cut")),
+            trim=tuple(_strs(raw.get("trim"), f"{name}.trim")),
             shape=raw.get("shape"),
             list_values=bool(raw.get("list_values", False)),
             examples=tuple(examples),
@@ -374,15 +385,12 @@ class Lexicon:
         return None
 
     def _drop_adverbs(self, rest: str) -> str:
-        changed = True
-        while changed:
-            changed = False
-            for adv in self.adverbs:
-                if rest.startswith(adv):
-                    rest, changed = rest[len(adv) :], True
-                for aux in ("is ", "has "):
-                    if rest.startswith(aux + adv):
-                        rest, changed = aux + rest[len(aux) + len(adv) :], True
+        if self.adverbs is None:
+            return rest
+        m = self.adverbs.match(rest)
+        while m is not None:
+            rest = (m.group(1) or "") + rest[m.end() :]
+            m = self.adverbs.match(rest)
         return rest
 
     def _negation(self, possessive: bool, rest: str) -> tuple[str, bool]:
@@ -449,13 +457,12 @@ class Lexicon:
         return None
 
     def _trim_tails(self, value: str) -> str:
-        changed = True
-        while changed and value:
-            changed = False
-            for tail in self.tails:
-                trimmed = tail.sub("", value)
-                if trimmed != value:
-                    value, changed = trimmed.strip(_PUNCT), True
+        if self.tails is None:
+            return value
+        m = self.tails.search(value)
+        while m is not None and value:
+            value = value[: m.start()].strip(_PUNCT)
+            m = self.tails.search(value)
         return value
 
     def _finish(self, pattern: Pattern, m: re.Match[str], negated: bool, light: str) -> Reading | None:
@@ -467,7 +474,7 @@ class Lexicon:
         cleaned = self._clean(spec, raw)
         if cleaned is None:
             return None
-        value, written = cleaned
+        value, written, detail = cleaned
         if not self._shaped(pattern.shape, value, written, light):
             return None
         implies = pattern.implies
@@ -480,7 +487,7 @@ class Lexicon:
                     continue
                 other = self.slots.get(slot)
                 cleaned_also = self._clean(other, also) if other is not None and also else None
-                if cleaned_also is None or not self._shaped(pattern.also_shape, *cleaned_also, light):
+                if cleaned_also is None or not self._shaped(pattern.also_shape, *cleaned_also[:2], light):
                     return None
                 resolved.append((slot, cleaned_also[0]))
             implies = tuple(resolved)
@@ -495,12 +502,16 @@ class Lexicon:
                 return None
             thing = spec.thing_aliases.get(thing, thing)
             slot = spec.prefix + thing.replace(" ", "_")
+        negated = negated != pattern.negated
         return Reading(
             slot=slot,
             cardinality=spec.cardinality,
             value=value,
-            negated=negated != pattern.negated,
-            implies=implies,
+            negated=negated,
+            # A negated claim asserts nothing else: "User is no longer married to Sam" does not
+            # say the user is married.
+            implies=() if negated else implies,
+            detail=detail,
         )
 
     def _looks_proper(self, value: str, written: str, light: str) -> bool:
@@ -546,13 +557,23 @@ class Lexicon:
             and (words[-1] in self.job_words or " ".join(words[-2:]) in self.job_words)
         )
 
-    def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str] | None:
-        """(the value, the value as it stood before its article was dropped), or None."""
-        value = " ".join(raw.split()).strip(_PUNCT)
+    def _clean(self, spec: SlotSpec, raw: str) -> tuple[str, str, str] | None:
+        """(the value, the value as it stood before its article was dropped, the detail the
+        slot's cut words took off it), or None. Time tails go first and are not detail (valid
+        time is kept apart); what a cut takes off ("with his wife", "every Sunday", "a little")
+        is detail: it keeps the claim from being the same as the plain one, so a statement that
+        says more is never dropped as a duplicate of one that says less."""
+        value = self._trim_tails(" ".join(raw.split()).strip(_PUNCT))
+        for trim in spec.trim:
+            at = value.find(trim)
+            if at > 0:
+                value = value[:at]
+        detail = ""
         for cut in spec.cut:
             at = value.find(cut)
             if at > 0:
-                value = value[:at]
+                value, rest = value[:at], value[at:]
+                detail = " ".join(x for x in (_strip_symbols(self._trim_tails(rest)), detail) if x)
         value = _strip_symbols(self._trim_tails(value))
         if not value or any(r.search(value) for r in (*self.reject_values, *spec.reject)):
             return None
@@ -570,7 +591,7 @@ class Lexicon:
         if spec.list_values:
             items = sorted({item.strip(_PUNCT) for item in _LIST_SPLIT.split(value)} - {""})
             value = ", ".join(items)
-        return value, written
+        return value, written, detail
 
     def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
         for spec in self.slots.values():
