@@ -10,15 +10,17 @@ advisory lock), and keeps five invariants:
 
   I1  no active fact holds the value of a live tombstone of its user: TombstonedError, unless the
       caller asks to lift the tombstone (`lift_tombstone=True`), which is then audited as `lift`;
-  I2  no two active facts of a user hold one value (engine.text's rule: case, punctuation,
-      confusables, one-edit typos of long words): DuplicateFactError;
+  I2  no two active facts of a user hold one value: the same canonical text (engine.text: case,
+      punctuation, invisible marks, confusables) or the same claim (engine.claims: "resides in
+      Lisbon" is "lives in Lisbon"): DuplicateFactError. A look-alike one edit away is another
+      value, marked ("looks like #12"), never refused;
   I3  every active fact has its audit row, written here in the same transaction;
   I4  a fact that replaces an active fact is never active beside it, unless the caller chose to
       keep both: the old fact is ended here, in the same transaction;
   I5  a pending candidate never replaces nothing when it would replace an active fact: the queue's
       intake relates each statement to the facts active then, and here every pending `new` or
       `proposed` candidate that replaces nothing is related to the fact just made active; one that
-      would replace it becomes its update (or contradiction), audited as `gate_retarget` (undo of
+      would replace it (the value model's `replaces`) becomes its update, audited as `gate_retarget` (undo of
       the decision that made the fact puts it back); a candidate an undo puts back in the queue is
       related to every active fact the same way (`requeued`). Without I5,
       "I live in Lisbon" and "I moved to Porto", queued in one run, both approved plainly (by a
@@ -32,19 +34,28 @@ refused by `refuse_tombstone_over_active` (retract the fact instead), the other 
 
 `screen` is the queue's intake for one statement written by someone (an agent's proposal, a
 curator's candidate, a statement queued anyway): the same tombstone and duplicate gates as
-extraction (`gate_verdict`, which the pipeline calls too), then one replacement detection
-(`replacement`): the offline extractor's calibration rule against the user's active facts, and a
-value that was corrected away becomes a contradiction of the fact that corrected it.
+extraction (`gate_verdict`, which the pipeline calls too), the look-alike marks (`intake_marks`),
+then one replacement detection (`replacement`), read through engine.claims and never through an
+extractor: the same one-valued slot with another value (or the opposite negation) over an
+overlapping valid interval is an update; disjoint intervals are history; a value that was corrected
+away becomes a contradiction of the fact that corrected it. A statement the claim model cannot
+relate to a fact (either is free text) is compared with the user's active facts by the configured
+embedder (`neighbour_marks`): each neighbour above the measured threshold is a "may replace #N"
+question for a person, or, with a ValueJudge, linked only on its "replaces".
+
+A supersession whose new fact starts at or before the old fact's own start is refused
+(`refuse_earlier_start`): the old interval cannot be closed before it begins, and both facts would
+read as true at a later as-of.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from .claims import Claim, read_claim
+from .claims import Claim, read_claim, relation
+from .claims.judge import Verdict
 from .errors import DuplicateFactError, NotFoundError, StaleSupersessionError, TombstonedError, UserInputError
 from .models import Candidate, GapKind, Knowledge, Mark, to_jsonable
 from .storage.rooms import GateTx
@@ -70,40 +81,24 @@ EndReason = Literal["superseded", "contradicted", "corrected"]
 its period) or it was never true (corrected: as-of never reads it)."""
 
 
-Relation = Literal["same", "replaces", "distinct", "unknown"]
-"""How a new claim stands to an old one: the same value, a replacement (the same one-valued slot,
-another value or the opposite negation), distinct (another slot, or another value of a many-valued
-slot), or unknown (free text the claim model cannot read: the embedder's neighbours, a judge or a
-person decide)."""
-
 Interval = tuple[int | None, int | None]
 """A valid interval in µs, None for an open end."""
 
-
-@lru_cache(maxsize=65_536)
-def claim_of(statement: str) -> Claim:
-    """engine.claims.read_claim, cached: a gate pass reads the claims of every live entry of the
-    user, and the same facts again at the next statement."""
-    return read_claim(statement)
+claim_of = read_claim
+"""engine.claims.read_claim (cached there): the one reading of a statement every judgement here uses."""
 
 
-def relation(new: Claim, old: Claim) -> Relation:
-    """The value model's one rule over two claims (DESIGN, "Same / replaces / both")."""
-    if new.slot is None or old.slot is None:
-        return "unknown"
-    if new.subject != old.subject or new.slot != old.slot:
-        return "distinct"
-    if new.value == old.value:
-        return "same" if new.negated == old.negated else "replaces"
-    if "one" in (new.cardinality, old.cardinality) and not new.negated and not old.negated:
-        return "replaces"
-    return "distinct"  # another value of a many-valued slot, or "not X" beside "Y"
-
-
-MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.5, "wordllama": 0.5}
+MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.45, "wordllama": 0.4}
 """Per embedder (its recorded name), the cosine similarity at or above which a free-text
-statement's neighbour is asked about ("may replace #N"), measured on benchmarks/value_identity.py's
-main part (benchmarks/README.md); an embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`."""
+statement's neighbour is asked about ("may replace #N"). Chosen on benchmarks/value_identity.py's
+main part (benchmarks/README.md, "Same, replaces or both"), when its free-text replacements
+(before the lexicons grew) scored 0.14 to 0.81 with WordLlama: 0.40 marks all but the two lowest,
+and a distinct pair marked is a question, a replacement missed is two homes active. Re-chosen
+after the lexicons grew by "the highest threshold keeping the same main recall", 0.50 would ask
+fewer questions (11 of 45 distinct pairs instead of 15) but the held-out part then lost two of 15
+replacements, so the fail-closed 0.40 stays (the held-out has informed this one choice; README says
+so). An embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`; MemoryConfig.may_replace_similarity
+overrides both."""
 
 DEFAULT_MAY_REPLACE_SIMILARITY: Final = 0.5
 
@@ -122,40 +117,83 @@ def overlaps(a: Interval, b: Interval) -> bool:
     return (e1 is None or s2 is None or s2 < e1) and (e2 is None or s1 is None or s1 < e2)
 
 
-ClaimKey = tuple[str, str, str, bool]
+ClaimKey = tuple[str, str, str, bool, frozenset[tuple[str | None, str, bool]]]
+
+
+def claim_key(claim: Claim) -> ClaimKey | None:
+    """What makes two claims the same: subject, slot, value, negation and what each implies
+    ("engaged to Priya" and "married to Priya" name one partner but two marital statuses)."""
+    if claim.slot is None:
+        return None
+    implied = frozenset((c.slot, c.value, c.negated) for c in claim.implies)
+    return (claim.subject, claim.slot, claim.value, claim.negated, implied)
+
+
+def replaces(old: Claim, new: Claim) -> bool:
+    """engine.claims.relation's "replaces", and one more case: the same claim whose implied claims
+    replace each other (married to Priya, after engaged to Priya)."""
+    found = relation(old, new)
+    if found == "same" and claim_key(old) != claim_key(new):
+        return any(relation(x, y) == "replaces" for x in old.implies for y in new.implies if x.slot == y.slot)
+    return found == "replaces"
 
 
 class ClaimIndex(Generic[P]):
-    """Claims the slot lexicons read, each with a payload: the same claim by a dict, the claims of
-    one slot (for replacements) by another. Free-text claims are not indexed: their sameness is the
-    canonical text's (`ValueIndex`) and their neighbours the embedder's."""
+    """Claims the slot lexicons read, each with a payload: the same claim by a dict; for
+    replacements, each claim (and what it implies: "married to Sam" implies married) under its
+    slot, value and negation, and under its slot alone when that slot holds one value. A lookup
+    reads only the entries that can be replaced (the same value negated, or the one value of a
+    one-valued slot), so a user with 20,000 hobbies costs no more than one with five. Free-text claims are not indexed:
+    their sameness is the canonical text's (`ValueIndex`) and their neighbours the embedder's."""
 
     def __init__(self) -> None:
         self._same: dict[ClaimKey, list[P]] = {}
-        self._slots: dict[tuple[str, str], list[tuple[Claim, P]]] = {}
+        self._by_value: dict[tuple[str, str, str, bool], list[tuple[int, Claim, P]]] = {}
+        self._by_slot: dict[tuple[str, str], list[tuple[int, Claim, P]]] = {}
+        self._count = 0
 
-    def add(self, statement: str, payload: P) -> None:
-        claim = claim_of(statement)
-        if claim.slot is None:
+    def add(self, statement: str, payload: P, claim: Claim | None = None) -> None:
+        claim = claim or claim_of(statement)
+        key = claim_key(claim)
+        if key is None:
             return
-        self._same.setdefault((claim.subject, claim.slot, claim.value, claim.negated), []).append(payload)
-        self._slots.setdefault((claim.subject, claim.slot), []).append((claim, payload))
+        self._same.setdefault(key, []).append(payload)
+        self._count += 1
+        entry = (self._count, claim, payload)
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            self._by_value.setdefault((claim.subject, part.slot, part.value, part.negated), []).append(entry)
+            if part.cardinality == "one":
+                self._by_slot.setdefault((claim.subject, part.slot), []).append(entry)
 
     def same(self, claim: Claim, skip: Callable[[P], bool] | None = None) -> P | None:
         """The first entry making the identical claim, or None."""
-        if claim.slot is None:
+        key = claim_key(claim)
+        if key is None:
             return None
-        for payload in self._same.get((claim.subject, claim.slot, claim.value, claim.negated), ()):
+        for payload in self._same.get(key, ()):
             if skip is None or not skip(payload):
                 return payload
         return None
 
     def replaced(self, claim: Claim) -> list[P]:
-        """The entries this claim would replace (`relation` "replaces"), newest first."""
+        """The entries this claim would replace (`replaces`), newest first."""
         if claim.slot is None:
             return []
-        found = self._slots.get((claim.subject, claim.slot), ())
-        return [payload for old, payload in reversed(found) if relation(claim, old) == "replaces"]
+        found: dict[int, tuple[Claim, P]] = {}
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            # the same value negated ("not vegan" after "vegan"); the same value with the same
+            # negation only where implied claims can differ ("married to" after "engaged to")
+            flips = [not part.negated, part.negated] if claim.implies else [not part.negated]
+            for negated in flips:
+                for seq, old, payload in self._by_value.get((claim.subject, part.slot, part.value, negated), ()):
+                    found[seq] = (old, payload)
+            for seq, old, payload in self._by_slot.get((claim.subject, part.slot), ()):
+                found[seq] = (old, payload)
+        return [payload for _, (old, payload) in sorted(found.items(), reverse=True) if replaces(old, claim)]
 
 
 def marks_note(marks: tuple[Mark, ...]) -> str | None:
@@ -257,28 +295,35 @@ class Admission:
         found = self._stones.find(value_key(statement), skip) or self._stone_claims.same(claim_of(statement), skip)
         return found
 
-    def holder(self, statement: str, excluding: Collection[int] = ()) -> tuple[int, str] | None:
-        """(id, statement) of an active fact holding this value (the same text or the same claim),
-        other than those in `excluding`."""
+    def holder(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[int, str] | None:
+        """(id, statement) of an active fact holding this value (the same text or, with `claims`,
+        the same claim), other than those in `excluding`."""
         passed = self._ended.union(excluding)
         skip = (lambda fact: self._real.get(fact[0], fact[0]) in passed) if passed else None
-        found = self._values.find(value_key(statement), skip) or self._claims.same(claim_of(statement), skip)
+        found = self._values.find(value_key(statement), skip)
+        if found is None and claims:
+            found = self._claims.same(claim_of(statement), skip)
         return self._id(found) if found is not None else None
 
-    def refusal(self, statement: str, excluding: Collection[int] = ()) -> UserInputError | None:
-        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None."""
+    def refusal(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> UserInputError | None:
+        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None.
+        `claims=False` (an import): a fact is a duplicate only by its canonical text; the same
+        claim in other words is a mark (`marks`), because the lexicons read "User owns a horse
+        since 2003 (note 5)" as the claim of "User owns a horse", and an import must lose nothing.
+        A tombstone refuses the same claim either way: a rejected value stays rejected."""
         stone = self.tombstone(statement)
         if stone is not None:
             return TombstonedError(stone[0], stone[1])
-        same = self.holder(statement, excluding)
+        same = self.holder(statement, excluding, claims=claims)
         if same is not None:
             return DuplicateFactError(same[0], same[1])
         return None
 
     async def verified(self, statement: str) -> UserInputError | None:
-        """`refusal`, each hit checked against the database first (an import's later transaction:
-        another writer may have ended the fact or lifted the tombstone since it was indexed)."""
-        while (error := self.refusal(statement)) is not None:
+        """`refusal` as an import asks it (`claims=False`), each hit checked against the database
+        first (an import's later transaction: another writer may have ended the fact or lifted the
+        tombstone since it was indexed)."""
+        while (error := self.refusal(statement, claims=False)) is not None:
             if isinstance(error, TombstonedError):
                 if (await self._tx.get_tombstone(self.user_id, error.tombstone_id)).lifted_at is None:
                     return error
@@ -293,10 +338,11 @@ class Admission:
                 self._ended.add(error.knowledge_id)
         return None
 
-    def marks(self, statement: str, excluding: Collection[int] = ()) -> tuple[Mark, ...]:
+    def marks(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[Mark, ...]:
         """What a person should know about a value that passes I1 and I2: the active fact it looks
         like (one edit apart, engine.text), the live tombstone it is near, the facts its claim may
-        replace (an import states what is true, so they are marks, not links)."""
+        replace (an import states what is true, so they are marks, not links; `claims=False` for a
+        caller that related the claim itself, valid times included)."""
         key = value_key(statement)
         passed = self._ended.union(excluding)
         skip = (lambda f: self._real.get(f[0], f[0]) in passed) if passed else None
@@ -304,10 +350,14 @@ class Admission:
         fact = self._values.near(key, skip)
         if fact is not None:
             out.append(looks_like("knowledge", *self._id(fact)))
+        said = self._claims.same(claim_of(statement), skip)
+        if said is not None and self._values.find(key, skip) is None:
+            ident, text = self._id(said)
+            out.append(Mark("looks_like", ident, f"says the same as fact #{ident} (the same claim): {text}"))
         stone = self._stones.near(key, (lambda t: t[0] in self._lifted) if self._lifted else None)
         if stone is not None:
             out.append(near_tombstone(*stone))
-        for old in self._claims.replaced(claim_of(statement)):
+        for old in self._claims.replaced(claim_of(statement)) if claims else ():
             ident, text = self._id(old)
             if ident not in passed:
                 out.append(may_replace(ident, text, "the same one-valued slot"))
@@ -485,7 +535,7 @@ async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
 def _would_replace(statement: str, fact_statement: str) -> str | None:
     """ "update" when `statement` would replace that one fact (the value model's `relation`, the
     same `replacement` applies at intake), else None."""
-    return "update" if relation(claim_of(statement), claim_of(fact_statement)) == "replaces" else None
+    return "update" if replaces(claim_of(fact_statement), claim_of(statement)) else None
 
 
 async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:
@@ -582,14 +632,17 @@ def corrected_target(view: GateView, statement: str) -> int | None:
     return hit[0] if hit is not None else None
 
 
-def replacement(view: GateView, statement: str, valid: Interval = (None, None)) -> tuple[GapKind, int | None]:
+def replacement(
+    view: GateView, statement: str, valid: Interval = (None, None), claim: Claim | None = None
+) -> tuple[GapKind, int | None]:
     """One replacement detection for a statement someone wrote: the newest active fact whose claim
     this one replaces (`relation`: the same one-valued slot, another value or the opposite
     negation) over an overlapping valid interval is its update; else a value that was corrected
     away is a contradiction of the fact that corrected it; else new. Free text (no slot) is never
-    linked here: `neighbour_marks` asks a person."""
+    linked here: `neighbour_marks` asks a person. `claim`: the statement's claim when its source
+    named a slot too (engine.claims.claim_for: an LLM extractor's `slot`)."""
     live, _ = _live_claims(view)
-    for entity, ident, _text in live.replaced(claim_of(statement)):
+    for entity, ident, _text in live.replaced(claim or claim_of(statement)):
         if (
             entity == "knowledge"
             and ident in view.active_ids
@@ -602,6 +655,26 @@ def replacement(view: GateView, statement: str, valid: Interval = (None, None)) 
     return "new", None
 
 
+async def nearest_facts(
+    tx: GateTx, user_id: str, statement: str, embedding: list[float] | None, similarity: float, limit: int = 3
+) -> list[tuple[int, str]]:
+    """(id, statement) of the user's active facts nearest a statement by the configured embedder,
+    at or above cosine `similarity`, nearest first, that the claim model cannot relate to it (one
+    of the two is free text: `relation` "unknown"); two claims it reads are its to relate."""
+    if embedding is None:
+        return []
+    near = await tx.vector_arm(
+        user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
+    )
+    claim = claim_of(statement)
+    out = []
+    for fid in near:
+        text = (await tx.get_knowledge(user_id, fid)).statement
+        if relation(claim_of(text), claim) == "unknown":
+            out.append((fid, text))
+    return out
+
+
 async def neighbour_marks(
     tx: GateTx,
     user_id: str,
@@ -610,24 +683,36 @@ async def neighbour_marks(
     similarity: float,
     *,
     skip: Collection[int] = (),
-    limit: int = 3,
-) -> tuple[Mark, ...]:
-    """A statement the claim model cannot read (free text), compared with the user's active facts
-    by the configured embedder: each of the `limit` nearest whose cosine similarity is at least
-    `similarity` becomes a "may replace" question for a person, never a link. A statement with a
-    slot is left to `replacement`, and so is a fact with a slot when the statement has one."""
-    if embedding is None or claim_of(statement).slot is not None:
-        return ()
-    near = await tx.vector_arm(
-        user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
-    )
+    verdicts: Mapping[int, Verdict] | None = None,
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """A free-text statement against its nearest active facts (`nearest_facts`): without a judge
+    each neighbour is a "may replace #N" question for a person, never a link. With `verdicts`
+    (a ValueJudge's answers, asked before the transaction): "replaces" links (the first such
+    neighbour is returned as the target), "same" is a look-alike mark ("the judge reads it as the
+    same as #N"), "both" leaves the neighbour alone, "unsure" or no answer stays a "may replace"
+    mark. Returns (target or None, marks)."""
+    return judged(await nearest_facts(tx, user_id, statement, embedding, similarity), skip, verdicts)
+
+
+def judged(
+    near: list[tuple[int, str]], skip: Collection[int] = (), verdicts: Mapping[int, Verdict] | None = None
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """`neighbour_marks`' rule over neighbours already found (the pipeline finds an LLM
+    extraction's neighbours before its write transaction)."""
+    target: int | None = None
     out: list[Mark] = []
-    for fid in near:
+    for fid, text in near:
         if fid in skip:
             continue
-        fact = await tx.get_knowledge(user_id, fid)
-        out.append(may_replace(fid, fact.statement, "similar wording"))
-    return tuple(out)
+        verdict = (verdicts or {}).get(fid)
+        if verdict is None or verdict.verdict == "unsure":
+            why = verdict.note if verdict is not None and verdict.note else "similar wording"
+            out.append(may_replace(fid, text, why))
+        elif verdict.verdict == "replaces" and target is None:
+            target = fid
+        elif verdict.verdict == "same":
+            out.append(Mark("looks_like", fid, f"the judge reads it as the same as fact #{fid}: {text}"))
+    return target, tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,12 +736,14 @@ async def screen(
     valid: Interval = (None, None),
     embedding: list[float] | None = None,
     similarity: float | None = None,
+    verdicts: Mapping[int, Verdict] | None = None,
 ) -> Screened:
     """The intake of one written statement, under the user's lock: TombstonedError for a value a
     tombstone blocks (the same text or claim); `duplicate_of` for a value an active fact or a
     pending candidate already holds; otherwise the kind and target it is queued with (with
     `detect`, the fact it would replace: a `new` statement becomes an update of it) and its marks
-    (look-alikes, and with `embedding` and `similarity` the facts free text may replace)."""
+    (look-alikes, and with `embedding` and `similarity` the facts free text may replace; with a
+    judge's `verdicts` on those neighbours, its "replaces" links: `neighbour_marks`)."""
     await tx.lock_user(user_id)
     view = await tx.gate_view(user_id, whole=False)
     verdict = gate_verdict(view, statement)
@@ -675,7 +762,12 @@ async def screen(
         return Screened(kind=found if kind == "new" else kind, supersedes_id=target, marks=marks)
     if similarity is not None:
         marked = {m.target_id for m in marks if m.kind == "looks_like"}
-        marks += await neighbour_marks(tx, user_id, statement, embedding, similarity, skip=marked)
+        linked, more = await neighbour_marks(
+            tx, user_id, statement, embedding, similarity, skip=marked, verdicts=verdicts
+        )
+        marks += more
+        if linked is not None:  # a judge's "replaces": a link, as the claim model's would be
+            return Screened(kind="update" if kind == "new" else kind, supersedes_id=linked, marks=marks)
     return Screened(kind=kind, marks=marks)
 
 

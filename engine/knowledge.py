@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .blind import blind_spots
+from .claims.judge import Verdict
 from .context import EngineContext
 from .credentials import refuse_credentials
 from .errors import (
@@ -33,8 +34,10 @@ from .gate import (
     Admission,
     EndReason,
     activate,
+    gate_verdict,
     marks_note,
     may_replace_similarity,
+    nearest_facts,
     neighbour_marks,
     refuse_earlier_start,
     replacement,
@@ -192,6 +195,19 @@ class KnowledgeOps:
 
     ctx: EngineContext
 
+    async def _verdicts(self, user_id: str, statement: str, embedding: list[float]) -> dict[int, Verdict]:
+        """With a ValueJudge configured: its answers on a free-text statement's nearest facts,
+        asked BEFORE the write transaction (a model call never holds the user's lock); the gate
+        reads the neighbours again inside it, and a fact the judge did not see is only marked."""
+        judge = self.ctx.judge
+        if judge is None:
+            return {}
+        async with self._store.reading() as tx:
+            near = await nearest_facts(tx, user_id, statement, embedding, self._similarity())
+        if not near:
+            return {}
+        return {v.neighbour_id: v for v in await judge.judge(statement, near)}
+
     def _similarity(self) -> float:
         """The "may replace" threshold in force for this Memory's embedder (engine.gate)."""
         name = str(getattr(self.ctx.embedder, "name", "") or "")
@@ -228,13 +244,19 @@ class KnowledgeOps:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         now_us: int = to_us(self.ctx.now())
         async with self._store.transaction() as tx:
             admission = await Admission.read(tx, uid)
             old: Knowledge | None = None
             end_reason: EndReason | None = None
             view = await tx.gate_view(uid, whole=False)
-            kind, target = replacement(view, text, (start, end))
+            # no start of its own: it holds from now, for the overlap test (an ended fact is history)
+            kind, target = replacement(view, text, (start if start is not None else now_us, end))
+            marks: tuple[Mark, ...] = ()
+            if target is None:
+                linked, marks = await neighbour_marks(tx, uid, text, embedding, self._similarity(), verdicts=verdicts)
+                kind, target = ("update", linked) if linked is not None else (kind, None)
             if kind in ("update", "contradiction") and target is not None:
                 if settle is None:
                     fact = await tx.get_knowledge(uid, target)
@@ -242,10 +264,9 @@ class KnowledgeOps:
                 if settle != "keep_both":
                     old = await tx.get_knowledge(uid, target)
                     end_reason = "corrected" if settle == "correct" else "superseded"
-            marks = admission.marks(text, {target} if target is not None else ())
-            if target is None:
-                alike = {m.target_id for m in marks if m.kind == "looks_like"}
-                marks += await neighbour_marks(tx, uid, text, embedding, self._similarity(), skip=alike)
+            alike = admission.marks(text, {target} if target is not None else (), claims=False)
+            looked = {m.target_id for m in alike if m.kind == "looks_like"}
+            marks = alike + tuple(m for m in marks if not (m.kind == "may_replace" and m.target_id in looked))
             made = await activate(
                 tx,
                 user_id=uid,
@@ -316,7 +337,7 @@ class KnowledgeOps:
                 kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
                 placeholders: list[int] = []
                 for index, ((text, s, e, c), emb) in enumerate(zip(batch, embeddings, strict=True), start):
-                    refused = await admission.verified(text) if start else admission.refusal(text)
+                    refused = await admission.verified(text) if start else admission.refusal(text, claims=False)
                     if refused is not None:
                         refusals.append((index, refused))
                         continue
@@ -546,16 +567,22 @@ class KnowledgeOps:
             return lifted
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
-        """The live tombstone of this user matching the statement's value (the same canonical text;
-        a look-alike is not a match)."""
+        """The live tombstone of this user matching the statement's value (the same canonical text or
+        claim: the intake's gate_verdict; a look-alike is not a match)."""
         async with self._store.reading() as tx:
-            return await tx.matching_tombstone(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "tombstoned":
+                return None
+            return await tx.get_tombstone(user_id, verdict[1][1])
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
-        the same value (engine.text's rule), or None."""
+        the same value (the same canonical text or claim: the intake's gate_verdict), or None."""
         async with self._store.reading() as tx:
-            return await tx.duplicate_of(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "duplicate":
+                return None
+            return verdict[1][0], verdict[1][1]
 
     async def users(self) -> list[str]:
         async with self._store.reading() as tx:
@@ -590,6 +617,7 @@ class KnowledgeOps:
         now_us: int = to_us(created_at or self.ctx.now())
         named = supersedes_id is not None or supersedes_candidate_id is not None
         embedding = None if named or kind == "retraction" else (await self.ctx.embedder.embed([text]))[0]
+        verdicts = await self._verdicts(_user(user_id), text, embedding) if embedding is not None else {}
         marks: tuple[Mark, ...] = ()
         async with self._store.transaction() as tx:
             if kind != "retraction":
@@ -599,9 +627,10 @@ class KnowledgeOps:
                     text,
                     kind=kind,
                     detect=not named,
-                    valid=(start, end),
+                    valid=(start if start is not None else now_us, end),
                     embedding=embedding,
                     similarity=self._similarity(),
+                    verdicts=verdicts,
                 )
                 if screened.duplicate_of is not None:
                     raise DuplicateCandidateError(*screened.duplicate_of)
@@ -652,8 +681,18 @@ class KnowledgeOps:
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
             return refused
         [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         async with self._store.transaction() as tx:
-            screened = await screen(tx, uid, text, kind="proposed", embedding=embedding, similarity=self._similarity())
+            screened = await screen(
+                tx,
+                uid,
+                text,
+                kind="proposed",
+                valid=(now_us, None),  # an agent's statement holds from when it was said
+                embedding=embedding,
+                similarity=self._similarity(),
+                verdicts=verdicts,
+            )
             if screened.duplicate_of is not None:
                 return ProposalOutcome(duplicate_of=screened.duplicate_of)
             await self._agent_room(tx, uid)

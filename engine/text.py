@@ -232,7 +232,7 @@ def _neighbourhood(mk: str) -> Iterator[int]:
     words = mk.split(" ")
     yield hash(("", mk.replace(" ", "")))
     for at, word in enumerate(words):
-        if len(word) >= _LONG_WORD and sum(ch.isalpha() for ch in word) >= _LONG_WORD:
+        if len(word) >= _LONG_WORD and (word.isalpha() or sum(ch.isalpha() for ch in word) >= _LONG_WORD):
             yield hash((at, " ".join(words[:at]), " ".join(words[at + 1 :])))
 
 

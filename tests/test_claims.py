@@ -8,6 +8,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.claims import (
     Claim,
@@ -160,6 +162,39 @@ def test_divorced_replaces_married_to() -> None:
     assert relation(married, read_claim("User is married to Alex")) == "replaces"
 
 
+def test_engaged_then_married_to_the_same_person_replaces_the_status() -> None:
+    engaged, married = read_claim("User is engaged to Tom"), read_claim("User is married to Tom")
+    assert (engaged.slot, engaged.value) == (married.slot, married.value) == ("partner", "tom")
+    assert relation(engaged, married) == "replaces"
+    # control: the same marriage said twice is the same
+    assert relation(married, read_claim("User's husband is Tom")) == "same"
+    # one that says more (husband: married) is not the same as one that does not (partner)
+    partner = read_claim("User's partner is Tom")
+    assert (partner.slot, partner.value, partner.implies) == ("partner", "tom", ())
+    assert relation(partner, married) == relation(married, partner) == "distinct"
+
+
+@pytest.mark.parametrize(
+    ("idiom", "control", "slot"),
+    [
+        ("User lives in fear of losing her job", "User lives in Lisbon", "home"),
+        ("User lives in the moment", "User lives in the Netherlands", "home"),
+        ("User moved to tears by the film", "User moved to Porto", "home"),
+        ("User works for a living", "User works for Acme", "employer"),
+        ("User works at her own pace", "User works at a hospital", "employer"),
+        ("User speaks at conferences", "User speaks German", "languages"),
+        ("User plays it safe", "User plays tennis", "hobbies"),
+        ("User is seeing Dr. Lee", "User is dating Dr. Lee", "partner"),
+        ("User lives in Porto and works at Google", "User lives in Porto", "home"),
+    ],
+)
+def test_idioms_and_two_clause_statements_are_not_read_as_a_slot(idiom: str, control: str, slot: str) -> None:
+    """A false one-valued reading would let the gate end a true fact; free text goes to people."""
+    assert read_claim(idiom).slot is None
+    assert relation(read_claim(control), read_claim(idiom)) == "unknown"
+    assert read_claim(control).slot == slot
+
+
 def test_not_vegan_replaces_vegan() -> None:
     vegan, not_vegan = read_claim("User is vegan"), read_claim("User is not vegan")
     assert (not_vegan.slot, not_vegan.value, not_vegan.negated) == ("diet", "vegan", True)
@@ -198,7 +233,10 @@ def test_free_text_is_unknown() -> None:
     assert free.slot is None and free.free_text and free.cardinality is None
     assert free.value == "user is a doctor and rides horses on weekends"
     assert relation(free, read_claim("User lives in Porto")) == "unknown"
-    assert relation(free, free) == "unknown"
+    # two free texts: the identical canonical text is the same value, anything else is unknown
+    assert relation(free, read_claim("The user is a doctor and rides horses on weekends")) == "unknown"
+    assert relation(free, read_claim("USER IS A DOCTOR AND RIDES HORSES ON WEEKENDS.")) == "same"
+    assert relation(free, read_claim("User is a doctor and rides horse on weekends")) == "unknown"
     # control: a statement about someone else is free text, never the user's slot
     assert read_claim("Ana lives in Porto").slot is None
     assert read_claim("User's sister lives in Oslo").slot is None
@@ -292,3 +330,152 @@ def test_loader_positive_control() -> None:
 def test_the_packaged_data_is_the_data_read() -> None:
     raw = resources.files("engine.claims").joinpath("slots.toml").read_text(encoding="utf-8")
     assert [s["name"] for s in tomllib.loads(raw)["slot"]] == list(LEX.slots)
+
+
+# -- properties ------------------------------------------------------------------------------------
+
+IGNORABLES = ["\ufe0f", "\ufe00", "\U000e0100", "\u180b", "\u200b", "\u200d", "\u2060", "\u00ad", "\U000e0041"]
+STATEMENTS = [ex.statement for _, ex in LEX.examples()]
+
+
+@given(
+    statement=st.sampled_from(STATEMENTS),
+    marks=st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(IGNORABLES)), min_size=1, max_size=4),
+)
+@settings(max_examples=300, deadline=None)
+def test_invisible_marks_anywhere_never_change_the_claim(statement: str, marks: list[tuple[int, str]]) -> None:
+    marked = statement
+    for at, mark in marks:
+        cut = at % (len(marked) + 1)
+        marked = marked[:cut] + mark + marked[cut:]
+    assert read_claim(marked) == read_claim(statement)
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_text_reads_without_error(text: str) -> None:
+    claim = read_claim(text)
+    assert claim.subject == "user"
+    assert claim.free_text or (claim.value and claim.cardinality in ("one", "many"))
+
+
+@given(st.text(alphabet=st.sampled_from(list("User's lives in Porto vegan not no longer is a the")), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_word_salad_reads_without_error(text: str) -> None:
+    read_claim(text)
+
+
+def test_relation_is_symmetric_and_reflexive_and_same_is_key_equality_over_every_example() -> None:
+    """Claim.key is what an index of facts can use: two claims are "same" exactly when their keys
+    are equal (so a dict lookup finds what relation() would call the same)."""
+    claims = [read_claim(s) for s in [*STATEMENTS, "User keeps bees", "user keeps bees.", "User keeps hens"]]
+    for a in claims:
+        assert relation(a, a) == "same"
+        for b in claims:
+            assert relation(a, b) == relation(b, a), (a, b)
+            assert (relation(a, b) == "same") == (a.key == b.key), (a, b)
+
+
+def test_all_caps_and_title_case_carry_no_name() -> None:
+    """Capitals say nothing when every word has one: a name is then not positively recognised."""
+    assert read_claim("USER'S WIFE IS PREGNANT").slot is None
+    assert read_claim("User's Wife Is Pregnant").slot is None
+    # control: the writer's own capital on a name, and a place that needs none
+    assert read_claim("User's wife is Ana").slot == "partner"
+    assert read_claim("USER LIVES IN PORTO").slot == "home"
+
+
+def test_a_job_at_an_employer_implies_the_employer() -> None:
+    engineer = read_claim("User is a software engineer at Spotify")
+    assert (engineer.slot, engineer.value) == ("job_title", "software engineer")
+    assert [(c.slot, c.value) for c in engineer.implies] == [("employer", "spotify")]
+    assert relation(engineer, read_claim("User started a new job at Klarna")) == "replaces"
+    # control: the same employer is not replaced, and a judgement is not a job
+    assert relation(engineer, read_claim("User works at Spotify")) == "distinct"
+    assert read_claim("User is a good cook").slot is None
+    assert read_claim("User is a teacher").slot == "job_title"
+
+
+def test_one_valued_contacts_and_things() -> None:
+    assert relation(read_claim("User's manager is Dana"), read_claim("The user's boss is Tom")) == "replaces"
+    assert relation(read_claim("User's dentist is Dr. Silva"), read_claim("User's manager is Dr. Silva")) == "distinct"
+    assert relation(read_claim("User commutes by bike"), read_claim("User commutes by bicycle")) == "same"
+    assert relation(read_claim("User drives a Toyota Corolla"), read_claim("User drives a Tesla Model 3")) == "replaces"
+    assert relation(read_claim("User lives in Lisbon"), read_claim("User lives in Lisbon, Portugal")) == "same"
+
+
+def test_the_first_word_index_reads_what_trying_every_pattern_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index is only a shortcut: with every pattern tried in file order, every example and
+    counter-example reads the same."""
+    from engine.claims.lexicon import light_form
+    from engine.text import canonical
+
+    statements = [*STATEMENTS, *(s for spec in LEX.slots.values() for s in spec.not_examples)]
+    indexed = [LEX.read(canonical(s), light_form(s)) for s in statements]
+    monkeypatch.setattr(
+        LEX, "_candidates", lambda possessive, word: tuple(p for p in LEX.patterns if p.possessive == possessive)
+    )
+    assert [LEX.read(canonical(s), light_form(s)) for s in statements] == indexed
+
+
+def test_a_second_value_of_a_one_valued_slot_is_not_read_as_a_replacement() -> None:
+    """Issue 26: "a second job is taken to replace the first". "also" and "part-time" are where a
+    second employer shows; those statements stay free text (a person decides), never a link."""
+    google = read_claim("User works at Google")
+    for second in ("User also works at Starbucks", "User works part-time at Starbucks"):
+        assert relation(google, read_claim(second)) == "unknown", second
+    # control: a plain new employer replaces
+    assert relation(google, read_claim("User works at Starbucks")) == "replaces"
+
+
+def test_a_second_detail_keeps_two_statements_apart() -> None:
+    """ "User works at Google as a nurse" also says the job: it is not dropped as the same claim as
+    "User works at Google" (nothing a user said is lost), and it still replaces another employer."""
+    nurse = read_claim("User works at Google as a nurse")
+    assert [(c.slot, c.value) for c in nurse.implies] == [("job_title", "nurse")]
+    assert relation(read_claim("User works at Google"), nurse) == "distinct"
+    assert relation(read_claim("User works at Meta"), nurse) == "replaces"
+    assert relation(read_claim("User works as a teacher"), nurse) == "replaces"
+    # control: the same two claims in the other order are the same
+    assert relation(nurse, read_claim("The user works as a nurse at Google.")) == "same"
+    assert relation(nurse, read_claim("User works for Google as a nurse")) == "same"
+    assert nurse.key == read_claim("User works as a nurse at Google").key != read_claim("User works at Google").key
+    # "as of 2020" is a time, not a job
+    assert read_claim("User works at Google as of 2020").implies == ()
+
+
+def test_a_statement_that_says_more_is_not_the_same_claim() -> None:
+    """ "Nothing a user said is lost": "User lives in Porto with his wife" is not dropped as a
+    duplicate of "User lives in Porto", though its home is the same (and another home replaces it)."""
+    detailed = read_claim("User lives in Porto with his wife")
+    assert (detailed.slot, detailed.value, detailed.detail) == ("home", "porto", "with his wife")
+    plain = read_claim("User lives in Porto")
+    assert detailed.key != plain.key
+    assert relation(plain, detailed) == relation(detailed, plain) == "distinct"
+    assert relation(read_claim("User lives in Lisbon"), detailed) == "replaces"
+    assert read_claim("User speaks Spanish a little").detail == "a little"
+    # controls: the same detail is the same claim; a time tail or a country is not detail
+    assert relation(detailed, read_claim("The user resides in Porto with his wife.")) == "same"
+    assert read_claim("User lives in Porto since 2015").key == plain.key
+    assert read_claim("User lives in Porto, Portugal").key == plain.key
+
+
+@pytest.mark.parametrize("statement", STATEMENTS)
+def test_every_example_reads_the_same_with_the_other_subject_form(statement: str) -> None:
+    """ "User ..." and "The user ...", "User's" and "The user's", any case: one claim."""
+    if statement.startswith("User"):
+        other = "The user" + statement[len("User") :]
+    elif statement.startswith("The user"):
+        other = "User" + statement[len("The user") :]
+    else:
+        pytest.fail(f"an example that does not start with the user: {statement!r}")
+    assert read_claim(other) == read_claim(statement)
+    assert read_claim(other.rstrip(".") + ".") == read_claim(statement)
+
+
+def test_a_negated_claim_implies_nothing() -> None:
+    no_longer = read_claim("User is no longer married to Sam")
+    assert (no_longer.slot, no_longer.value, no_longer.negated, no_longer.implies) == ("partner", "sam", True, ())
+    assert relation(read_claim("User is married to Sam"), no_longer) == "replaces"
+    # control: the plain statement implies its status
+    assert [(c.slot, c.value) for c in read_claim("User is married to Sam").implies] == [("marital_status", "married")]

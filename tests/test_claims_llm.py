@@ -97,6 +97,8 @@ def test_item_answer_slot_is_optional_and_never_a_schema_violation() -> None:
     assert ItemAnswer.model_validate(base | {"slot": "employer"}).slot == "employer"
     assert ItemAnswer.model_validate(base | {"slot": "EMPLOYER "}).slot == "employer"
     assert ItemAnswer.model_validate(base | {"slot": "made_up"}).slot is None
+    assert ItemAnswer.model_validate(base | {"slot": "contact_boss"}).slot == "contact_manager"
+    assert ItemAnswer.model_validate(base | {"slot": "contact_*"}).slot is None
     assert ItemAnswer.model_validate(base | {"slot": None}).slot is None
     assert ItemAnswer.model_validate(base | {"slot": ["home"]}).slot is None
     assert ItemAnswer.model_validate(base | {"slot": "home"}).to_gap_item().slot == "home"

@@ -44,10 +44,20 @@ class Claim:
     cardinality: Cardinality | None = None
     negated: bool = False
     implies: tuple[Claim, ...] = ()
+    # What the statement says beyond slot and value ("with his wife" in "User lives in Porto with
+    # his wife"): not part of the value, but part of what makes two claims the same.
+    detail: str = ""
 
     @property
     def free_text(self) -> bool:
         return self.slot is None
+
+    @property
+    def key(self) -> tuple[str, frozenset[tuple[str | None, str, bool]], str]:
+        """What two claims must share to be "same" (relation): the subject, every claim the
+        statement makes (its own and the implied ones, whichever leads) and its detail. For free
+        text, the canonical text. Hashable, for an index of one user's facts."""
+        return (self.subject, _all(self), self.detail)
 
 
 @lru_cache(maxsize=131_072)
@@ -68,6 +78,7 @@ def read_claim(statement: str) -> Claim:
         cardinality=reading.cardinality,
         negated=reading.negated,
         implies=implied,
+        detail=reading.detail,
     )
 
 
@@ -126,19 +137,43 @@ def _pair(a: Claim, b: Claim) -> Relation:
 
 def relation(a: Claim, b: Claim) -> Relation:
     """How claim `b` stands to claim `a` (both of one user, time ignored): "same" (one slot, value
-    and negation), "replaces" (one-valued slot with another value, or the same value negated;
-    also through what either implies), "distinct", or "unknown" when either is free text."""
+    and negation, and the same implied claims), "replaces" (one-valued slot with another value, or
+    the same value negated; also through what either implies), "distinct", or "unknown" when
+    either is free text (two free texts that are the identical canonical text are "same")."""
+    if a.free_text and b.free_text and a.value == b.value:
+        return "same"  # the identical canonical text (trailing punctuation aside) is one value
     if a.free_text or b.free_text:
         return "unknown"
     if a.subject != b.subject:
         return "distinct"
-    if a.slot == b.slot:
-        return _pair(a, b)
+    if a.key == b.key:
+        # The same claims, led by another slot: "works at Google as a nurse" and "works as a
+        # nurse at Google".
+        return "same"
+    # What either statement implies counts too, and a replacement there wins over sameness of the
+    # primary claims: "User is married to Tom" after "User is engaged to Tom" names the same
+    # partner, but the marital status it implies replaces "engaged".
     for x in (a, *a.implies):
         for y in (b, *b.implies):
             if x.slot == y.slot and _pair(x, y) == "replaces":
                 return "replaces"
+    if a.slot == b.slot:
+        found = _pair(a, b)
+        if found == "same" and (_implied(a) != _implied(b) or a.detail != b.detail):
+            # One says more: "User's husband is Sam" also says married, "User's partner is Sam"
+            # does not; "User lives in Porto with his wife" says who with. Neither may be dropped
+            # as the other's duplicate; both stay, unlinked.
+            return "distinct"
+        return found
     return "distinct"
+
+
+def _all(claim: Claim) -> frozenset[tuple[str | None, str, bool]]:
+    return _implied(claim) | {(claim.slot, claim.value, claim.negated)}
+
+
+def _implied(claim: Claim) -> frozenset[tuple[str | None, str, bool]]:
+    return frozenset((c.slot, c.value, c.negated) for c in claim.implies)
 
 
 __all__ = [

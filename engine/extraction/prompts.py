@@ -51,7 +51,8 @@ ITEM_SCHEMA = f"""Each item is an object:
               "sexual_orientation", "ethnic_origin", "political_opinion", "trade_union",
               "genetic_biometric", "criminal_record"; otherwise null;
   "slot": optional; what the statement is about, when it is one of: {SLOTS}
-          ("favourite_<thing>" for a favourite, e.g. "favourite_food"); otherwise null.
+          ("favourite_<thing>" for a favourite, e.g. "favourite_food"; "contact_<role>" for the
+          user's manager, doctor, dentist, landlord..., e.g. "contact_dentist"); otherwise null.
           One-valued slots hold one value at a time (a new home replaces the old one)."""
 
 DATES = """Resolve relative dates ("last year", "since March", "until June") against the "at" time of the

@@ -115,29 +115,6 @@ class TombstoneOps(TxCore, Protocol):
     async def delete_tombstone(self, tombstone_id: int) -> None:
         await self.conn.execute("DELETE FROM tombstones WHERE id = ?", (tombstone_id,))
 
-    async def matching_tombstone(self, user_id: str, statement: str) -> Tombstone | None:
-        """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
-        rows = await (
-            await self.conn.execute(
-                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id",
-                (user_id,),
-            )
-        ).fetchall()
-        return ValueIndex((r[2], tombstone_from_row(r)) for r in rows).find(value_key(statement))
-
-    async def live_keys(self, user_id: str) -> list[tuple[str, str, int]]:
-        """Keys of this user's ACTIVE facts and PENDING candidates: the only things a new claim can
-        duplicate. Superseded and retracted facts are deliberately absent, so a fact that becomes true
-        again can be learned again."""
-        rows = await (
-            await self.conn.execute(
-                "SELECT key, 'knowledge', id FROM knowledge WHERE user_id = ? AND status = 'active'"
-                " UNION ALL SELECT key, 'candidate', id FROM candidates WHERE user_id = ? AND status = 'pending'",
-                (user_id, user_id),
-            )
-        ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
     async def gate_view(self, user_id: str, known: Sequence[Candidate] = (), *, whole: bool = True) -> GateView:
         """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
         and pending candidates; whole candidate rows are read only for pending candidates not in
@@ -212,9 +189,3 @@ class TombstoneOps(TxCore, Protocol):
             if head in active_ids:
                 out.add(r[1], (int(head), r[2]))
         return out
-
-    async def duplicate_of(self, user_id: str, statement: str) -> tuple[str, int] | None:
-        """('knowledge' | 'candidate', id) of the ACTIVE fact or PENDING candidate of this user that
-        holds the statement's value (the duplicate gate, engine.text's rule), or None."""
-        live = await self.live_keys(user_id)
-        return ValueIndex((k, (e, i)) for k, e, i in live).find(value_key(statement))
