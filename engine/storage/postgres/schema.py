@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
@@ -541,7 +541,27 @@ def _v6(dimensions: int) -> list[str]:
     return statements
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 6: _v6, 7: _v7}
+# migration: value-model
+def _v8(dimensions: int) -> list[str]:
+    """`candidates.marks` (engine.gate's marks, a JSON list, NULL for none): SQLite's v13, where
+    the why is written. Its notes quote statements, so, like every free-text column (`_v6`), it
+    keeps no statistics."""
+    del dimensions
+    return [
+        'ALTER TABLE candidates ADD COLUMN marks TEXT COLLATE "C"',
+        'ALTER TABLE candidates ALTER COLUMN "marks" SET STATISTICS 0',
+    ]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
+    1: _v1,
+    2: _v2,
+    3: _v3,
+    5: _v5,
+    6: _v6,
+    7: _v7,
+    8: _v8,  # migration: value-model
+}
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 

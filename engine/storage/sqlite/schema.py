@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ..sql.text_arm import STILL_TRUE_SQL
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -635,6 +635,17 @@ def _v12(dimensions: int) -> list[str]:
     ]
 
 
+# migration: value-model
+def _v13(dimensions: int) -> list[str]:
+    """`candidates.marks`: what the intake noticed about a candidate and left to a person
+    (engine.gate; engine.models.Mark): it looks like fact #N, it is near tombstone #N, it may
+    replace fact #N. A JSON list, NULL for none: marks are read with the row and shown beside it,
+    never queried on their own, so one column serves where a table would need a join on every read
+    of the queue. Candidates queued before this version have none."""
+    del dimensions
+    return ["ALTER TABLE candidates ADD COLUMN marks TEXT"]
+
+
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     1: _v1,
     2: _v2,
@@ -644,4 +655,5 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     6: _v6,
     9: _v9,
     12: _v12,
+    13: _v13,  # migration: value-model
 }
