@@ -21,6 +21,7 @@ from .errors import (
     EmbedderMismatchError,
     EmbeddingDimensionError,
 )
+from .gate import POLICY_ACTOR_PREFIX
 from .knowledge import KnowledgeOps
 from .limits import check_exchange, check_query
 from .models import (
@@ -231,6 +232,10 @@ class Memory(KnowledgeOps):
                 if not is_permission_error(exc):
                     raise
                 _log.info("review policies skipped for candidate %s: %s", outcome.candidate_id, exc)
+            else:
+                cand = await self.review.get(outcome.candidate_id)
+                if cand.status == "approved" and (cand.decided_by or "").startswith(POLICY_ACTOR_PREFIX):
+                    outcome.accepted_by, outcome.knowledge_id = cand.decided_by, cand.knowledge_id
         return outcome
 
     async def _newest_candidate(self) -> int:

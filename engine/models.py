@@ -351,6 +351,10 @@ class ProposalOutcome:
     # Kinds of credential found in the statement (never the values): such a proposal is not
     # queued; only an audit row naming the kinds is written (engine/credentials.py).
     credentials_removed: dict[str, int] | None = None
+    # A review policy approved it as it was queued: the policy's actor and the fact it made
+    # (None: it waits for a person). Read back from the store, so what MCP says is what happened.
+    accepted_by: str | None = None
+    knowledge_id: int | None = None
 
 
 @dataclass(slots=True)

@@ -1104,8 +1104,15 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
             figures = await mem.stats(None, 0)
             now = mem.now()
             oldest = await mem.review.pending(limit=limit) if limit else []
+            alarms = await mem.policies.alarms(config.review_sla_hours)
         queue = figures.queue
         return {
+            "policies": to_jsonable(alarms)
+            | {
+                "alarm": alarms.alarm,
+                "second_review_past_sla": alarms.second_review_past_sla,
+                "header": alarms.header(),
+            },
             "pending": queue.pending,
             "pending_by_kind": queue.pending_by_kind,
             **to_jsonable(queue.age),
@@ -1139,7 +1146,13 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
                 f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}]"
                 f" {reveal(item['statement'])}" + "".join(f"  [{reveal(note)}]" for note in item["marks"])
             )
-    if data["past_sla"]:
+    policies = data["policies"]
+    if not as_json:
+        from review_app.policy_cli import alarm_lines
+
+        for line in alarm_lines(policies):
+            echo(line)
+    if data["past_sla"] or policies["alarm"]:
         raise SystemExit(1)
 
 

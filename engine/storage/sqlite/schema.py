@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ..sql.text_arm import STILL_TRUE_SQL
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -646,6 +646,14 @@ def _v13(dimensions: int) -> list[str]:
     return ["ALTER TABLE candidates ADD COLUMN marks TEXT"]
 
 
+# migration: policies
+def _v14(dimensions: int) -> list[str]:
+    """Review policies (issue 28): an index for their reads of the audit log (verdicts, the secret
+    sample's draws, scope events), which filter on action and actor."""
+    del dimensions
+    return ["CREATE INDEX audit_action_actor ON audit_log(action, actor, entity_id)"]
+
+
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     1: _v1,
     2: _v2,
@@ -656,4 +664,5 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     9: _v9,
     12: _v12,
     13: _v13,  # migration: value-model
+    14: _v14,  # migration: policies
 }
