@@ -117,16 +117,18 @@ def overlaps(a: Interval, b: Interval) -> bool:
     return (e1 is None or s2 is None or s2 < e1) and (e2 is None or s1 is None or s1 < e2)
 
 
-ClaimKey = tuple[str, str, str, bool, frozenset[tuple[str | None, str, bool]]]
+ClaimKey = tuple[str, str, str, bool, frozenset[tuple[str | None, str, bool]], str]
 
 
 def claim_key(claim: Claim) -> ClaimKey | None:
     """What makes two claims the same: subject, slot, value, negation and what each implies
-    ("engaged to Priya" and "married to Priya" name one partner but two marital statuses)."""
+    ("engaged to Priya" and "married to Priya" name one partner but two marital statuses) and its
+    detail: "User lives in Porto with his wife" says more than "User lives in Porto", so it is not
+    dropped as its duplicate."""
     if claim.slot is None:
         return None
     implied = frozenset((c.slot, c.value, c.negated) for c in claim.implies)
-    return (claim.subject, claim.slot, claim.value, claim.negated, implied)
+    return (claim.subject, claim.slot, claim.value, claim.negated, implied, claim.detail)
 
 
 def replaces(old: Claim, new: Claim) -> bool:

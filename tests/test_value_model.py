@@ -78,6 +78,15 @@ async def test_the_same_claim_in_other_words_is_the_same_value(mem: Memory) -> N
     assert (await mem.propose("u", "User resides in Porto", "agent")).candidate_id is not None
 
 
+async def test_a_claim_with_more_detail_is_not_dropped_as_a_duplicate(mem: Memory) -> None:
+    porto = await mem.add_knowledge("u", "User lives in Porto", "support")
+    assert read_claim("User lives in Porto with his wife").detail
+    out = await mem.propose("u", "User lives in Porto with his wife", "agent")
+    assert out.duplicate_of is None and out.candidate_id is not None, "what it adds is never dropped"
+    # control: the same claim without the detail is the same value
+    assert (await mem.propose("u", "The user resides in Porto", "agent")).duplicate_of == ("knowledge", porto.id)
+
+
 async def test_a_value_near_a_tombstone_is_marked_and_the_tombstoned_value_refused(mem: Memory) -> None:
     cid = await mem.queue_candidate("u", "User collects magnets from Iceland")
     stone = await mem.review.reject(cid, "rev", "wrong user")
