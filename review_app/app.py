@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 from engine import Memory, MemoryConfig
 from engine.errors import ConflictError, MemdeskError, UserInputError
 
+from .leases import Leases
 from .modals import ErrorModal
 from .screens.discarded import DiscardedScreen
 from .screens.help import HelpScreen
@@ -110,8 +111,9 @@ class ReviewApp(App[None]):
         frame of a snapshot is the same."""
         self.key_overrides: dict[str, str] = dict(keymap or {})
         """binding id -> keys, as given: the help screen applies it to every screen's bindings."""
-        self.claimed: set[int] = set()
-        """Candidates this app holds a lease on; released on quit so nobody waits for the expiry."""
+        self.leases = Leases(lambda: self.memory.review, reviewer, lambda: self.memory_ready)
+        """Candidates this app holds a lease on (their one owner); released on quit so nobody waits
+        for the expiry."""
         if keymap:
             from .keymap import check_keymap
 
@@ -125,17 +127,13 @@ class ReviewApp(App[None]):
 
     async def claim(self, candidate_id: int) -> None:
         """Lease a candidate to this reviewer (raises ClaimedError / AlreadyDecidedError)."""
-        await self.memory.review.claim(candidate_id, self.reviewer)
-        self.claimed.add(candidate_id)
+        await self.leases.claim(candidate_id)
 
     async def release(self, candidate_id: int) -> None:
-        self.claimed.discard(candidate_id)
-        if self.memory_ready:
-            await self.memory.review.release(candidate_id, self.reviewer)
+        await self.leases.release(candidate_id)
 
     async def release_all(self) -> None:
-        for cid in sorted(self.claimed):
-            await self.release(cid)
+        await self.leases.release_all()
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -130,7 +130,7 @@ class QueueTeamActions:
             if outcome.decided_elsewhere:
                 screen.reload()
             elif outcome.ok:
-                app.claimed.discard(candidate_id)  # the engine released the lease with the flag
+                app.leases.ended(candidate_id)  # the engine released the lease with the flag
                 if screen.current_id == candidate_id:
                     screen.current_id, screen.current = None, None
                 screen.reload(select_id=following)
