@@ -107,16 +107,27 @@ class QueueCursor:
         shown += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
         return shown
 
-    def place(self, page: Sequence[Candidate], *, keep: int | None, previous_row: int, gone: Gone | None) -> Placement:
+    def place(
+        self,
+        page: Sequence[Candidate],
+        *,
+        keep: int | None,
+        previous_row: int,
+        gone: Gone | None,
+        above: Sequence[int] = (),
+    ) -> Placement:
         """Where a reload puts the cursor: on `keep` (the candidate it was on, or the one asked
-        for) wherever it now is; on the row kept at `previous_row` for a candidate decided elsewhere
-        under the cursor; else at the row number it had (the candidate left the filter, or the
-        list was cleared: there is no candidate to follow)."""
+        for) wherever it now is; on the row kept for a candidate decided elsewhere under the
+        cursor, placed after the nearest row that was `above` it and is still listed; else at the
+        row number it had (the candidate left the filter, or the list was cleared: there is no
+        candidate to follow)."""
         shown = self.arrange(page)
         kept: dict[int, str] = {}
         if gone is not None and gone.row is not None:
             kept = {gone.candidate_id: gone.what}
-            shown.insert(min(previous_row, len(shown)), gone.row)
+            at = {c.id: n for n, c in enumerate(shown)}
+            after = next((at[cid] for cid in reversed(above) if cid in at), None)
+            shown.insert(0 if after is None else after + 1, gone.row)
             keep = gone.candidate_id
         ids = {c.id: n for n, c in enumerate(shown)}
         index = ids[keep] if keep is not None and keep in ids else max(0, min(previous_row, len(shown) - 1))

@@ -355,7 +355,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         now = self.review_app.now()
         self.watcher.saw(mark)
         self.total = mark.count
-        placed: Placement = self.cursor.place(page, keep=keep, previous_row=previous_row, gone=gone)
+        above = rows.row_ids[: rows.cursor_row]
+        placed: Placement = self.cursor.place(page, keep=keep, previous_row=previous_row, gone=gone, above=above)
         if gone is not None:
             self.review_app.leases.ended(gone.candidate_id)  # the decision elsewhere ended any lease
             if self.current_id == gone.candidate_id:
