@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ..decision_session import Outcome
 from ..modals import ConfirmModal
-from ..widgets.in_order_input import InOrderInput, KeepsTypedAhead
+from ..widgets.in_order_input import FIELDS_IN_ORDER, InOrderInput, KeepsTypedAhead
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
@@ -54,6 +54,7 @@ class FlagModal(KeepsTypedAhead, ModalScreen["FlagResult | None"]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="flag.cancel"),
         Binding("ctrl+s", "submit", "Flag", id="flag.submit"),
+        *FIELDS_IN_ORDER,
     ]
 
     def __init__(self, cand: Candidate) -> None:
