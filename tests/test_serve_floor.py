@@ -106,17 +106,22 @@ async def test_the_spare_runs_as_the_session_reviewer_and_a_new_one_is_started(t
             await ws.send_str(json.dumps(["stdin", "r"]))
             await read_ws_until(ws, stream, "Write a tombstone")
             await ws.send_str(json.dumps(["stdin", "1"]))
-            await apoll(
-                lambda leased=leased: (
-                    row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", leased[0])
-                    == ("rejected", REVIEWER)
-                ),
-                "the rejection",
-            )
-            if spares:
-                await apoll(
-                    lambda ready=ready: len(server._spares) == 1 and server._spares[0] not in ready, "a new spare"
+            decided = leased[0]
+
+            def rejected(decided: int = decided) -> bool:
+                return row(path, "SELECT status, decided_by FROM candidates WHERE id = ?", decided) == (
+                    "rejected",
+                    REVIEWER,
                 )
+
+            await apoll(rejected, "the rejection")
+            if spares:
+                taken = list(ready)
+
+                def refilled(taken: list[WorkstationProcess] = taken) -> bool:
+                    return len(server._spares) == 1 and server._spares[0] not in taken
+
+                await apoll(refilled, "a new spare")
             else:
                 assert server._spares == []
             await ws.close()
