@@ -100,6 +100,8 @@ def warm_spares_setting() -> int:
         log.error("$%s must be a whole number from 0 to 8, not %r: no workstation is started ahead", WARM_ENV, raw)
         return 0
     return int(raw)
+
+
 PROOF_SECONDS = 10.0
 """How long a websocket may take to send its session proof."""
 SWEEP_SECONDS = 10.0

@@ -236,3 +236,69 @@ def test_queue_screen_keeps_its_controllers_textual_free() -> None:
         }
         assert not any(m == "textual" or m.startswith(("textual.", "rich")) for m in imported), (name, imported)
     assert QueueScreen.__mro__  # the screen still composes them
+
+
+async def test_the_policies_look_after_a_decision_never_holds_the_key_press(tmp_path: Path) -> None:
+    """Issue 29.7, the workstation's half: with a policies' look that takes as long as it likes (here
+    it waits until the test lets it go), `a` commits the approval and the next `a` approves the
+    next row meanwhile: the slot was not held. Control: once let go, the look runs for the user,
+    once for the decisions that came while it waited."""
+    import asyncio
+
+    target = str(tmp_path / "looks.db")
+    ids: list[int] = []
+    async with Memory(target, clock=fixed_clock) as mem:
+        for n in range(1, 4):
+            outcome = await mem.propose("u-1", f"User keeps item number {n}", "agent")
+            assert outcome.candidate_id is not None
+            ids.append(outcome.candidate_id)
+    gate = asyncio.Event()
+    looked: list[str] = []
+
+    async def slow_look(user_id: str) -> object:
+        await gate.wait()
+        looked.append(user_id)
+        return None
+
+    app = ReviewApp(target, "bo", clock=fixed_clock)
+    app.memory.review.after_decision = slow_look
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(40):
+            await pilot.pause()
+            if queue_or_none(app) is not None and queue(app).current_id == ids[0]:
+                break
+        await pilot.press("a")
+        await until_decided(target, ids[0])
+        await paused_until(pilot, lambda: queue(app).current_id == ids[1], "#2 shown")
+        assert not queue(app).decisions.busy and looked == []
+        await pilot.press("a")
+        await until_decided(target, ids[1])
+        assert looked == []
+        gate.set()
+        await paused_until(pilot, lambda: looked == ["u-1", "u-1"], "the looks")
+    assert await decided(target, ids) == {ids[0]: ("approved", "bo"), ids[1]: ("approved", "bo")}
+
+
+async def paused_until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
+    """Wait for `done` without waiting for every worker (the look's worker is held on purpose)."""
+    for _ in range(600):
+        await pilot.pause(0.05)
+        if done():
+            return
+    raise AssertionError(f"{what} never happened")
+
+
+def queue_or_none(app: ReviewApp) -> QueueScreen | None:
+    screens = [s for s in app.screen_stack if isinstance(s, QueueScreen)]
+    return screens[-1] if screens else None
+
+
+async def until_decided(target: str, cid: int) -> None:
+    import asyncio
+
+    for _ in range(200):
+        async with Memory(target, clock=fixed_clock) as mem:
+            if (await mem.review.get(cid)).status != "pending":
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"candidate {cid} was never decided")
