@@ -572,7 +572,7 @@ class KnowledgeOps:
         of this user refuses it (TombstonedError); the same value as an active fact or a pending
         candidate of this user queues nothing and says which (duplicate_of). Refused over the
         statement size limit or past `max_pending_proposals_per_user` pending agent requests."""
-        text = check_statement(_statement(statement), self.ctx.config)
+        text = check_statement(_statement(statement), self.ctx.config, credentials=False)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:

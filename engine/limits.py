@@ -21,8 +21,24 @@ def _check(text: str, limit: int, what: str, setting: str) -> str:
     return text
 
 
-def check_statement(text: str, config: MemoryConfig, what: str = "the statement") -> str:
-    return _check(text, config.max_statement_chars, what, "max_statement_chars")
+def check_statement(text: str, config: MemoryConfig, what: str = "the statement", *, credentials: bool = True) -> str:
+    """The size limit, and (unless `credentials=False`, for a caller that answers a credential its
+    own way, as `Memory.propose` does) no credential: a statement holding one is refused with the
+    kinds named, never stored with a marker in place of what the person meant to say."""
+    _check(text, config.max_statement_chars, what, "max_statement_chars")
+    if credentials:
+        check_no_credential(text, what)
+    return text
+
+
+def check_no_credential(text: str, what: str = "the statement") -> str:
+    """Refuse text that holds a credential or a removal marker (engine.credentials)."""
+    from .credentials import credential_like, redact
+
+    if credential_like(text):
+        kinds = ", ".join(sorted(redact(text).kinds)) or "a removed credential"
+        raise UserInputError(f"{what} holds a credential ({kinds}); credentials are never stored: leave it out")
+    return text
 
 
 def check_message(text: str, config: MemoryConfig, what: str = "the message") -> str:

@@ -87,12 +87,12 @@ async def test_every_intake_path_stores_no_credential(store_target: str, tmp_pat
     _assert_clean(stored)
     for word in WORDS:  # the positive control: the rest of each message is stored
         assert word in stored
-    assert "[credential removed: AWS access key]" in stored and "[credential removed: GitHub token]" in stored
+    assert "credential removed: AWS access key" in stored and "credential removed: GitHub token" in stored
     assert not any("credential removed" in r[0] for r in queued)  # never queued as a candidate
     # one audit row per exchange or proposal that held any: 3 + 3 exchanges, 2 proposals
     assert len(audits) == 8 and figures.credentials_removed == 8
     kinds = [json.loads(a) if isinstance(a, str) else a for _, a in audits]
-    assert {"AWS access key": 2, "high-entropy secret": 1} in [k["kinds"] for k in kinds]
+    assert {"AWS access key": 2, "AWS secret key": 1} in [k["kinds"] for k in kinds]
 
 
 @pytest.mark.parametrize(
@@ -113,15 +113,15 @@ def test_ordinary_talk_ids_and_hashes_are_kept(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("db at postgres://bob:s3cr3tpass@db.example.com/app", "basic-auth password"),
-        ("password: Tr0ub4dor&3", "secret value"),
+        ("db at postgres://bob:s3cr3tpass@db.example.com/app", "password in connection string"),
+        ("password: Tr0ub4dor&3", "password"),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nq9Zx\n-----END RSA PRIVATE KEY-----", "private key"),
-        ("my api key is sk-proj-4f9a8B7c6D5e4F3g2H1i0JkLmN", "high-entropy secret"),
+        ("my api key is sk-proj-4f9a8B7c6D5e4F3g2H1i0JkLmN", "OpenAI API key"),
     ],
 )
 def test_each_kind_is_removed_and_named(text: str, kind: str) -> None:
     found = redact(text)
     assert found.kinds == {kind: 1}
-    assert f"[credential removed: {kind}]" in found.text
+    assert f"⟨credential removed: {kind}⟩" in found.text
     assert "s3cr3tpass" not in found.text and "Tr0ub4dor" not in found.text and "MIIE" not in found.text
     assert "4f9a8B7c" not in found.text

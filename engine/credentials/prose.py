@@ -1,0 +1,307 @@
+"""Secrets said in words: a keyword that names a secret, a link ("is", ":", "est", "ist", "es",
+"é", ...), then the value, in English, French, German, Spanish and Portuguese.
+
+Caught whatever the value's entropy (a 4-digit PIN or `hunter2` has none to speak of): the keyword
+carries the meaning. What keeps ordinary talk ("my password is too long", "the secret to good bread
+is patience", "the zip code is 90210") is the value's shape, per family:
+
+- passwords: a quoted value is always taken (inside the quotes); an unquoted one is taken unless
+  its first word is a function word or a word that describes a password ("weak", "expired", "on",
+  "the same"); words after it are taken while they read like a passphrase (lower-case words, no
+  function word, up to the clause's end).
+- PINs and codes (door, gate, alarm, one-time, verification, backup, CVV): digits (3 to 12, with
+  `#`, `*`, `-` or spaces), or a short code holding a digit; several backup codes in a row are all
+  taken. "Code" alone counts unless a word before it makes it an ordinary code (zip, area, error,
+  dress, promo, ...).
+- API secrets (`api_key=`, "the token is ..."): a value of 8+ characters mixing letters and
+  digits, or 16+ of any key characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+_QUOTED = (
+    r"(?:\"(?P<q1>[^\"\n]{1,100})\"|''(?P<q2>[^'\n]{1,100})''|'(?P<q3>[^'\n]{1,100})'|«\s?(?P<q4>[^»\n]{1,100}?)\s?»"
+    r"|„(?P<q5>[^\"'“”\n]{1,100})(?:''|\"|“|”)|`(?P<q6>[^`\n]{1,100})`)"
+)
+_LINK = (
+    r"(?:\s*(?::|=|-+>|→)\s*|\s+(?:is(?:\s+now)?|was|will\s+be|=|est|c'est|ist|lautet|war|es|era|ser[aá]|[ée]|fica|sigue\s+siendo)"
+    r"(?:\s*:)?\s+)"
+)
+_FILL_WORD = r"(?!(?:is|was|est|ist|es|é|era|lautet|and|et|und|y|but)\b)[^\W\d][\w'\-]*"
+_FILL = r"(?P<fill>(?:\s+" + _FILL_WORD + r"){0,5}?)"
+
+_PASSWORD_KW = (
+    r"pass(?:word|words|wd|phrase|code)?|pwd|pw|mot\s+de\s+passe|mdp|passwort|kennwort|contrase[ñn]a|clave|"
+    r"senha|palavra[\s\-]passe|wi-?fi\s+key|wlan-?schl[üu]ssel|network\s+key|netzwerkschl[üu]ssel"
+)
+_CODE_KW = (
+    r"pins?|pin\s+(?:code|number)|pin-?code|code\s+pin|pin-?nummer|geheimzahl|passcode|"
+    r"(?:door|gate|alarm|entry|access|keypad|garage|building|lock|locker|safe|key\s*safe|lockbox|padlock|"
+    r"security|verification|one[\s\-]time|otp|2fa|mfa|auth(?:entication)?|login|sign[\s\-]in|backup|recovery|"
+    r"unlock|phone|bike\s+lock|wifi|wi-fi)\s+codes?|otp|totp|cvv2?|cvc2?|csc|card\s+verification\s+(?:value|code)|"
+    r"(?:safe|lock)\s+combination|combination|digicode|code\s+(?:secret|confidentiel|d'acc[eè]s|d'entr[ée]e|"
+    r"de\s+la\s+porte|du\s+portail|de\s+l'alarme|wifi|de\s+s[ée]curit[ée]|de\s+v[ée]rification)|"
+    r"t[üu]rcode|zugangscode|alarmcode|sicherheitscode|best[äa]tigungscode|einmalcode|"
+    r"c[óo]digo(?:\s+(?:de|do|da|del)\s+(?:acceso|acesso|la\s+puerta|port[ãa]o|alarma|alarme|seguridad|"
+    r"seguran[çc]a|verificaci[óo]n|verifica[çc][ãa]o))?|"
+    r"code"
+)
+_API_KW = (
+    r"api[\s_\-]?(?:key|secret|token)|apikey|access[\s_\-]?(?:key(?:[\s_\-]?id)?|token)|secret[\s_\-]?(?:key|access[\s_\-]?key)|"
+    r"client[\s_\-]?secret|auth[\s_\-]?token|refresh[\s_\-]?token|bearer[\s_\-]?token|session[\s_\-]?token|"
+    r"secret|token|private[\s_\-]?key|signing[\s_\-]?(?:key|secret)|webhook[\s_\-]?secret|app[\s_\-]?password|"
+    r"license[\s_\-]?key|licence[\s_\-]?key|product[\s_\-]?key|key|cl[ée]\s+(?:api|secr[eè]te)|schl[üu]ssel"
+)
+# A word just before "code" that makes it an ordinary code.
+_ORDINARY_CODE = re.compile(
+    r"(?i)\b(?:zip|postal|post|area|country|dialling|dialing|error|status|exit|return|dress|source|promo|promotional|"
+    r"discount|coupon|voucher|referral|tracking|bar|qr|morse|iso|tax|sort|swift|bic|product|flight|airport|"
+    r"colou?r|language|currency|station|course|class|booking|reservation|confirmation|gift|invite|invitation|"
+    r"postcode|cheat|genetic|building's|legal|penal|civil|highway|criminal|machine|program|python|java|the\s+old|"
+    r"my\s+own|sample|example|html|css|fiscal|da\s+vinci|bro|honor|honour|ethics|conduct|time|shortcut|"
+    r"access\s+to\s+the|station|secret)\s*$"
+)
+
+_PASSWORD = re.compile(
+    r"(?i)(?<![\w\-])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S
+)
+_PASSWORD_BARE = re.compile(
+    r"(?i)(?<![\w\-])(?P<kw>password|passwort|mot\s+de\s+passe|senha|contrase[ñn]a|kennwort|pwd)\s+(?P<rest>.*)", re.S
+)
+_CODE = re.compile(
+    r"(?i)(?<![\w\-])(?P<kw>" + _CODE_KW + r")(?![\w\-])" + _FILL + r"(?P<link>" + _LINK + r")(?P<rest>.*)", re.S
+)
+_CODE_BARE = re.compile(
+    r"(?i)(?<![\w\-])(?P<kw>" + _CODE_KW + r")(?![\w\-])(?P<fill>)(?P<link>\s+|\s*#\s*)(?P<rest>.*)", re.S
+)
+_API = re.compile(r"(?i)(?<![\w\-])(?P<kw>" + _API_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S)
+
+_QUOTE_AT = re.compile(r"\s*" + _QUOTED)
+_TOKEN = re.compile(r"\S+")
+_TRAIL = re.compile(r"[.,;:!?)\]}]+$")
+_CODE_VALUE = re.compile(r"[#*]?(?:\d[\d\s\-#*]{1,16}\d|\d{3,})[#*]?(?![\w])")
+_ALNUM_CODE = re.compile(r"(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9\-]{4,12}(?![\w])")
+_CODE_SEP = re.compile(r"\s*(?:,|;|/|and|et|und|y|e|\s)\s*")
+_API_VALUE = re.compile(
+    r"(?=[A-Za-z0-9_\-./+=:~]*\d)(?=[A-Za-z0-9_\-./+=:~]*[A-Za-z])[A-Za-z0-9_\-./+=:~]{8,}|[A-Za-z0-9_\-./+=~]{16,}"
+)
+
+# Words that begin talk ABOUT a password rather than the password itself.
+_FUNCTION = frozenset(
+    """
+    a an the this that these those my your his her its our their mine yours some any no not never always still just
+    also now then too very so such same different being been be is are was were will would should could can may might
+    must do does did done on in at to of for from by with without under over behind inside into onto about as like than
+    and or but because if when while where which who what how why there here it i you he she we they me him us them
+    something nothing everything anything somewhere nowhere written saved stored kept taped hidden noted
+    le la les un une des mon ma mes ton ta tes son sa ses notre votre leur trop très pas toujours encore dans sur sous
+    avec sans pour de du et ou mais que qui il elle je tu nous vous ils elles ce cette
+    der die das ein eine einen mein meine dein deine sein seine unser zu sehr nicht immer noch in auf unter mit ohne
+    für von und oder aber dass ich du er sie es wir ihr
+    el los las uno una mi mis tu tus su sus muy no siempre todavía en sobre bajo con sin para por y o pero que yo
+    o os um uma meu minha teu tua seu sua muito não sempre ainda em no na sob com sem para por e ou mas eu ele ela
+    """.split()
+)
+# Words that describe a password (its quality, state or place), never are one.
+_DESCRIBE = frozenset(
+    """
+    weak strong long short wrong incorrect correct right invalid valid expired expiring required needed mandatory
+    optional case-sensitive secure insecure safe unsafe saved stored changed reset new old simple easy hard difficult
+    complicated complex forgotten lost stolen compromised leaked shared known secret private encrypted hashed protected
+    missing blank empty ok okay fine good bad terrible awful great obvious guessable unguessable random generated
+    temporary permanent predictable memorable unique reused managed synced set updated due unknown required. enabled
+    disabled locked blocked pending sent coming attached below above here there elsewhere same fine.
+    faible fort long court faux incorrect correct invalide expiré oublié perdu simple compliqué nouveau ancien changé
+    schwach stark lang kurz falsch richtig ungültig abgelaufen vergessen neu alt einfach kompliziert geändert sicher
+    débil fuerte larga corta incorrecta correcta inválida caducada olvidada nueva vieja fácil difícil segura
+    fraca forte longa curta errada correta inválida expirada esquecida nova velha fácil difícil segura
+    """.split()
+)
+_STOP_RUN = _FUNCTION | frozenset({"please", "thanks", "ok", "okay", "lol", "btw", "don't", "dont", "right"})
+
+
+def _quoted(rest: str, offset: int) -> tuple[int, int] | None:
+    m = _QUOTE_AT.match(rest)
+    if m is None:
+        return None
+    for name in ("q1", "q2", "q3", "q4", "q5", "q6"):
+        if m.group(name) is not None:
+            return offset + m.start(name), offset + m.end(name)
+    return None
+
+
+def _password_value(rest: str, offset: int) -> tuple[int, int] | None:
+    """The span of a password at the start of `rest` (see the module docstring)."""
+    quoted = _quoted(rest, offset)
+    if quoted is not None:
+        return quoted
+    tokens: list[re.Match[str]] = []
+    for m in _TOKEN.finditer(rest):
+        if m.start() > 0 and tokens and "\n" in rest[tokens[-1].end() : m.start()]:
+            break
+        tokens.append(m)
+        if len(tokens) >= 8:
+            break
+    if not tokens:
+        return None
+    first = tokens[0].group(0)
+    core = _TRAIL.sub("", first) or first
+    low = core.lower()
+    words: list[re.Match[str]] = [tokens[0]]
+    ends_clause = core != first
+    if not ends_clause:
+        for m in tokens[1:]:
+            word = m.group(0)
+            stripped = _TRAIL.sub("", word)
+            if not stripped.isalpha() or not stripped.islower() or stripped in _STOP_RUN or stripped in _DESCRIBE:
+                break
+            words.append(m)
+            if stripped != word:
+                break
+    if low in _FUNCTION or low in _DESCRIBE or low.rstrip("'s") in _FUNCTION:
+        # "the password is correct horse battery staple": a run of 4+ plain words is a passphrase.
+        if len(words) < 4 or low in _FUNCTION:
+            return None
+    if len(core) < 3 and not any(ch.isdigit() for ch in core):
+        return None
+    last = words[-1]
+    end = last.end() - (len(last.group(0)) - len(_TRAIL.sub("", last.group(0)) or last.group(0)))
+    if len(words) == 1:
+        end = tokens[0].start() + len(core)
+    return offset + tokens[0].start(), offset + end
+
+
+def _code_value(rest: str, offset: int, linked: bool) -> tuple[int, int] | None:
+    """The span of one or more codes at the start of `rest`."""
+    quoted = _quoted(rest, offset)
+    if quoted is not None and linked:
+        return quoted
+    at = len(rest) - len(rest.lstrip())
+    start = at
+    end = None
+    while True:
+        m = _CODE_VALUE.match(rest, at) or (_ALNUM_CODE.match(rest, at) if linked else None)
+        if m is None:
+            break
+        end = m.end()
+        sep = _CODE_SEP.match(rest, end)
+        if sep is None or sep.end() == end:
+            break
+        at = sep.end()
+    if end is None:
+        return None
+    return offset + start, offset + end
+
+
+def _api_value(rest: str, offset: int) -> tuple[int, int] | None:
+    quoted = _quoted(rest, offset)
+    if quoted is not None:
+        s, e = quoted
+        return quoted if e - s >= 6 else None
+    lead = len(rest) - len(rest.lstrip())
+    m = _API_VALUE.match(rest, lead)
+    if m is None:
+        return None
+    value = _TRAIL.sub("", m.group(0))
+    return offset + m.start(), offset + m.start() + len(value)
+
+
+def _scan(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Every keyword match, each tried on its own (a match's `rest` runs to the text's end)."""
+    pos = 0
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return
+        yield m
+        pos = m.end("kw")
+
+
+def find(text: str) -> Iterator[tuple[int, int, str]]:
+    lowered = text.lower()
+    if not any(
+        w in lowered
+        for w in (
+            "pass",
+            "pw",
+            "mot de",
+            "mdp",
+            "wort",
+            "contrase",
+            "clave",
+            "senha",
+            "key",
+            "schl",
+            "pin",
+            "code",
+            "digo",
+            "otp",
+            "cvv",
+            "cvc",
+            "csc",
+            "combination",
+            "secret",
+            "token",
+            "geheim",
+            "cl",
+        )
+    ):
+        return
+    for m in _scan(_PASSWORD, text):
+        kw = m.group("kw").lower()
+        rest = m.group("rest")
+        link = text[m.end("fill") : m.start("rest")]
+        if kw in ("pass", "pw") and not re.search(r"[:=]", link):
+            continue  # "pass" alone is a password only in "pass: x" / "pass=x"
+        if kw == "pass" and re.search(
+            r"(?i)(?:boarding|bus|day|season|ski|hall|backstage|press|free|gym)\s+$", text[: m.start()]
+        ):
+            continue
+        span = _password_value(rest, m.start("rest"))
+        if span is not None:
+            yield span[0], span[1], "password"
+    for m in _scan(_PASSWORD_BARE, text):
+        # "password hunter2" without a link: only a value with a digit or a symbol, not a word.
+        token = _TOKEN.match(m.group("rest"))
+        if token is None:
+            continue
+        core = _TRAIL.sub("", token.group(0))
+        if len(core) >= 4 and any(ch.isdigit() for ch in core) and any(ch.isalpha() for ch in core):
+            start = m.start("rest") + token.start()
+            yield start, start + len(core), "password"
+    for m in (*_scan(_CODE, text), *_scan(_CODE_BARE, text)):
+        kw = m.group("kw")
+        low = kw.lower()
+        if low == "code" or low.startswith(("código", "codigo")) and " " not in low:
+            if _ORDINARY_CODE.search(text[: m.start()]):
+                continue
+        if (
+            low in ("pin", "pins")
+            and kw.islower()
+            and not m.group("link").strip()
+            and not re.search(r"(?i)\b(?:my|your|his|her|our|the|bank|card|phone|sim)\s+$", text[: m.start()])
+        ):
+            continue  # "pin 2024 goals": a lower-case pin with no link is not a PIN
+        linked = m.re is _CODE
+        span = _code_value(m.group("rest"), m.start("rest"), linked)
+        if span is not None:
+            yield span[0], span[1], _code_kind(low)
+    for m in _scan(_API, text):
+        span = _api_value(m.group("rest"), m.start("rest"))
+        if span is not None:
+            yield span[0], span[1], "secret key"
+
+
+def _code_kind(keyword: str) -> str:
+    if keyword.startswith(("pin", "code pin", "geheimzahl")):
+        return "PIN"
+    if any(w in keyword for w in ("cvv", "cvc", "csc", "verification value", "card verification")):
+        return "CVV"
+    if any(w in keyword for w in ("otp", "one", "2fa", "mfa", "auth", "login", "sign", "verif", "einmal", "best")):
+        return "one-time code"
+    if any(w in keyword for w in ("backup", "recovery")):
+        return "backup code"
+    return "access code"
