@@ -91,34 +91,11 @@ _API_VALUE = re.compile(
 
 # Words that begin talk ABOUT a password rather than the password itself.
 _FUNCTION = frozenset(
-    """
-    a an the this that these those my your his her its our their mine yours some any no not never always still just
-    also now then too very so such same different being been be is are was were will would should could can may might
-    must do does did done on in at to of for from by with without under over behind inside into onto about as like than
-    and or but because if when while where which who what how why there here it i you he she we they me him us them
-    something nothing everything anything somewhere nowhere written saved stored kept taped hidden noted
-    le la les un une des mon ma mes ton ta tes son sa ses notre votre leur trop très pas toujours encore dans sur sous
-    avec sans pour de du et ou mais que qui il elle je tu nous vous ils elles ce cette
-    der die das ein eine einen mein meine dein deine sein seine unser zu sehr nicht immer noch in auf unter mit ohne
-    für von und oder aber dass ich du er sie es wir ihr
-    el los las uno una mi mis tu tus su sus muy no siempre todavía en sobre bajo con sin para por y o pero que yo
-    o os um uma meu minha teu tua seu sua muito não sempre ainda em no na sob com sem para por e ou mas eu ele ela
-    """.split()
+    ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their", "mine", "yours", "some", "any", "no", "not", "never", "always", "still", "just", "also", "now", "then", "too", "very", "so", "such", "same", "different", "being", "been", "be", "is", "are", "was", "were", "will", "would", "should", "could", "can", "may", "might", "must", "do", "does", "did", "done", "on", "in", "at", "to", "of", "for", "from", "by", "with", "without", "under", "over", "behind", "inside", "into", "onto", "about", "as", "like", "than", "and", "or", "but", "because", "if", "when", "while", "where", "which", "who", "what", "how", "why", "there", "here", "it", "i", "you", "he", "she", "we", "they", "me", "him", "us", "them", "something", "nothing", "everything", "anything", "somewhere", "nowhere", "written", "saved", "stored", "kept", "taped", "hidden", "noted", "le", "la", "les", "un", "une", "des", "mon", "ma", "mes", "ton", "ta", "tes", "son", "sa", "ses", "notre", "votre", "leur", "trop", "très", "pas", "toujours", "encore", "dans", "sur", "sous", "avec", "sans", "pour", "de", "du", "et", "ou", "mais", "que", "qui", "il", "elle", "je", "tu", "nous", "vous", "ils", "elles", "ce", "cette", "der", "die", "das", "ein", "eine", "einen", "mein", "meine", "dein", "deine", "sein", "seine", "unser", "zu", "sehr", "nicht", "immer", "noch", "in", "auf", "unter", "mit", "ohne", "für", "von", "und", "oder", "aber", "dass", "ich", "du", "er", "sie", "es", "wir", "ihr", "el", "los", "las", "uno", "una", "mi", "mis", "tu", "tus", "su", "sus", "muy", "no", "siempre", "todavía", "en", "sobre", "bajo", "con", "sin", "para", "por", "y", "o", "pero", "que", "yo", "o", "os", "um", "uma", "meu", "minha", "teu", "tua", "seu", "sua", "muito", "não", "sempre", "ainda", "em", "no", "na", "sob", "com", "sem", "para", "por", "e", "ou", "mas", "eu", "ele", "ela"]
 )
 # Words that describe a password (its quality, state or place), never are one.
 _DESCRIBE = frozenset(
-    """
-    weak strong long short wrong incorrect correct right invalid valid expired expiring required needed mandatory
-    optional case-sensitive secure insecure safe unsafe saved stored changed reset new old simple easy hard difficult
-    complicated complex forgotten lost stolen compromised leaked shared known secret private encrypted hashed protected
-    missing blank empty ok okay fine good bad terrible awful great obvious guessable unguessable random generated
-    temporary permanent predictable memorable unique reused managed synced set updated due unknown required. enabled
-    disabled locked blocked pending sent coming attached below above here there elsewhere same fine.
-    faible fort long court faux incorrect correct invalide expiré oublié perdu simple compliqué nouveau ancien changé
-    schwach stark lang kurz falsch richtig ungültig abgelaufen vergessen neu alt einfach kompliziert geändert sicher
-    débil fuerte larga corta incorrecta correcta inválida caducada olvidada nueva vieja fácil difícil segura
-    fraca forte longa curta errada correta inválida expirada esquecida nova velha fácil difícil segura
-    """.split()
+    ["weak", "strong", "long", "short", "wrong", "incorrect", "correct", "right", "invalid", "valid", "expired", "expiring", "required", "needed", "mandatory", "optional", "case-sensitive", "secure", "insecure", "safe", "unsafe", "saved", "stored", "changed", "reset", "new", "old", "simple", "easy", "hard", "difficult", "complicated", "complex", "forgotten", "lost", "stolen", "compromised", "leaked", "shared", "known", "secret", "private", "encrypted", "hashed", "protected", "missing", "blank", "empty", "ok", "okay", "fine", "good", "bad", "terrible", "awful", "great", "obvious", "guessable", "unguessable", "random", "generated", "temporary", "permanent", "predictable", "memorable", "unique", "reused", "managed", "synced", "set", "updated", "due", "unknown", "required.", "enabled", "disabled", "locked", "blocked", "pending", "sent", "coming", "attached", "below", "above", "here", "there", "elsewhere", "same", "fine.", "faible", "fort", "long", "court", "faux", "incorrect", "correct", "invalide", "expiré", "oublié", "perdu", "simple", "compliqué", "nouveau", "ancien", "changé", "schwach", "stark", "lang", "kurz", "falsch", "richtig", "ungültig", "abgelaufen", "vergessen", "neu", "alt", "einfach", "kompliziert", "geändert", "sicher", "débil", "fuerte", "larga", "corta", "incorrecta", "correcta", "inválida", "caducada", "olvidada", "nueva", "vieja", "fácil", "difícil", "segura", "fraca", "forte", "longa", "curta", "errada", "correta", "inválida", "expirada", "esquecida", "nova", "velha", "fácil", "difícil", "segura"]
 )
 _STOP_RUN = _FUNCTION | frozenset({"please", "thanks", "ok", "okay", "lol", "btw", "don't", "dont", "right"})
 
@@ -275,7 +252,7 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
     for m in (*_scan(_CODE, text), *_scan(_CODE_BARE, text)):
         kw = m.group("kw")
         low = kw.lower()
-        if low == "code" or low.startswith(("código", "codigo")) and " " not in low:
+        if low == "code" or (low.startswith(("código", "codigo")) and " " not in low):
             if _ORDINARY_CODE.search(text[: m.start()]):
                 continue
         if (

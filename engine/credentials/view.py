@@ -17,7 +17,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from ..text import _confusable_map, _IGNORABLE
+from ..text import _IGNORABLE, _confusable_map
 
 
 @dataclass(frozen=True, slots=True)
