@@ -70,6 +70,9 @@ _ORDER: Final = (
 )
 
 
+_WORK_WORDS: Final = frozenset({"health", "criminal_record", "genetic_biometric"})
+
+
 class _Rules:
     """One category's compiled lists: strong cues, unsure cues, exclusions (dropped) and set-asides
     (matches inside them are only unsure)."""
@@ -194,18 +197,20 @@ def offline_category(statement: str, context: Iterable[str] | None = None) -> st
     job's span or an unsure cue matched; else None."""
     text = canonical(statement)
     shared, rules = _rules()
-    text = _blank(text, shared.drop)
     unsure = False
-    if _partner_implies(text, context):
+    if _partner_implies(_blank(text, shared.drop), context):
         return "sexual_orientation"
     aside_spans = [m.span() for m in shared.aside.finditer(text)] if shared.aside is not None else []
     for name in _ORDER:
         r = rules[name]
-        own = _blank(text, r.drop)
+        # the category's own exclusions first ("political thrillers"), then the shared ones
+        own = _blank(_blank(text, r.drop), shared.drop)
         if r.strong is not None:
             for m in r.strong.finditer(own):
                 if any(a <= m.start() and m.end() <= b for a, b in aside_spans):
-                    unsure = True
+                    # inside a job's span: health, criminal and genetic words describe the work
+                    # ("a nurse on a cancer ward", "a prison officer"); anything else is unsure
+                    unsure = unsure or name not in _WORK_WORDS
                     continue
                 return name
         if r.unsure is not None and not unsure:

@@ -27,7 +27,9 @@ _QUOTED = (
     r"|„(?P<q5>[^\"'“”\n]{1,100})(?:''|\"|“|”)|`(?P<q6>[^`\n]{1,100})`)"
 )
 _LINK = (
-    r"(?:\s*(?::|=|-+>|→)\s*|\s+(?:is(?:\s+now)?|was|will\s+be|=|est|c'est|ist|lautet|war|es|era|ser[aá]|[ée]|fica|sigue\s+siendo)"
+    r"(?:\s*(?::|=|-+>|→)\s*|\s+(?:(?:(?:is|was|has\s+been|have\s+been|got)\s+)?(?:changed|set|updated|reset)\s+to|is(?:\s+now)?"
+    r"|was|are|were|will\s+be|=|est|sont|c'est|ist|sind|lautet|lauten|war|es|son|era|ser[aá]|[ée]|s[ãa]o|fica"
+    r"|sigue\s+siendo)"
     r"(?:\s*:)?\s+)"
 )
 _FILL_WORD = r"(?!(?:is|was|est|ist|es|é|era|lautet|and|et|und|y|but)\b)[^\W\d][\w'\-]*"
@@ -66,7 +68,7 @@ _ORDINARY_CODE = re.compile(
 )
 
 _PASSWORD = re.compile(
-    r"(?i)(?<![\w\-])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S
+    r"(?i)(?<![\w])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S
 )
 _PASSWORD_BARE = re.compile(
     r"(?i)(?<![\w\-])(?P<kw>password|passwort|mot\s+de\s+passe|senha|contrase[ñn]a|kennwort|pwd)\s+(?P<rest>.*)", re.S
@@ -77,8 +79,16 @@ _CODE = re.compile(
 _CODE_BARE = re.compile(
     r"(?i)(?<![\w\-])(?P<kw>" + _CODE_KW + r")(?![\w\-])(?P<fill>)(?P<link>\s+|\s*#\s*)(?P<rest>.*)", re.S
 )
-_API = re.compile(r"(?i)(?<![\w\-])(?P<kw>" + _API_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S)
+_API = re.compile(r"(?i)(?<![A-Za-z0-9\-])(?P<kw>" + _API_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S)
 
+# Verb first: "set the router password to X", "changed my PIN to 4410".
+_SET_TO = re.compile(
+    r"(?i)\b(?:set|sets|setting|changed?|changes|changing|reset|resets|resetting|updated?|updates|updating)\s+"
+    r"(?:the\s+|my\s+|our\s+|his\s+|her\s+|their\s+|your\s+)?(?:[\w\-]+\s+){0,2}?"
+    r"(?P<kw>password|passcode|passphrase|pin|code|mot\s+de\s+passe|passwort|kennwort|contrase[ñn]a|senha)\s+"
+    r"(?:back\s+)?to\s+(?P<rest>.*)",
+    re.S,
+)
 _QUOTE_AT = re.compile(r"\s*" + _QUOTED)
 _TOKEN = re.compile(r"\S+")
 _TRAIL = re.compile(r"[.,;:!?)\]}]+$")
@@ -96,6 +106,13 @@ _FUNCTION = frozenset(
 # Words that describe a password (its quality, state or place), never are one.
 _DESCRIBE = frozenset(
     ["weak", "strong", "long", "short", "wrong", "incorrect", "correct", "right", "invalid", "valid", "expired", "expiring", "required", "needed", "mandatory", "optional", "case-sensitive", "secure", "insecure", "safe", "unsafe", "saved", "stored", "changed", "reset", "new", "old", "simple", "easy", "hard", "difficult", "complicated", "complex", "forgotten", "lost", "stolen", "compromised", "leaked", "shared", "known", "secret", "private", "encrypted", "hashed", "protected", "missing", "blank", "empty", "ok", "okay", "fine", "good", "bad", "terrible", "awful", "great", "obvious", "guessable", "unguessable", "random", "generated", "temporary", "permanent", "predictable", "memorable", "unique", "reused", "managed", "synced", "set", "updated", "due", "unknown", "required.", "enabled", "disabled", "locked", "blocked", "pending", "sent", "coming", "attached", "below", "above", "here", "there", "elsewhere", "same", "fine.", "faible", "fort", "long", "court", "faux", "incorrect", "correct", "invalide", "expiré", "oublié", "perdu", "simple", "compliqué", "nouveau", "ancien", "changé", "schwach", "stark", "lang", "kurz", "falsch", "richtig", "ungültig", "abgelaufen", "vergessen", "neu", "alt", "einfach", "kompliziert", "geändert", "sicher", "débil", "fuerte", "larga", "corta", "incorrecta", "correcta", "inválida", "caducada", "olvidada", "nueva", "vieja", "fácil", "difícil", "segura", "fraca", "forte", "longa", "curta", "errada", "correta", "inválida", "expirada", "esquecida", "nova", "velha", "fácil", "difícil", "segura"]
+)
+# Degree words and where-it-is words, in the five languages ("demasiado larga", "printed on the router").
+_DESCRIBE = _DESCRIBE | frozenset(
+    """
+    demasiado demasiada bastante muito demais tão tan trop assez plutôt ziemlich super printed posted pinned
+    stuck displayed shown listed labelled labeled mentioned included inside underneath written kept hidden
+    """.split()
 )
 _STOP_RUN = _FUNCTION | frozenset({"please", "thanks", "ok", "okay", "lol", "btw", "don't", "dont", "right"})
 
@@ -186,14 +203,22 @@ def _api_value(rest: str, offset: int) -> tuple[int, int] | None:
     return offset + m.start(), offset + m.start() + len(value)
 
 
+_PLURAL_LINK = re.compile(r"(?i)^\s+(?:are|were|sont|sind|lauten|son|s[ãa]o)\b")
+
+
 def _scan(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """Every keyword match, each tried on its own (a match's `rest` runs to the text's end)."""
+    """Every keyword match, each tried on its own (a match's `rest` runs to the text's end). A
+    plural link ("are") counts only after a plural keyword with nothing between: "my backup codes
+    are ...", never "password managers are useful"."""
     pos = 0
     while True:
         m = pattern.search(text, pos)
         if m is None:
             return
-        yield m
+        fill = m.groupdict().get("fill") or ""
+        link = text[m.end("kw") + len(fill) : m.start("rest")]
+        if not _PLURAL_LINK.match(link) or (not fill.strip() and m.group("kw").lower().endswith("s")):
+            yield m
         pos = m.end("kw")
 
 
@@ -240,6 +265,14 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
         span = _password_value(rest, m.start("rest"))
         if span is not None:
             yield span[0], span[1], "password"
+    for m in _SET_TO.finditer(text):
+        if m.group("kw").lower() in ("pin", "code", "passcode"):
+            span = _code_value(m.group("rest"), m.start("rest"), True)
+            kind = "PIN" if m.group("kw").lower() == "pin" else "access code"
+        else:
+            span, kind = _password_value(m.group("rest"), m.start("rest")), "password"
+        if span is not None:
+            yield span[0], span[1], kind
     for m in _scan(_PASSWORD_BARE, text):
         # "password hunter2" without a link: only a value with a digit or a symbol, not a word.
         token = _TOKEN.match(m.group("rest"))

@@ -59,6 +59,10 @@ _ID_KEYWORD = re.compile(
     r"[^\d\n]{0,30}?([A-Za-z]{0,2}[\d][\d .\-]{6,20}[\dA-Za-z])(?![\dA-Za-z])"
 )
 
+# A licence or product key: four or more dash-joined groups of 4-5 letters and digits (XK7P-99QM-...).
+_PRODUCT_KEY = re.compile(
+    r"(?<![A-Za-z0-9\-])(?=[A-Z0-9\-]*\d)(?=[A-Z0-9\-]*[A-Z])[A-Z0-9]{4,5}(?:-[A-Z0-9]{4,5}){3,7}(?![A-Za-z0-9\-])"
+)
 _SEED_KEYWORD = re.compile(
     r"(?i)\b(?:seed(?: phrase| words)?|recovery (?:phrase|words|seed)|mnemonic|secret recovery phrase|"
     r"wallet (?:words|phrase)|backup phrase|phrase de r[eé]cup[eé]ration|wiederherstellungsphrase|"
@@ -139,11 +143,13 @@ def _seed(text: str) -> Iterator[tuple[int, int, str]]:
 def _keyword_ids(text: str) -> Iterator[tuple[int, int, str]]:
     for m in _ID_KEYWORD.finditer(text):
         value = m.group(1)
-        if sum(ch.isdigit() for ch in value) >= 7:
+        if sum(ch.isdigit() for ch in value) >= 6:
             yield m.start(1), m.end(1), "national identity number"
 
 
 def find(text: str) -> Iterator[tuple[int, int, str]]:
+    for m in _PRODUCT_KEY.finditer(text):
+        yield m.start(), m.end(), "secret key"
     for m in _PRIVATE_KEY.finditer(text):
         yield m.start(), m.end(), "private key"
     for m in _PUTTY_KEY.finditer(text):

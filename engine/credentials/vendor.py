@@ -62,7 +62,7 @@ _AWS_ACCESS = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}")
 _AWS_SECRET = re.compile(
     r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]*[0-9/+])(?=[A-Za-z0-9/+]*[a-z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
 )
-_AWS_CONTEXT = re.compile(r"(?i)\b(?:aws|amazon|secret|s3|iam)\b")
+_AWS_CONTEXT = re.compile(r"(?i)(?<![A-Za-z0-9])(?:aws|amazon|secret|s3|iam)(?![A-Za-z0-9])")
 
 
 @cache
