@@ -102,7 +102,8 @@ def fake(name: str, rng: random.Random) -> str:
         case "slack_user":
             return f"xoxp-{rng.randrange(10**11, 10**12)}-{rng.randrange(10**11, 10**12)}-{_s(rng, ALNUM, 32)}"
         case "slack_webhook":
-            return f"https://hooks.slack.com/services/T{_s(rng, string.ascii_uppercase + string.digits, 8)}/B{_s(rng, string.ascii_uppercase + string.digits, 10)}/{_s(rng, ALNUM, 24)}"
+            upper = string.ascii_uppercase + string.digits
+            return f"https://hooks.slack.com/services/T{_s(rng, upper, 8)}/B{_s(rng, upper, 10)}/{_s(rng, ALNUM, 24)}"
         case "github":
             return "ghp_" + _s(rng, ALNUM, 36)
         case "github_pat":
@@ -188,7 +189,7 @@ def credentials(corpus: Path, show: bool) -> dict[str, Any]:
         for kind, text in load(path):
             values: list[str] = []
 
-            def fill(m: re.Match[str], values: list[str] = values) -> str:
+            def fill(m: re.Match[str], values: list[str] = values, rng: random.Random = rng) -> str:
                 value = fake(m.group(1), rng)
                 values.append(value)
                 return value

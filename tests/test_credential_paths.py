@@ -38,7 +38,7 @@ SECRETS = {
     "lift_reason": ("kestrelvale", "mein Passwort ist Lf6-heben-Kk"),
     "discard_reason": ("larchwick", "la contraseña es Dc2-desc-Mm"),
     "policy_reason": ("mosshaven", "my otp is 448210"),
-    "mcp_forget": ("nettlecombe", "the wifi password is \"Mf3 forget Nn\""),
+    "mcp_forget": ("nettlecombe", 'the wifi password is "Mf3 forget Nn"'),
 }
 VALUES = {
     "message": "Kq7-mess4ge-Vx",
@@ -104,7 +104,15 @@ async def test_no_path_stores_a_credential(store_target: str, tmp_path: Path) ->
         await mem.process()
         async with mem.store.transaction() as tx:  # what a gate dropped (below the confidence bar)
             await tx.insert_discarded_many(
-                [{"user_id": "ana", "statement": "User likes quinces", "gate": "below_confidence", "kind": "new", "created_at": 1}]
+                [
+                    {
+                        "user_id": "ana",
+                        "statement": "User likes quinces",
+                        "gate": "below_confidence",
+                        "kind": "new",
+                        "created_at": 1,
+                    }
+                ]
             )
         [dropped] = [d for d in await mem.discarded("ana") if "quinces" in d.statement]
         await mem.queue_discarded(dropped.id, "ben", said("discard_reason"))
@@ -170,15 +178,27 @@ async def test_the_guard_redacts_json_and_keeps_untouched_rows_exact(store_targe
     async with Memory(store_target) as mem:
         async with mem.store.transaction() as tx:
             await tx.audit(
-                at=1, actor="t", action="note", user_id="ana", entity="message", entity_id=None,
+                at=1,
+                actor="t",
+                action="note",
+                user_id="ana",
+                entity="message",
+                entity_id=None,
                 after={"said": "my password is Gz4-json-Pp", "n": 3},
             )
             await tx.audit(
-                at=2, actor="t", action="note", user_id="ana", entity="message", entity_id=None,
+                at=2,
+                actor="t",
+                action="note",
+                user_id="ana",
+                entity="message",
+                entity_id=None,
                 after={"said": "plain words", "n": 4},
             )
         async with sql(mem) as conn:
-            rows = await (await conn.execute("SELECT after FROM audit_log WHERE action = 'note' ORDER BY at")).fetchall()
+            rows = await (
+                await conn.execute("SELECT after FROM audit_log WHERE action = 'note' ORDER BY at")
+            ).fetchall()
     import json
 
     first, second = (json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows)

@@ -170,7 +170,11 @@ JWT = (
         ("ｐａｓｓｗｏｒｄ: ｈｕｎｔｅｒ２", "ｈｕｎｔｅｒ２", "password"),
         ("my p\u0430ssword is Walrus-99", "Walrus-99", "password"),
         ("my pass\u200bword is Walrus-77", "Walrus-77", "password"),
-        ("seed: abandon ability able about above absent absorb abstract absurd abuse access accident", "absurd abuse", "seed phrase"),
+        (
+            "seed: abandon ability able about above absent absorb abstract absurd abuse access accident",
+            "absurd abuse",
+            "seed phrase",
+        ),
     ],
 )
 def test_the_kinds_people_paste_are_removed(text: str, secret: str, kind: str) -> None:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from engine import Episode, Extraction, Knowledge, Message
-from engine.extraction.offline import OfflineExtractor, calibrated, claims_from_text
 from engine.categories import category_of
+from engine.extraction.offline import OfflineExtractor, calibrated, claims_from_text
 from engine.extraction.offline_rules import parse_statement
 
 T = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -332,7 +332,9 @@ async def test_an_agents_proposal_holding_a_credential_is_refused_with_its_reaso
     with (tmp_path / "server.err").open("w+") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
-            text, is_error = await call(client, "propose_memory", statement="User's stripe key is sk_live_4eC39HqLyjWDarjtT1zdp7dc")
+            text, is_error = await call(
+                client, "propose_memory", statement="User's stripe key is sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+            )
             plain, plain_error = await call(client, "propose_memory", statement="Ana keeps bees")
     assert not is_error and "credential" in text and "Stripe secret key" in text, text
     assert not plain_error and "Proposed" in plain  # positive control: an ordinary proposal is queued

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from importlib import resources
 
 _QUOTED = (
     r"(?:\"(?P<q1>[^\"\n]{1,100})\"|''(?P<q2>[^'\n]{1,100})''|'(?P<q3>[^'\n]{1,100})'|«\s?(?P<q4>[^»\n]{1,100}?)\s?»"
@@ -67,9 +68,7 @@ _ORDINARY_CODE = re.compile(
     r"access\s+to\s+the|station|secret)\s*$"
 )
 
-_PASSWORD = re.compile(
-    r"(?i)(?<![\w])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S
-)
+_PASSWORD = re.compile(r"(?i)(?<![\w])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S)
 _PASSWORD_BARE = re.compile(
     r"(?i)(?<![\w\-])(?P<kw>password|passwort|mot\s+de\s+passe|senha|contrase[ñn]a|kennwort|pwd)\s+(?P<rest>.*)", re.S
 )
@@ -99,21 +98,16 @@ _API_VALUE = re.compile(
     r"(?=[A-Za-z0-9_\-./+=:~]*\d)(?=[A-Za-z0-9_\-./+=:~]*[A-Za-z])[A-Za-z0-9_\-./+=:~]{8,}|[A-Za-z0-9_\-./+=~]{16,}"
 )
 
-# Words that begin talk ABOUT a password rather than the password itself.
-_FUNCTION = frozenset(
-    ["a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their", "mine", "yours", "some", "any", "no", "not", "never", "always", "still", "just", "also", "now", "then", "too", "very", "so", "such", "same", "different", "being", "been", "be", "is", "are", "was", "were", "will", "would", "should", "could", "can", "may", "might", "must", "do", "does", "did", "done", "on", "in", "at", "to", "of", "for", "from", "by", "with", "without", "under", "over", "behind", "inside", "into", "onto", "about", "as", "like", "than", "and", "or", "but", "because", "if", "when", "while", "where", "which", "who", "what", "how", "why", "there", "here", "it", "i", "you", "he", "she", "we", "they", "me", "him", "us", "them", "something", "nothing", "everything", "anything", "somewhere", "nowhere", "written", "saved", "stored", "kept", "taped", "hidden", "noted", "le", "la", "les", "un", "une", "des", "mon", "ma", "mes", "ton", "ta", "tes", "son", "sa", "ses", "notre", "votre", "leur", "trop", "très", "pas", "toujours", "encore", "dans", "sur", "sous", "avec", "sans", "pour", "de", "du", "et", "ou", "mais", "que", "qui", "il", "elle", "je", "tu", "nous", "vous", "ils", "elles", "ce", "cette", "der", "die", "das", "ein", "eine", "einen", "mein", "meine", "dein", "deine", "sein", "seine", "unser", "zu", "sehr", "nicht", "immer", "noch", "in", "auf", "unter", "mit", "ohne", "für", "von", "und", "oder", "aber", "dass", "ich", "du", "er", "sie", "es", "wir", "ihr", "el", "los", "las", "uno", "una", "mi", "mis", "tu", "tus", "su", "sus", "muy", "no", "siempre", "todavía", "en", "sobre", "bajo", "con", "sin", "para", "por", "y", "o", "pero", "que", "yo", "o", "os", "um", "uma", "meu", "minha", "teu", "tua", "seu", "sua", "muito", "não", "sempre", "ainda", "em", "no", "na", "sob", "com", "sem", "para", "por", "e", "ou", "mas", "eu", "ele", "ela"]
-)
-# Words that describe a password (its quality, state or place), never are one.
-_DESCRIBE = frozenset(
-    ["weak", "strong", "long", "short", "wrong", "incorrect", "correct", "right", "invalid", "valid", "expired", "expiring", "required", "needed", "mandatory", "optional", "case-sensitive", "secure", "insecure", "safe", "unsafe", "saved", "stored", "changed", "reset", "new", "old", "simple", "easy", "hard", "difficult", "complicated", "complex", "forgotten", "lost", "stolen", "compromised", "leaked", "shared", "known", "secret", "private", "encrypted", "hashed", "protected", "missing", "blank", "empty", "ok", "okay", "fine", "good", "bad", "terrible", "awful", "great", "obvious", "guessable", "unguessable", "random", "generated", "temporary", "permanent", "predictable", "memorable", "unique", "reused", "managed", "synced", "set", "updated", "due", "unknown", "required.", "enabled", "disabled", "locked", "blocked", "pending", "sent", "coming", "attached", "below", "above", "here", "there", "elsewhere", "same", "fine.", "faible", "fort", "long", "court", "faux", "incorrect", "correct", "invalide", "expiré", "oublié", "perdu", "simple", "compliqué", "nouveau", "ancien", "changé", "schwach", "stark", "lang", "kurz", "falsch", "richtig", "ungültig", "abgelaufen", "vergessen", "neu", "alt", "einfach", "kompliziert", "geändert", "sicher", "débil", "fuerte", "larga", "corta", "incorrecta", "correcta", "inválida", "caducada", "olvidada", "nueva", "vieja", "fácil", "difícil", "segura", "fraca", "forte", "longa", "curta", "errada", "correta", "inválida", "expirada", "esquecida", "nova", "velha", "fácil", "difícil", "segura"]
-)
-# Degree words and where-it-is words, in the five languages ("demasiado larga", "printed on the router").
-_DESCRIBE = _DESCRIBE | frozenset(
-    """
-    demasiado demasiada bastante muito demais tão tan trop assez plutôt ziemlich super printed posted pinned
-    stuck displayed shown listed labelled labeled mentioned included inside underneath written kept hidden
-    """.split()
-)
+
+# Word lists kept as data (engine/credentials/data): function words that begin talk ABOUT a
+# password ("my password is the same"), and words that describe one ("weak", "printed", "demasiado").
+def _words(name: str) -> frozenset[str]:
+    raw = resources.files(__package__).joinpath(f"data/{name}.txt").read_text(encoding="utf-8")
+    return frozenset(w for line in raw.splitlines() if (w := line.strip()) and not w.startswith("#"))
+
+
+_FUNCTION = _words("function_words")
+_DESCRIBE = _words("describing_words")
 _STOP_RUN = _FUNCTION | frozenset({"please", "thanks", "ok", "okay", "lol", "btw", "don't", "dont", "right"})
 
 
@@ -155,10 +149,11 @@ def _password_value(rest: str, offset: int) -> tuple[int, int] | None:
             words.append(m)
             if stripped != word:
                 break
-    if low in _FUNCTION or low in _DESCRIBE or low.rstrip("'s") in _FUNCTION:
-        # "the password is correct horse battery staple": a run of 4+ plain words is a passphrase.
-        if len(words) < 4 or low in _FUNCTION:
-            return None
+    # "the password is correct horse battery staple": a run of 4+ plain words is a passphrase even
+    # when its first word describes passwords; a function word first never is.
+    describes = low in _FUNCTION or low in _DESCRIBE or low.rstrip("'s") in _FUNCTION
+    if describes and (len(words) < 4 or low in _FUNCTION):
+        return None
     if len(core) < 3 and not any(ch.isdigit() for ch in core):
         return None
     last = words[-1]
@@ -285,9 +280,9 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
     for m in (*_scan(_CODE, text), *_scan(_CODE_BARE, text)):
         kw = m.group("kw")
         low = kw.lower()
-        if low == "code" or (low.startswith(("código", "codigo")) and " " not in low):
-            if _ORDINARY_CODE.search(text[: m.start()]):
-                continue
+        bare_code = low == "code" or (low.startswith(("código", "codigo")) and " " not in low)
+        if bare_code and _ORDINARY_CODE.search(text[: m.start()]):
+            continue
         if (
             low in ("pin", "pins")
             and kw.islower()

@@ -46,7 +46,8 @@ _DNI = re.compile(r"(?<![A-Za-z0-9])(?:\d{8}-?[A-Za-z]|[XYZxyz]-?\d{7}-?[A-Za-z]
 _NIR = re.compile(r"(?<![\d ])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\d])")
 _CODICE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{6}\d{2}[A-Za-z]\d{2}[A-Za-z]\d{3}[A-Za-z](?![A-Za-z0-9])")
 _NINO = re.compile(
-    r"(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])"
 )
 # A keyword naming an identity number, then (after a few non-digit characters) the number.
 _ID_KEYWORD = re.compile(
