@@ -129,7 +129,7 @@ def redact_value(value: Any) -> tuple[Any, Counter[str]]:
     array parsed, each string inside redacted, and written back (only when something was found,
     so untouched rows keep their exact bytes); anything else as it is. For the storage guard."""
     kinds: Counter[str] = Counter()
-    if not isinstance(value, str) or len(value) < 3:
+    if not isinstance(value, str) or len(value) < _SHORTEST:
         return value, kinds
     head = value.lstrip()[:1]
     if head in ("{", "["):
@@ -146,13 +146,21 @@ def redact_value(value: Any) -> tuple[Any, Counter[str]]:
     return red.text, red.kinds
 
 
+_SHORTEST = 6
+"""No detected credential fits in fewer characters ("CVV 123" is the shortest kind: 7); the guard
+passes shorter strings (ids, names, statuses) without looking."""
+
+
 def _walk(node: Any, kinds: Counter[str]) -> Any:
     if isinstance(node, str):
+        if len(node) < _SHORTEST:
+            return node
         red = redact(node)
         kinds.update(red.kinds)
         return red.text
     if isinstance(node, dict):
-        return {_walk(k, kinds) if isinstance(k, str) else k: _walk(v, kinds) for k, v in node.items()}
+        # keys are the engine's own field names, never what a person typed
+        return {k: _walk(v, kinds) for k, v in node.items()}
     if isinstance(node, list):
         return [_walk(v, kinds) for v in node]
     return node

@@ -116,6 +116,11 @@ def _checked(
             yield m.start(), m.end(), kind
 
 
+def seed_phrases(text: str) -> Iterator[tuple[int, int, str]]:
+    """Wallet seed phrases alone (what a text with no other trigger is still searched for)."""
+    return _seed(text)
+
+
 def _seed(text: str) -> Iterator[tuple[int, int, str]]:
     words = _bip39()
     run: list[re.Match[str]] = []
