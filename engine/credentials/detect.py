@@ -27,7 +27,7 @@ DETECTORS: tuple[Detector, ...] = (structured.find, vendor.find, prose.find)
 # of twelve words or more.
 _TRIGGER = re.compile(
     r"(?i)\d{3}|[a-z]{2} ?\d\d ?\d\d ?\d\d ?[a-d]\b|"
-    r"pass|pw|mot de|mdp|wort|contrase|clave|senha|key|schl|pin|code|digo|otp|cvv|cvc|csc|combina|"
+    r"pass|pw|mot de|mdp|wort|contrase|clave|senha|key|schl|pin|code|digo|otp|cvv|cvc|csc|combina|combo|"
     r"secret|token|geheim|cl[ée]|bearer|seed|mnemonic|recovery|phrase|://|begin|putty|eyj|sk-|sk_|rk_|aiza|"
     r"xox|xapp|gh[pousr]_|github_pat|gl[a-z]{2,6}-|akia|asia|aws|sg\.|npm_|pypi-|hf_|shp|_v1_|sq0|"
     r"accountkey|ya29|gocspx|whsec|hooks\.|webhook|heroku|ssn|social|insurance|nir\b|s[ée]cu|steuer|idnr|"

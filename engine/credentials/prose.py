@@ -31,7 +31,7 @@ _LINK = (
     r"(?:\s*(?::|=|-+>|→)\s*|\s+(?:(?:(?:is|was|has\s+been|have\s+been|got)\s+)?(?:changed|set|updated|reset)\s+to|is(?:\s+now)?"
     r"|was|are|were|will\s+be|=|est|sont|c'est|ist|sind|lautet|lauten|war|es|son|era|ser[aá]|[ée]|s[ãa]o|fica"
     r"|sigue\s+siendo)"
-    r"(?:\s*:)?\s+)"
+    r"(?:\s*:)?\s+|['’]s\s+)(?:(?:still|now|currently|actually|just|always)\s+)?"
 )
 _FILL_WORD = r"(?!(?:is|was|est|ist|es|é|era|lautet|and|et|und|y|but)\b)[^\W\d][\w'\-]*"
 _FILL = r"(?P<fill>(?:\s+" + _FILL_WORD + r"){0,5}?)"
@@ -45,7 +45,7 @@ _CODE_KW = (
     r"(?:door|gate|alarm|entry|access|keypad|garage|building|lock|locker|safe|key\s*safe|lockbox|padlock|"
     r"security|verification|one[\s\-]time|otp|2fa|mfa|auth(?:entication)?|login|sign[\s\-]in|backup|recovery|"
     r"unlock|phone|bike\s+lock|wifi|wi-fi)\s+codes?|otp|totp|cvv2?|cvc2?|csc|card\s+verification\s+(?:value|code)|"
-    r"(?:safe|lock)\s+combination|combination|digicode|code\s+(?:secret|confidentiel|d'acc[eè]s|d'entr[ée]e|"
+    r"(?:safe|lock)\s+combination|combination|(?:safe|lock|locker|padlock|bike\s+lock)\s+combo|digicode|code\s+(?:secret|confidentiel|d'acc[eè]s|d'entr[ée]e|"
     r"de\s+la\s+porte|du\s+portail|de\s+l'alarme|wifi|de\s+s[ée]curit[ée]|de\s+v[ée]rification)|"
     r"t[üu]rcode|zugangscode|alarmcode|sicherheitscode|best[äa]tigungscode|einmalcode|"
     r"c[óo]digo(?:\s+(?:de|do|da|del)\s+(?:acceso|acesso|la\s+puerta|port[ãa]o|alarma|alarme|seguridad|"
@@ -68,7 +68,9 @@ _ORDINARY_CODE = re.compile(
     r"access\s+to\s+the|station|secret)\s*$"
 )
 
-_PASSWORD = re.compile(r"(?i)(?<![\w])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S)
+_PASSWORD = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?P<kw>" + _PASSWORD_KW + r")(?![\w\-])" + _FILL + _LINK + r"(?P<rest>.*)", re.S
+)
 _PASSWORD_BARE = re.compile(
     r"(?i)(?<![\w\-])(?P<kw>password|passwort|mot\s+de\s+passe|senha|contrase[ñn]a|kennwort|pwd)\s+(?P<rest>.*)", re.S
 )
@@ -88,9 +90,31 @@ _SET_TO = re.compile(
     r"(?:back\s+)?to\s+(?P<rest>.*)",
     re.S,
 )
+_MIXED = re.compile(r"\s*(?=\S*\d)(?=\S*[A-Za-z])\S{4,}")
+# "I use 'Summer2023!' as my password": the value first.
+_AS_MY = re.compile(
+    r"(?i)\b(?:use|uses|used|using|set|chose|picked|made)\s+(?P<value>"
+    + r"\S+"
+    + r")\s+as\s+(?:my|the|our|a|his|her|their)\s+"
+    r"(?:[\w\-]+\s+)?(?P<kw>password|passcode|passphrase|pin|code)\b"
+)
+# "G-123456 is your Google verification code": the code first.
+_CODE_FIRST = re.compile(
+    r"(?i)(?<![\w\-])(?P<value>(?:[A-Z]-)?\d{4,8})\s+is\s+your\s+(?:[\w\-]+\s+){0,3}?"
+    r"(?:verification|security|login|sign-in|one-time|confirmation|access|authentication|2fa|otp)?\s*(?:code|pin|otp)\b"
+)
+# Bank details: an account number, a sort code, a routing number, after their name.
+_BANK = re.compile(
+    r"(?i)\b(?:(?:account|acct|a/c)\s+(?:number|no\.?|#)|sort\s+code|routing\s+(?:number|no\.?)|aba\s+number|"
+    r"kontonummer|bankleitzahl|blz|num[ée]ro\s+de\s+compte|n[úu]mero\s+de\s+(?:cuenta|conta)|bsb)"
+    r"(?P<gap>[^\d\n]{0,20}?)(?P<value>\d[\d \-]{4,20}\d)(?![\d])"
+)
 _QUOTE_AT = re.compile(r"\s*" + _QUOTED)
 _TOKEN = re.compile(r"\S+")
 _TRAIL = re.compile(r"[.,;:!?)\]}]+$")
+# What a span leaves out at its end: sentence punctuation, but not "!" or "?" (a password may end
+# with one, and removing a spoken "!" with it costs nothing).
+_SPAN_TRAIL = re.compile(r"[.,;:)\]}]+$")
 _CODE_VALUE = re.compile(r"[#*]?(?:\d[\d\s\-#*]{1,16}\d|\d{3,})[#*]?(?![\w])")
 _ALNUM_CODE = re.compile(r"(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9\-]{4,12}(?![\w])")
 _CODE_SEP = re.compile(r"\s*(?:,|;|/|and|et|und|y|e|\s)\s*")
@@ -157,9 +181,8 @@ def _password_value(rest: str, offset: int) -> tuple[int, int] | None:
     if len(core) < 3 and not any(ch.isdigit() for ch in core):
         return None
     last = words[-1]
-    end = last.end() - (len(last.group(0)) - len(_TRAIL.sub("", last.group(0)) or last.group(0)))
-    if len(words) == 1:
-        end = tokens[0].start() + len(core)
+    kept = _SPAN_TRAIL.sub("", last.group(0)) or last.group(0)
+    end = last.start() + len(kept)
     return offset + tokens[0].start(), offset + end
 
 
@@ -218,41 +241,12 @@ def _scan(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
 
 
 def find(text: str) -> Iterator[tuple[int, int, str]]:
-    lowered = text.lower()
-    if not any(
-        w in lowered
-        for w in (
-            "pass",
-            "pw",
-            "mot de",
-            "mdp",
-            "wort",
-            "contrase",
-            "clave",
-            "senha",
-            "key",
-            "schl",
-            "pin",
-            "code",
-            "digo",
-            "otp",
-            "cvv",
-            "cvc",
-            "csc",
-            "combination",
-            "secret",
-            "token",
-            "geheim",
-            "cl",
-        )
-    ):
-        return
     for m in _scan(_PASSWORD, text):
         kw = m.group("kw").lower()
         rest = m.group("rest")
         link = text[m.end("fill") : m.start("rest")]
-        if kw in ("pass", "pw") and not re.search(r"[:=]", link):
-            continue  # "pass" alone is a password only in "pass: x" / "pass=x"
+        if kw in ("pass", "pw") and not re.search(r"[:=]", link) and not _MIXED.match(rest):
+            continue  # "pass" alone is a password in "pass: x" / "pass=x", or before a value like "sunshine99"
         if kw == "pass" and re.search(
             r"(?i)(?:boarding|bus|day|season|ski|hall|backstage|press|free|gym)\s+$", text[: m.start()]
         ):
@@ -260,6 +254,19 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
         span = _password_value(rest, m.start("rest"))
         if span is not None:
             yield span[0], span[1], "password"
+    for m in _AS_MY.finditer(text):
+        value = m.group("value")
+        word = m.group("kw").lower()
+        kind = "password" if word.startswith("pass") else "PIN" if word == "pin" else "access code"
+        quoted = _quoted(value, m.start("value"))
+        if quoted is not None:
+            yield quoted[0], quoted[1], kind
+        elif len(_SPAN_TRAIL.sub("", value)) >= 4 and (any(ch.isdigit() for ch in value) or not value.isalpha()):
+            yield m.start("value"), m.start("value") + len(_SPAN_TRAIL.sub("", value)), kind
+    for m in _CODE_FIRST.finditer(text):
+        yield m.start("value"), m.end("value"), "one-time code"
+    for m in _BANK.finditer(text):
+        yield m.start("value"), m.end("value"), "bank account number"
     for m in _SET_TO.finditer(text):
         if m.group("kw").lower() in ("pin", "code", "passcode"):
             span = _code_value(m.group("rest"), m.start("rest"), True)

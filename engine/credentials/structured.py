@@ -51,7 +51,8 @@ _NINO = re.compile(
 )
 # A keyword naming an identity number, then (after a few non-digit characters) the number.
 _ID_KEYWORD = re.compile(
-    r"(?i)\b(?:ssn|social[ \-]security(?: number| no\.?| #)?|sin|social insurance number|bsn|burgerservicenummer|"
+    r"(?i)\b(?:ssn|social[ \-]security(?: number| no\.?| #)?|(?:my|his|her|their|your) social|"
+    r"sin|social insurance number|bsn|burgerservicenummer|"
     r"national insurance(?: number| no\.?)?|ni number|nino|nir|num[eé]ro de s[eé]curit[eé] sociale|"
     r"s[eé]cu(?:rit[eé] sociale)?|steuer-?id|steuer-?identifikationsnummer|steuernummer|idnr|"
     r"sozialversicherungsnummer|personalausweis(?:nummer)?|nif|cpf|dni|nie|nss|codice fiscale|"
