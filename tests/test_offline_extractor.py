@@ -543,6 +543,10 @@ async def test_stopping_a_habit_ends_it_in_the_habits_own_words() -> None:
         ("I'm pregnant!", "User is pregnant", "health"),
         ("I go to Mass on Sundays.", "User goes to Mass on Sundays", "religion"),
         ("I voted Labour.", "User voted Labour", "political_opinion"),
+        ("I'm a Unite rep.", "User is a Unite rep", "trade_union"),
+        ("I pray five times a day.", "User prays five times a day", "religion"),
+        ("We celebrate Diwali.", "User celebrates Diwali", "religion"),
+        ("I was in prison for 2 years.", "User was in prison", "criminal_record"),
     ],
 )
 async def test_special_categories_said_in_chat_become_candidates_with_their_category(
@@ -559,6 +563,8 @@ async def test_special_categories_said_in_chat_become_candidates_with_their_cate
         ("I'm Ana.", ["User's name is Ana"]),  # a name is still a name
         ("I'm on holiday.", []),
         ("I'm in the choir.", []),
+        ("I was in Paris last year.", []),
+        ("I cook dinner every night.", ["User cooks dinner every night"]),
         ("I'm allergic to cats.", ["User is allergic to cats"]),  # the general rule keeps its claim
     ],
 )

@@ -2265,7 +2265,7 @@ def parse_statement(statement: str) -> Claim | None:
 # "we go to mosque on Fridays" a practice; "I'm in the union at work" a membership. A clause these
 # rules read but whose claim is not special falls through to the general rules unchanged.
 R_SPECIAL_IS = _rule(
-    r"^I am (?:a |an )?(?:(?:practising|practicing|devout|observant|non-practising|proud|openly|born-again|"
+    r"^I am (?P<art>a |an )?(?:(?:practising|practicing|devout|observant|non-practising|proud|openly|born-again|"
     r"lapsed|strict|registered|card-carrying) )?(?P<v>[\w'-]+(?: [\w'-]+){0,2})$"
 )
 R_SPECIAL_ON = _rule(rf"^I am (?:now |currently )?on {_V}")
@@ -2278,6 +2278,8 @@ R_SPECIAL_HAVE = _rule(
     r"^I (?P<verb>have|have got|was diagnosed with|am diagnosed with|suffer from|live with|take|use|wear|need"
     r"|am recovering from|am expecting|had|am having) (?P<v>.+)"
 )
+R_SPECIAL_WAS = _rule(rf"^I was {_V}")
+R_SPECIAL_VERB = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<v>.+))?$")
 _SPECIAL_VERB = {
     "go to": "goes to",
     "attend": "attends",
@@ -2322,13 +2324,17 @@ def _special(statement: str) -> bool:
 def special_claims(clause: str) -> list[Claim]:
     """The special-category claim of a clause, or [] (see the block comment above)."""
     if m := R_SPECIAL_IS.match(clause):
-        v = m.group("v")
+        v = f"{m.group('art') or ''}{m.group('v')}"
         if _special(f"User is {v}"):
             return [Claim("", "is", v)]
     if m := R_SPECIAL_ON.match(clause):
         v = _trim(m.group("v"))
         if v and _special(f"User takes {v}"):
             return [Claim("", "takes", v)]
+    if m := R_SPECIAL_WAS.match(clause):
+        v = _trim(m.group("v"))
+        if v and _special(f"User was {v}"):
+            return [Claim("", "was", v)]
     for rule in (R_SPECIAL_GO, R_SPECIAL_IN, R_SPECIAL_HAVE):
         if m := rule.match(clause):
             verb = " ".join(m.group("verb").lower().split())
@@ -2338,4 +2344,10 @@ def special_claims(clause: str) -> list[Claim]:
             said = _SPECIAL_VERB.get(verb, verb)
             if v and _special(f"User {said} {v}"):
                 return [Claim("", said, v)]
+    # any other verb ("I pray five times a day", "we celebrate Diwali"): taken only when special
+    if (m := R_SPECIAL_VERB.match(clause)) and m.group("verb").lower() not in ("am", "was", "have", "had"):
+        said = third_person(m.group("verb").lower())
+        v = _trim(m.group("v") or "")
+        if _special(f"User {said} {v}".rstrip()):
+            return [Claim("", said, v)]
     return []
