@@ -33,9 +33,9 @@ def check_statement(text: str, config: MemoryConfig, what: str = "the statement"
 
 def check_no_credential(text: str, what: str = "the statement") -> str:
     """Refuse text that holds a credential or a removal marker (engine.credentials)."""
-    from .credentials import credential_like, redact
+    from .credentials import holds_credential, redact
 
-    if credential_like(text):
+    if holds_credential(text):
         kinds = ", ".join(sorted(redact(text).kinds)) or "a removed credential"
         raise UserInputError(f"{what} holds a credential ({kinds}); credentials are never stored: leave it out")
     return text

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engine import Memory
-from engine.credentials import credential_like, has_marker, redact
+from engine.credentials import credential_like, has_marker, holds_credential, redact
 from tests.engine_helpers import sql
 from tests.test_cli import jsonl, memdesk
 from tests.test_mcp import call, session
@@ -205,7 +205,7 @@ def test_the_kinds_people_paste_are_removed(text: str, secret: str, kind: str) -
     ],
 )
 def test_harmless_uses_of_the_same_words_are_kept(text: str) -> None:
-    assert redact(text).text == text and not credential_like(text)
+    assert redact(text).text == text and not holds_credential(text)
 
 
 def test_the_legacy_marker_still_reads_as_a_removed_credential() -> None:
@@ -213,3 +213,13 @@ def test_the_legacy_marker_still_reads_as_a_removed_credential() -> None:
     assert credential_like(old) and has_marker(old)
     assert redact(old).text == old  # never redacted twice
     assert not credential_like("User's key is under the mat")  # the positive control
+
+
+def test_a_phrase_about_a_secret_is_credential_like_but_not_refused() -> None:
+    """`credential_like` (what policies ask) also holds a secret's name said with what it is, so a
+    person reads "User's PIN is his birthday" before it becomes a fact; the door refuses only a
+    statement that holds a secret, so the same phrase can still be queued for that person."""
+    assert credential_like("User's PIN is his birthday") and not holds_credential("User's PIN is his birthday")
+    assert holds_credential("User's PIN is 4931")
+    assert not credential_like("User's password manager is Bitwarden")  # a compound, not the secret
+    assert not credential_like("User changed his password yesterday")

@@ -40,12 +40,15 @@ them; README "Credentials are never stored" lists what is still not caught.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..models import ProposalOutcome
+from ..text import canonical
 from .detect import Finding, findings
+from .prose import _COMPOUND
 
 if TYPE_CHECKING:
     from ..storage import Store
@@ -69,6 +72,7 @@ __all__ = [
     "credential_like",
     "findings",
     "has_marker",
+    "holds_credential",
     "redact",
     "redact_value",
     "refuse_credentials",
@@ -116,12 +120,32 @@ def has_marker(text: str | None) -> bool:
 
 
 def credential_like(text: str | None) -> bool:
-    """What review policies ask of a statement and its evidence: does it hold a secret, a
-    credential-like phrase ("PIN is 4931" is a secret by `prose.py`), or a removal marker (the
-    secret is gone, but a fact about "⟨credential removed: PIN⟩" is not one to approve unseen)?"""
+    """What review policies ask of a statement and its evidence: does it hold a secret, a removal
+    marker (the secret is gone, but a fact about "⟨credential removed: PIN⟩" is not one to approve
+    unseen), or a credential-like phrase: a secret's name said with what it is ("User's PIN is his
+    birthday", "the wifi password is on the fridge"), which no detector calls a secret but which
+    a person should read before it becomes a fact (fail closed: a policy leaves it to them)."""
     if not text:
         return False
-    return has_marker(text) or bool(findings(str(text)))
+    value = str(text)
+    return has_marker(value) or bool(findings(value)) or _PHRASE.search(canonical(value)) is not None
+
+
+def holds_credential(text: str | None) -> bool:
+    """Strictly: a secret found, or a marker (what a statement is refused for at the door; a
+    phrase merely about a password is not refused)."""
+    return bool(text) and (has_marker(text) or bool(findings(str(text))))
+
+
+# A secret's name, a few words, then a link: the shape of "my PIN is ...", in the five languages.
+_PHRASE = re.compile(
+    r"\b(?:password|passwd|passcode|passphrase|pin|pin code|pin number|mot de passe|mdp|passwort|kennwort|"
+    r"geheimzahl|contraseña|senha|palavra-passe|security code|door code|gate code|alarm code|entry code|"
+    r"access code|keypad code|cvv|cvc|otp|one-time code|verification code|backup codes?|recovery codes?|"
+    r"seed phrase|recovery phrase|private key|api key|secret key|access key|api token|auth token|access token)\b"
+    r"(?!\s+(?:" + "|".join(sorted(_COMPOUND)) + r")\b)(?:\s+[\w'’-]+){0,3}?"
+    r"\s*(?:\bis\b|\bwas\b|\bare\b|:|=|\best\b|\bist\b|\blautet\b|\bes\b|\bé\b|['’]s\b)"
+)
 
 
 def redact_value(value: Any) -> tuple[Any, Counter[str]]:

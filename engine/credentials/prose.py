@@ -221,6 +221,75 @@ def _api_value(rest: str, offset: int) -> tuple[int, int] | None:
     return offset + m.start(), offset + m.start() + len(value)
 
 
+# Nouns that, right after a secret's name, make the name a modifier of another thing: "the password
+# manager is Bitwarden", "the PIN pad is broken", "the code word is pineapple". Such a match is not a
+# secret (a relative clause or a preposition, "the code they sent is", "the password for X is", is).
+_COMPOUND = frozenset(
+    [
+        "manager",
+        "managers",
+        "reset",
+        "resets",
+        "policy",
+        "policies",
+        "rule",
+        "rules",
+        "strength",
+        "hint",
+        "hints",
+        "field",
+        "fields",
+        "app",
+        "apps",
+        "vault",
+        "generator",
+        "book",
+        "requirement",
+        "requirements",
+        "change",
+        "changes",
+        "expiry",
+        "length",
+        "protection",
+        "protected",
+        "quality",
+        "style",
+        "editor",
+        "sample",
+        "snippet",
+        "block",
+        "pad",
+        "pads",
+        "board",
+        "cushion",
+        "word",
+        "words",
+        "name",
+        "names",
+        "review",
+        "reviews",
+        "base",
+        "ring",
+        "fob",
+        "card",
+        "cards",
+        "holder",
+        "holders",
+        "prompt",
+        "prompts",
+        "screen",
+        "page",
+        "form",
+        "box",
+        "boxes",
+        "check",
+        "checks",
+        "entry",
+        "manager's",
+        "meter",
+        "meters",
+    ]
+)
 _PLURAL_LINK = re.compile(r"(?i)^\s+(?:are|were|sont|sind|lauten|son|s[ãa]o)\b")
 
 
@@ -235,6 +304,9 @@ def _scan(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
             return
         fill = m.groupdict().get("fill") or ""
         link = text[m.end("kw") + len(fill) : m.start("rest")]
+        if fill.strip() and fill.split()[0].lower() in _COMPOUND:
+            pos = m.end("kw")
+            continue
         if not _PLURAL_LINK.match(link) or (not fill.strip() and m.group("kw").lower().endswith("s")):
             yield m
         pos = m.end("kw")
