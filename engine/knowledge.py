@@ -250,11 +250,11 @@ class KnowledgeOps:
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
             (
-                check_statement(_statement(f.statement), self.ctx.config),
+                check_statement(_statement(f.statement), self.ctx.config, f"statement {n} of the import"),
                 *check_interval(f.valid_at, f.invalid_at),
                 f.confidence,
             )
-            for f in items
+            for n, f in enumerate(items, 1)
         ]
         out = AddedFacts()
         for start in range(0, len(checked), batch_size):

@@ -204,3 +204,12 @@ async def test_the_guard_redacts_json_and_keeps_untouched_rows_exact(store_targe
     first, second = (json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows)
     assert first["said"] == "my password is ⟨credential removed: password⟩" and first["n"] == 3
     assert second == {"said": "plain words", "n": 4}
+
+
+async def test_an_import_with_a_credential_says_which_statement_and_writes_nothing(store_target: str) -> None:
+    async with Memory(store_target) as mem:
+        with pytest.raises(UserInputError, match=r"statement 2 of the import holds a credential \(PIN\)"):
+            await mem.add_knowledge_many("ana", ["User likes figs", "User's PIN is 4931"], actor="import")
+        assert await mem.knowledge("ana") == []  # one bad statement leaves nothing behind
+        done = await mem.add_knowledge_many("ana", ["User likes figs", "User likes plums"], actor="import")
+        assert len(done) == 2  # the positive control
