@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Final
 
@@ -166,6 +166,17 @@ def names_partner(statement: str) -> bool:
     return bool(_MALE_PARTNER.search(text) or _FEMALE_PARTNER.search(text))
 
 
+def gender_facts(statements: Iterable[str]) -> list[str]:
+    """The statements among a user's facts that say the user's own gender ("User is a man"): all
+    `category_of` needs of them as context (a large user's 20,000 facts are not passed along)."""
+    out = []
+    for fact in statements:
+        known = canonical(fact)
+        if _USER_MALE.search(known) or _USER_FEMALE.search(known):
+            out.append(fact)
+    return out
+
+
 def _user_gender(text: str, context: Iterable[str] | None) -> str | None:
     if _SELF_MALE.search(text):
         return "m"
@@ -195,6 +206,13 @@ def offline_category(statement: str, context: Iterable[str] | None = None) -> st
     """The special category the word lists find in the statement: the first category (in _ORDER)
     with a strong cue outside every exclusion; else UNSURE when a cue was found only inside a
     job's span or an unsure cue matched; else None."""
+    return _offline(statement, tuple(context) if context is not None else None)
+
+
+@lru_cache(maxsize=16_384)
+def _offline(statement: str, context: tuple[str, ...] | None) -> str | None:
+    """Cached: the pipeline and the storage layer read the same statement, and the offline
+    extractor asks about the same clauses episode after episode."""
     text = canonical(statement)
     shared, rules = _rules()
     unsure = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ...categories import ANY_SPECIAL, category_of, names_partner, normalised
+from ...categories import ANY_SPECIAL, category_of, gender_facts, names_partner, normalised
 from ...errors import NotFoundError, UserInputError
 from ...models import (
     Candidate,
@@ -161,7 +161,7 @@ class QueueOps(TxCore, Protocol):
             rows = await fetchall(
                 self.conn, "SELECT statement FROM knowledge WHERE user_id = ? AND status = 'active'", (user_id,)
             )
-            return category_of(statement, label, [str(r[0]) for r in rows])
+            return category_of(statement, label, gender_facts(str(r[0]) for r in rows))
         return category_of(statement, label)
 
     async def insert_candidates_many(self, rows: Sequence[dict[str, Any]]) -> list[int]:
