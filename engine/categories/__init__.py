@@ -149,11 +149,13 @@ _MALE_PARTNER = re.compile(r"\b(?:husband|boyfriend|fiancé|fiance|hubby)\b")
 _FEMALE_PARTNER = re.compile(r"\b(?:wife|girlfriend|fiancée|fiancee|missus)\b")
 _USER_MALE = re.compile(
     r"^(?:user|the user)\s+(?:is|was)\s+(?:a\s+)?(?:man|male|guy|boy|father|dad|husband|son|brother|"
-    r"grandfather|gentleman|he/him)\b|\buser'?s pronouns are he\b|\b(?:user|i) (?:am|is) a (?:man|guy)\b"
+    r"grandfather|gentleman|he/him)\b|\buser'?s pronouns are he\b|\b(?:user|i) (?:am|is) a (?:man|guy)\b|"
+    r"^user'?s gender is (?:male|man)\b|^user identifies as (?:a )?(?:man|male)\b"
 )
 _USER_FEMALE = re.compile(
     r"^(?:user|the user)\s+(?:is|was)\s+(?:a\s+)?(?:woman|female|girl|lady|mother|mum|mom|wife|daughter|"
-    r"sister|grandmother|she/her)\b|\buser'?s pronouns are she\b|\b(?:user|i) (?:am|is) a (?:woman|girl)\b"
+    r"sister|grandmother|she/her)\b|\buser'?s pronouns are she\b|\b(?:user|i) (?:am|is) a (?:woman|girl)\b|"
+    r"^user'?s gender is (?:female|woman)\b|^user identifies as (?:a )?(?:woman|female)\b"
 )
 _SELF_MALE = re.compile(r"\b(?:and|,) (?:is|being) a (?:man|guy)\b|\bas a (?:man|guy)\b")
 _SELF_FEMALE = re.compile(r"\b(?:and|,) (?:is|being) a (?:woman|girl)\b|\bas a (?:woman|girl)\b")
