@@ -32,7 +32,7 @@ _TRIGGER = re.compile(
     r"xox|xapp|gh[pousr]_|github_pat|gl[a-z]{2,6}-|akia|asia|aws|sg\.|npm_|pypi-|hf_|shp|_v1_|sq0|"
     r"accountkey|ya29|gocspx|whsec|hooks\.|webhook|heroku|ssn|social|insurance|nir\b|s[ée]cu|steuer|idnr|"
     r"nif\b|cpf|dni|nie\b|bsn|sin\b|codice|contribuinte|nino|sozial|seguridad|seguran|tax|itin|pesel|"
-    r"identity|wallet|licen[cs]e|product"
+    r"identity|wallet|licen[cs]e|product|login|creds|credential|identifiants|zugangsdaten|\w@[\w.-]+:"
 )
 _MARKERS = re.compile(r"⟨credential removed:[^⟩]*⟩|\[credential removed:[^\]]*\]")
 

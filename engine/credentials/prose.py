@@ -38,7 +38,7 @@ _FILL = r"(?P<fill>(?:\s+" + _FILL_WORD + r"){0,5}?)"
 
 _PASSWORD_KW = (
     r"pass(?:word|words|wd|phrase|code)?|pwd|pw|mot\s+de\s+passe|mdp|passwort|kennwort|contrase[ñn]a|clave|"
-    r"senha|palavra[\s\-]passe|wi-?fi\s+key|wlan-?schl[üu]ssel|network\s+key|netzwerkschl[üu]ssel"
+    r"senha|palavra[\s\-]passe|wi-?fi\s+key|wlan-?schl[üu]ssel|network\s+key|netzwerkschl[üu]ssel|wi-?fi|wlan"
 )
 _CODE_KW = (
     r"pins?|pin\s+(?:code|number)|pin-?code|code\s+pin|pin-?nummer|geheimzahl|passcode|"
@@ -90,6 +90,15 @@ _SET_TO = re.compile(
     r"(?:back\s+)?to\s+(?P<rest>.*)",
     re.S,
 )
+_MIXED_WORD = re.compile(r"\s*(?=[^\s,;]*\d)(?=[^\s,;]*[A-Za-z])[^\s,;]{6,}(?:[\s,;.!?]|$)")
+# "the login for the drive is admin / Quokka!2291", "ana@example.com:Hunter22": the second of a pair.
+_LOGIN_PAIR = re.compile(
+    r"(?i)\b(?:login|log-in|credentials|creds|username and password|user and pass(?:word)?|identifiants|zugangsdaten|"
+    r"credenciales|credenciais)\b(?:\s+(?:for|to|of|de|du|für|para|do|da)\s+(?:[\w'\-]+\s+){0,3}?)?"
+    r"\s*(?:is|are|:|=|est|sont|ist|sind|es|son|é|são)?\s*(?P<user>[^\s/:,]+)\s*(?:/|:|,|\|)\s*(?P<value>\S+)"
+)
+_EMAIL_PAIR = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:(?P<value>[^\s@:/]{4,})")
+_PASSWORD_WORD = re.compile(r"(?i)" + _PASSWORD_KW)
 _MIXED = re.compile(r"\s*(?=\S*\d)(?=\S*[A-Za-z])\S{4,}")
 # "I use 'Summer2023!' as my password": the value first.
 _AS_MY = re.compile(
@@ -254,6 +263,8 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
         link = text[m.end("fill") : m.start("rest")]
         if kw in ("pass", "pw") and not re.search(r"[:=]", link) and not _MIXED.match(rest):
             continue  # "pass" alone is a password in "pass: x" / "pass=x", or before a value like "sunshine99"
+        if kw.replace("-", "") in ("wifi", "wlan") and not (_QUOTE_AT.match(rest) or _MIXED_WORD.match(rest)):
+            continue  # "the wifi is X": only a quoted value or one word mixing letters and digits
         if kw == "pass" and re.search(
             r"(?i)(?:boarding|bus|day|season|ski|hall|backstage|press|free|gym)\s+$", text[: m.start()]
         ):
@@ -261,6 +272,11 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
         span = _password_value(rest, m.start("rest"))
         if span is not None:
             yield span[0], span[1], "password"
+    for m in (*_LOGIN_PAIR.finditer(text), *_EMAIL_PAIR.finditer(text)):
+        value = _SPAN_TRAIL.sub("", m.group("value"))
+        said = m.group("value").rstrip().endswith(":") or _PASSWORD_WORD.fullmatch(value) is not None
+        if len(value) >= 4 and not said and value.lower() not in _FUNCTION and value.lower() not in _DESCRIBE:
+            yield m.start("value"), m.start("value") + len(value), "password"
     for m in _AS_MY.finditer(text):
         value = m.group("value")
         word = m.group("kw").lower()
