@@ -50,7 +50,7 @@ _CODE_KW = (
     r"t[üu]rcode|zugangscode|alarmcode|sicherheitscode|best[äa]tigungscode|einmalcode|"
     r"c[óo]digo(?:\s+(?:de|do|da|del)\s+(?:acceso|acesso|la\s+puerta|port[ãa]o|alarma|alarme|seguridad|"
     r"seguran[çc]a|verificaci[óo]n|verifica[çc][ãa]o))?|"
-    r"code"
+    r"code|keypad"
 )
 _API_KW = (
     r"api[\s_\-]?(?:key|secret|token)|apikey|access[\s_\-]?(?:key(?:[\s_\-]?id)?|token)|secret[\s_\-]?(?:key|access[\s_\-]?key)|"
