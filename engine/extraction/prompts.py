@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ..models import Knowledge, Message
 
-PROMPT_VERSION = "2026-12-04"
+PROMPT_VERSION = "2026-12-05"
 
 EXCLUSIONS = """Never extract:
 - general knowledge or facts about the world that are not about this user;
@@ -42,10 +42,11 @@ ITEM_SCHEMA = """Each item is an object:
   "invalid_at": the ISO date (YYYY-MM-DD) from which it stops being true, or null;
   "evidence": a VERBATIM quote, copied exactly from one of the USER's messages, that states it;
   "category": optional; when the statement reveals health, religion or belief, sexual orientation or
-              sex life, racial or ethnic origin, political opinions, trade-union membership, genetic
-              or biometric data, or a criminal record, one of "health", "religion",
-              "sexual_orientation", "ethnic_origin", "political_opinion", "trade_union",
-              "genetic_biometric", "criminal_record"; otherwise null."""
+              sex life, gender identity, racial or ethnic origin, political opinions, trade-union
+              membership, genetic or biometric data, or a criminal record, one of "health",
+              "religion", "sexual_orientation", "gender_identity", "ethnic_origin",
+              "political_opinion", "trade_union", "genetic_biometric", "criminal_record"; "unsure"
+              when it may reveal one of these; otherwise null."""
 
 DATES = """Resolve relative dates ("last year", "since March", "until June") against the "at" time of the
 message that says them, and give absolute ISO dates. invalid_at, when set, must be after valid_at."""
