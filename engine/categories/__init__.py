@@ -145,14 +145,9 @@ def _blank(text: str, pattern: re.Pattern[str] | None) -> str:
 
 # -- a partner's gender against the user's ---------------------------------------------------------
 
-_MALE_PARTNER = re.compile(
-    r"\b(?:husband|boyfriend|fiancé|fiance|hubby)\b|"
-    r"\b(?:dating|married to|engaged to|in a relationship with|seeing|lives with|moved in with) (?:a )?(?:man|guy)\b"
-)
-_FEMALE_PARTNER = re.compile(
-    r"\b(?:wife|girlfriend|fiancée|fiancee|missus)\b|"
-    r"\b(?:dating|married to|engaged to|in a relationship with|seeing|lives with|moved in with) (?:a )?(?:woman|lady|girl)\b"
-)
+_WITH = r"\b(?:dating|married to|engaged to|in a relationship with|seeing|lives with|moved in with) (?:a )?"
+_MALE_PARTNER = re.compile(r"\b(?:husband|boyfriend|fiancé|fiance|hubby)\b|" + _WITH + r"(?:man|guy)\b")
+_FEMALE_PARTNER = re.compile(r"\b(?:wife|girlfriend|fiancée|fiancee|missus)\b|" + _WITH + r"(?:woman|lady|girl)\b")
 _USER_MALE = re.compile(
     r"^(?:user|the user)\s+(?:is|was)\s+(?:a\s+)?(?:man|male|guy|boy|father|dad|husband|son|brother|"
     r"grandfather|gentleman|he/him)\b|\buser'?s pronouns are he\b|\b(?:user|i) (?:am|is) a (?:man|guy)\b|"
