@@ -43,14 +43,12 @@ class RedactingConn:
         return getattr(self._inner, name)
 
     def _clean(self, parameters: Any) -> Any:
+        """One statement's arguments with each string redacted: a mapping stays a mapping, any
+        other sequence becomes a tuple (both drivers take either)."""
         if isinstance(parameters, Mapping):
             return {k: self._one(v) for k, v in parameters.items()}
         if isinstance(parameters, Sequence) and not isinstance(parameters, str | bytes):
-            return (
-                type(parameters)(self._one(v) for v in parameters)
-                if isinstance(parameters, tuple | list)
-                else [self._one(v) for v in parameters]
-            )
+            return tuple(self._one(v) for v in parameters)
         return parameters
 
     def _one(self, value: Any) -> Any:
