@@ -217,7 +217,7 @@ def _code_value(rest: str, offset: int, linked: bool) -> tuple[int, int] | None:
     return offset + start, offset + end
 
 
-def _api_value(rest: str, offset: int) -> tuple[int, int] | None:
+def _api_value(rest: str, offset: int, assigned: bool = False) -> tuple[int, int] | None:
     quoted = _quoted(rest, offset)
     if quoted is not None:
         s, e = quoted
@@ -226,7 +226,9 @@ def _api_value(rest: str, offset: int) -> tuple[int, int] | None:
     m = _API_VALUE.match(rest, lead)
     if m is None:
         return None
-    value = _TRAIL.sub("", m.group(0))
+    # an assignment's value runs to the next space ("SECRET_KEY=django-insecure-8f!k2l")
+    whole = _TOKEN.match(rest, lead) if assigned else None
+    value = _SPAN_TRAIL.sub("", whole.group(0) if whole is not None else m.group(0))
     return offset + m.start(), offset + m.start() + len(value)
 
 
@@ -325,7 +327,8 @@ def find(text: str) -> Iterator[tuple[int, int, str]]:
         if span is not None:
             yield span[0], span[1], _code_kind(low)
     for m in _scan(_API, text):
-        span = _api_value(m.group("rest"), m.start("rest"))
+        link = text[m.end("fill") : m.start("rest")]
+        span = _api_value(m.group("rest"), m.start("rest"), assigned=bool(re.search(r"[:=]", link)))
         if span is not None:
             yield span[0], span[1], "secret key"
 

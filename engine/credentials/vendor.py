@@ -54,6 +54,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("Heroku API key", r"(?i)heroku[\w ]{0,20}?[:= ]+[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
         ("JWT", _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
         ("bearer token", r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*"),
+        ("basic-auth credentials", r"(?i)(?<=authorization: basic )[A-Za-z0-9+/]{8,}=*"),
     )
 )
 _AWS_ACCESS = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}")
