@@ -37,6 +37,7 @@ from engine.errors import (
     UserInputError,
 )
 from engine.storage import database_errors, inspect, is_postgres_url, masked, refuse_foreign_url, server_went_away
+from engine.text import reveal
 from review_app.widgets.literal import visible
 
 T = TypeVar("T")
@@ -680,6 +681,16 @@ def _extractor(name: str, model: str | None, base_url: str | None) -> Any:
         raise Failure(str(exc)) from None
 
 
+def _judge(model: str | None, base_url: str | None) -> Any:
+    """engine.claims.judge.OpenAIValueJudge on the extractor's endpoint and model."""
+    from engine.claims.judge import OpenAIValueJudge
+
+    try:
+        return OpenAIValueJudge(base_url=base_url, model=model)
+    except (UserInputError, ConfigurationError) as exc:
+        raise BadInput(str(exc)) from None
+
+
 REPORT_FIELDS = (
     ("messages", "messages grouped into episodes"),
     ("episodes", "episodes extracted"),
@@ -735,11 +746,13 @@ def process(
     """
     existing_db(db)
     extractor = _extractor(extractor_name, model, base_url)
+    # with an LLM configured, it also judges same / replaces / both for free-text neighbours
+    judge = _judge(model, base_url) if extractor is not None else None
 
     async def go() -> Any:
         from engine import Memory
 
-        async with Memory(db, extractor=extractor) as mem:
+        async with Memory(db, extractor=extractor, judge=judge) as mem:
             with Progress("Processing users") as bar:
                 return await mem.process(user, concurrency=concurrency, progress=bar)
 
@@ -870,9 +883,11 @@ def add(db: str, statement: str, user: str, valid_from: str | None, settle: str 
 
     fact = _run(go())
     echo(
-        f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} "
+        f"Added fact #{fact.id} for {fact.user_id}: {reveal(fact.statement)} "
         f"(valid {fact.interval_text()}; by {actor.strip()})."
     )
+    for mark in fact.marks:  # what the gate noticed and let through (engine.gate): for a person to check
+        echo(f"  note: {reveal(mark.note)}")
 
 
 @main.command()
@@ -1089,8 +1104,15 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
             figures = await mem.stats(None, 0)
             now = mem.now()
             oldest = await mem.review.pending(limit=limit) if limit else []
+            alarms = await mem.policies.alarms(config.review_sla_hours)
         queue = figures.queue
         return {
+            "policies": to_jsonable(alarms)
+            | {
+                "alarm": alarms.alarm,
+                "second_review_past_sla": alarms.second_review_past_sla,
+                "header": alarms.header(),
+            },
             "pending": queue.pending,
             "pending_by_kind": queue.pending_by_kind,
             **to_jsonable(queue.age),
@@ -1101,6 +1123,7 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
                     "kind": c.kind,
                     "waiting_hours": round((now - c.created_at).total_seconds() / 3600, 1),
                     "statement": c.statement,
+                    "marks": [m.note for m in c.marks],
                 }
                 for c in oldest
             ],
@@ -1120,9 +1143,16 @@ def digest(db: str, sla_hours: float | None, limit: int, as_json: bool) -> None:
         )
         for item in data["oldest"]:
             echo(
-                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}] {item['statement']}"
+                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}]"
+                f" {reveal(item['statement'])}" + "".join(f"  [{reveal(note)}]" for note in item["marks"])
             )
-    if data["past_sla"]:
+    policies = data["policies"]
+    if not as_json:
+        from review_app.policy_cli import alarm_lines
+
+        for line in alarm_lines(policies):
+            echo(line)
+    if data["past_sla"] or policies["alarm"]:
         raise SystemExit(1)
 
 

@@ -13,6 +13,7 @@ from ...categories import ANY_SPECIAL, category_of, gender_facts, names_partner,
 from ...errors import NotFoundError, UserInputError
 from ...models import (
     Candidate,
+    Mark,
 )
 from ...queue_filter import QueueFilter
 from ...text import value_key
@@ -24,6 +25,7 @@ from .records import (
     DECIDED_BY_PEOPLE,
     MAX_ID,
     candidate_from_row,
+    marks_to_json,
 )
 
 _CANDIDATE_INSERT_FIELDS = (
@@ -44,6 +46,7 @@ _CANDIDATE_INSERT_FIELDS = (
     "supersedes_candidate_id",
     "category",
     "rule",
+    "marks",
 )
 
 
@@ -123,15 +126,17 @@ class QueueOps(TxCore, Protocol):
         reason: str | None = None,
         supersedes_candidate_id: int | None = None,
         category: str | None = None,
+        marks: Sequence[Mark] = (),
     ) -> int:
         """One pending candidate; `category` is the extractor's label, checked and else derived from
-        the statement (engine.categories), so every path that queues sets it the same way."""
+        the statement (engine.categories), so every path that queues sets it the same way; `marks`
+        what the intake noticed (engine.gate)."""
         category = await self._category_of(user_id, statement, category)
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
-            " supersedes_candidate_id, category)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) RETURNING id",
+            " supersedes_candidate_id, category, marks)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 user_id,
                 episode_id,
@@ -150,6 +155,7 @@ class QueueOps(TxCore, Protocol):
                 reason,
                 supersedes_candidate_id,
                 category,
+                marks_to_json(marks),
             ),
         )
         return await returned_id(cur)
@@ -190,6 +196,8 @@ class QueueOps(TxCore, Protocol):
                         if f == "unsupported"
                         else category
                         if f == "category"
+                        else marks_to_json(row.get(f) or ())
+                        if f == "marks"
                         else row.get(f, "" if f == "evidence" else None)
                         for f in _CANDIDATE_INSERT_FIELDS
                     ),
