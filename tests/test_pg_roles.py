@@ -354,7 +354,9 @@ async def test_an_agents_proposal_holding_a_credential_is_refused_with_its_reaso
 
 async def test_an_agent_inserts_only_a_bare_proposal(roles: Urls) -> None:
     """Issue 28: with the README's block, the agent's login inserts a pending `proposed` (or
-    `retraction`) row with no confidence, no category, no run and no rule; nothing dressed up."""
+    `retraction`) row with no confidence, no run and no rule; nothing dressed up. (A category is
+    admitted: the engine derives it for a special-category proposal, and it only ever sends the
+    candidate to a person; issue 27, test below.)"""
     await seeded(roles["owner"])
     columns = "user_id, statement, key, kind, status, created_at, created_by"
     await refused(
@@ -364,8 +366,6 @@ async def test_an_agent_inserts_only_a_bare_proposal(roles: Urls) -> None:
         f"INSERT INTO candidates({columns}) VALUES ('ana', 'Ana is a pilot', 'x', 'new', 'pending', 0, 'agent')",
         f"INSERT INTO candidates({columns}, confidence) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
         " 0, 'agent', 0.99)",
-        f"INSERT INTO candidates({columns}, category) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
-        " 0, 'agent', 'health')",
         f"INSERT INTO candidates({columns}, rule) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
         " 0, 'agent', 'home.live')",
     )
@@ -434,3 +434,13 @@ async def test_no_role_but_the_owner_makes_a_fact_active_without_an_audit_row(ro
         cid = await mem.queue_candidate("ana", "Ana keeps goats", actor="agent")
         await mem.review.approve(cid, "ana-reviewer")
     assert ("Ana keeps goats", "active") in await fetch(roles["owner"], "SELECT statement, status FROM knowledge")
+
+
+async def test_an_agents_special_category_proposal_is_queued(roles: Urls) -> None:
+    """An agent's proposal about a special category is queued under the agent's login (the engine
+    writes the category it derives; a person must see it) and stays special for every policy."""
+    async with _open(roles["agent"]) as mem:
+        outcome = await mem.propose("ana", "Ana takes sertraline", actor="agent:mcp")
+    assert outcome.candidate_id is not None
+    rows = await fetch(roles["owner"], "SELECT category FROM candidates WHERE id = $1", outcome.candidate_id)
+    assert rows == [("health",)]
