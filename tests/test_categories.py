@@ -147,6 +147,8 @@ def test_unsure_is_special_and_said_when_a_cue_is_only_inside_a_job() -> None:
     assert category_of("User has a doctor's appointment next week") == UNSURE
     assert is_special(UNSURE) and UNSURE in CATEGORIES
     assert category_of("User works as a rep at the depot") is None  # the positive control
+    assert category_of("User works at the HIV clinic") == UNSURE  # a condition named at work
+    assert category_of("User works at a hospital in Leeds") is None  # a workplace alone
 
 
 async def test_the_store_reads_the_users_gender_for_a_partner(store_target: str) -> None:

@@ -99,7 +99,7 @@ async def test_no_path_stores_a_credential(store_target: str, tmp_path: Path) ->
         await mem.request_forget("ana", fact.id, "agent:test", said("forget_reason"))
         [stone] = [t for t in await mem.tombstones("ana") if "bees" in t.statement]
         await mem.lift_tombstone("ana", stone.id, "ben", said("lift_reason"))
-        await mem.policies.add("quiet", "ben")
+        await mem.policies.add("quiet", "ben", slots=("home",))
         await mem.policies.disable("quiet", "ben", reason=said("policy_reason"))
         await mem.process()
         async with mem.store.transaction() as tx:  # what a gate dropped (below the confidence bar)

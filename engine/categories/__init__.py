@@ -71,6 +71,13 @@ _ORDER: Final = (
 
 
 _WORK_WORDS: Final = frozenset({"health", "criminal_record", "genetic_biometric"})
+# Workplaces and professions: inside a job's span they say where or as what a person works.
+_WORKPLACE: Final = re.compile(
+    r"(?:the |a |an )?(?:hospitals?|clinics?|surgery|surgeries|pharmacy|pharmacies|prisons?|jails?|wards?|"
+    r"hospices?|rehab|therapy|therapists?|psycholog\w*|psychiatr\w*|physio\w*|counsell?ors?|counsell?ing|"
+    r"\w+ologists?|\w+iatrists?|mental health|disability services|dna|genetics?|genomics|biometrics?|"
+    r"criminal (?:law|justice|courts?)|courts?|probation|parole)"
+)
 
 
 class _Rules:
@@ -229,9 +236,10 @@ def _offline(statement: str, context: tuple[str, ...] | None) -> str | None:
         if r.strong is not None:
             for m in r.strong.finditer(own):
                 if any(a <= m.start() and m.end() <= b for a, b in aside_spans):
-                    # inside a job's span: health, criminal and genetic words describe the work
-                    # ("a nurse on a cancer ward", "a prison officer"); anything else is unsure
-                    unsure = unsure or name not in _WORK_WORDS
+                    # inside a job's span: a workplace or a profession describes the work ("a nurse
+                    # at the hospital", "works as a therapist", "a prison officer"); anything else
+                    # named there ("works at the HIV clinic", "a union rep") is unsure: a person looks
+                    unsure = unsure or not (name in _WORK_WORDS and _WORKPLACE.fullmatch(m.group(0)))
                     continue
                 return name
         if r.unsure is not None and not unsure:
