@@ -320,9 +320,13 @@ class KnowledgeOps:
         *,
         tombstone: bool = False,
         lift_tombstone: bool = False,
+        never_true: bool = True,
     ) -> Knowledge:
         """A new version that replaces the old one as a correction (the old one was never true:
-        end_reason `corrected`, and no as-of question reads it); the old row stays, as history. It
+        end_reason `corrected`, and no as-of question reads it); the old row stays, as history.
+        `never_true=False` is the support desk's other case, the world changed: the old version
+        ends `superseded`, its valid time closed where the new one starts (`valid_at`, else now),
+        so as-of questions before then still read it. It
         passes the one gate (engine.gate): DuplicateFactError when another active fact of the user
         already holds the new value, TombstonedError when a live tombstone blocks it (or lift it with
         `lift_tombstone=True`). `tombstone=True` also tombstones the old value, for a support agent
@@ -342,8 +346,9 @@ class KnowledgeOps:
                     "the corrected statement holds the same value as the old one: tombstoning the old value would"
                     " block the correction itself"
                 )
+            kept_start = old.valid_at if never_true else from_us(now_us)
             start, end = check_interval(
-                old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
+                kept_start if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
             new = await activate(
                 tx,
@@ -357,7 +362,7 @@ class KnowledgeOps:
                 episode_id=old.episode_id,
                 reason=why,
                 replaces=old,
-                end_reason="corrected",
+                end_reason="corrected" if never_true else "superseded",
                 lift_tombstone=lift_tombstone,
             )
             if tombstone:

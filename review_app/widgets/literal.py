@@ -18,11 +18,13 @@ toast and CLI line uses to show such text.
 from __future__ import annotations
 
 import unicodedata
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.style import Style
 from rich.text import Text
-from textual.notifications import SeverityLevel
+
+if TYPE_CHECKING:  # a type only: the command line shows text with `visible` and loads no Textual
+    from textual.notifications import SeverityLevel
 
 _KEEP = {"\n", "\t"}
 
