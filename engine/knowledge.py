@@ -416,17 +416,21 @@ class KnowledgeOps:
             raise NotFoundError(f"user {uid} has no episode {episode_id}")
         return found
 
-    async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
+    async def conversations(self, user_id: str, limit: int = 200, *, viewer: str | None = None) -> list[EpisodeYield]:
         """The user's newest `limit` episodes, oldest first, each with its messages, the candidates
         extracted from it and the statements its gates dropped: what a curator reads to find a fact
-        the extractor missed (and then adds with `add_knowledge`)."""
+        the extractor missed (and then adds with `add_knowledge`). `viewer`: the reviewer reading;
+        who decided a candidate waiting for their blind second review, and how, is redacted."""
         uid = _user(user_id)
         async with self._store.reading() as tx:
             ids = await tx.user_episode_ids(uid, limit)
             episodes = await tx.episodes_with_messages(ids)
             wanted = set(ids)
-            candidates = [c for c in await tx.user_candidates(uid) if c.episode_id in wanted]
+            spots = await blind_spots(tx, self.ctx.config, viewer, uid)
+            candidates = spots.candidates(c for c in await tx.user_candidates(uid) if c.episode_id in wanted)
             dropped = [d for d in await tx.list_discarded(uid, limit=1_000_000) if d.episode_id in wanted]
+            made = {c.knowledge_id for c in candidates if c.knowledge_id is not None}
+            labels = {k.id: k.label for k in await tx.list_knowledge(uid, include_expired=True) if k.id in made}
         out: list[EpisodeYield] = []
         for eid in ids:
             episode = episodes.get(eid)
@@ -436,6 +440,11 @@ class KnowledgeOps:
                         episode,
                         [c for c in candidates if c.episode_id == eid],
                         sorted((d for d in dropped if d.episode_id == eid), key=lambda d: d.id),
+                        {
+                            c.id: labels[c.knowledge_id]
+                            for c in candidates
+                            if c.episode_id == eid and c.knowledge_id in labels
+                        },
                     )
                 )
         return out

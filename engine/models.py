@@ -445,3 +445,7 @@ class EpisodeYield:
     episode: Episode
     candidates: list[Candidate]
     discarded: list[Discarded]
+    fact_labels: dict[int, str] = field(default_factory=dict)
+    """Candidate id -> what the fact its approval created is now (`Knowledge.label`: active,
+    corrected, retracted, superseded...), so an approval since undone by the support desk does not
+    read as plain "approved"."""

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from . import team
+from .blind import blind_spots
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
@@ -153,9 +154,15 @@ class ReviewService:
         async with self._store.reading() as tx:
             return QueueMark(*await tx.pending_mark(filter.for_user(user_id)))
 
-    async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
+    async def get(self, candidate_id: int, user_id: str | None = None, *, viewer: str | None = None) -> Candidate:
+        """One candidate. `viewer`: the reviewer reading; when its approval waits for their blind
+        second review, who decided it, how and why read as hidden (engine/blind.py)."""
         async with self._store.reading() as tx:
-            return await tx.get_candidate(candidate_id, user_id)
+            cand = await tx.get_candidate(candidate_id, user_id)
+            if viewer is None:
+                return cand
+            [shown] = (await blind_spots(tx, self._ctx.config, viewer, cand.user_id)).candidates([cand])
+            return shown
 
     async def context(self, candidate_id: int, user_id: str | None = None) -> CandidateContext:
         """The candidate with its prediction, source messages and the fact it would supersede."""
