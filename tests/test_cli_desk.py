@@ -144,9 +144,7 @@ def test_retract_with_and_without_a_tombstone(desk_db: Path) -> None:
     done = memdesk("retract", desk_db, "--user", "ana", "2", "--reason", "never said so", "--actor", "sam")
     assert done.returncode == 0, done.stderr
     assert "Retracted fact #2" in done.stdout and "--tombstone stops that" in done.stdout
-    stoned = memdesk(
-        "retract", desk_db, "--user", "ana", "3", "--reason", "asked to forget", "--tombstone", "--json"
-    )
+    stoned = memdesk("retract", desk_db, "--user", "ana", "3", "--reason", "asked to forget", "--tombstone", "--json")
     assert stoned.returncode == 0, stoned.stderr
     data = json.loads(stoned.stdout)
     assert data["id"] == 3 and data["label"] == "retracted" and data["tombstoned"] is True
