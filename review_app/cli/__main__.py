@@ -2,4 +2,5 @@
 
 from review_app.cli import main
 
-main()
+if __name__ == "__main__":  # imported (a module walk, a test): nothing runs
+    main()

@@ -101,7 +101,7 @@ def row_cells(k: Knowledge) -> dict[str, Text | str]:
     return {
         "id": str(k.id),
         "statement": literal(k.statement),
-        "status": status_text(k.label),  # corrected, retracted or superseded, as each is
+        "status": status_text(k.status),
         "end_reason": literal(k.end_reason or ""),
         "valid": k.interval_text(),
         "created": fmt_time(k.created_at),

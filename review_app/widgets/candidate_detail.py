@@ -110,7 +110,7 @@ def prediction_text(ctx: CandidateContext) -> Text:
         out.append("\n\nBeside these candidates, still pending review (not facts):\n", style="dim")
         for cand in waiting:
             out.append(f"  candidate #{abs(cand.id)} ", style="dim")
-            out.append_text(literal(cand.statement))
+            out.append_text(literal(cand.described()))
             out.append("\n")
     return out
 

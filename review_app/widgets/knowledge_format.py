@@ -84,8 +84,8 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bo
         return out
     versions = Table(expand=True, box=box.SIMPLE_HEAD, pad_edge=False)
     versions.add_column("", width=1, no_wrap=True)
-    versions.add_column("#", no_wrap=True, min_width=3)
-    versions.add_column("Statement", ratio=1, min_width=12)
+    versions.add_column("#", no_wrap=True)
+    versions.add_column("Statement", ratio=1)
     versions.add_column("Status", no_wrap=True)
     versions.add_column("Valid", no_wrap=True)
     for version in chain:
