@@ -338,6 +338,27 @@ class FiniteHours(click.ParamType):
         return hours
 
 
+class _FactId(click.ParamType):
+    """A fact's number as the workstation and `history` show it (#12 or 12): a positive integer."""
+
+    name = "FACT_ID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().removeprefix("#")
+        if not text.isascii() or not text.isdigit() or int(text) < 1:
+            self.fail(f"{value!r} is not a fact id (a number such as 12, as `memdesk history` shows it)", param, ctx)
+        return int(text)
+
+
+FACT_ID = _FactId()
+
+
+def fact_id_argument(*, required: bool = True) -> Callable[[F], F]:
+    return click.argument("fact_id", type=FACT_ID, required=required)
+
+
 def sla_option() -> Callable[[F], F]:
     """--sla-hours: how long a pending item may wait before it counts as late; a setting of the
     deployment ($MEMDESK_SLA_HOURS), the same for the workstation, the browser and the digest."""

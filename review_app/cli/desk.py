@@ -26,6 +26,7 @@ from .common import (
     actor_option,
     db_argument,
     echo,
+    fact_id_argument,
     json_option,
     json_text,
     no_user,
@@ -107,7 +108,7 @@ def add(
 @click.command()
 @db_argument()
 @user_option("Whose fact it is (an id of another user is not found).")
-@click.argument("fact_id", type=click.IntRange(1))
+@fact_id_argument()
 @click.argument("statement")
 @_reason_option
 @click.option(
@@ -177,7 +178,7 @@ def correct(
 @click.command()
 @db_argument()
 @user_option("Whose fact it is (an id of another user is not found).")
-@click.argument("fact_id", type=click.IntRange(1))
+@fact_id_argument()
 @_reason_option
 @click.option(
     "--tombstone",
@@ -210,7 +211,7 @@ def retract(db: str, user: str, fact_id: int, reason: str, tombstone: bool, acto
 @click.command()
 @db_argument()
 @user_option("Whose history.")
-@click.argument("fact_id", type=click.IntRange(1), required=False)
+@fact_id_argument(required=False)
 @json_option("the versions and the audit rows")
 def history(db: str, user: str, fact_id: int | None, as_json: bool) -> None:
     """USER's audit history, or with FACT_ID that fact's versions (oldest first) and every audit
