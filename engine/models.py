@@ -365,7 +365,7 @@ class RetrievalResult:
         lines = [head + "):"]
         for item in self.items:
             k = item.knowledge
-            status = "" if k.status == "active" else f" [{k.status_note()}]"
+            status = "" if k.status == "active" else f" [{k.label}]"  # corrected, retracted, superseded
             lines.append(f"- {k.statement} ({k.interval_text()}){status}")
         return "\n".join(lines)
 
