@@ -108,9 +108,9 @@ def prediction_text(ctx: CandidateContext) -> Text:
             out.append("\n")
     if waiting:
         out.append("\n\nBeside these candidates, still pending review (not facts):\n", style="dim")
-        for cand in waiting:
-            out.append(f"  candidate #{abs(cand.id)} ", style="dim")
-            out.append_text(literal(cand.described()))
+        for other in waiting:
+            out.append(f"  candidate #{abs(other.id)} ", style="dim")
+            out.append_text(literal(other.described()))
             out.append("\n")
     return out
 
