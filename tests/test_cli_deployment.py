@@ -138,6 +138,9 @@ def test_no_reviewer_may_be_named_as_the_engine(db: Path, tmp_path: Path, monkey
     ok = memdesk("reviewer", "add", "memdesk-ops", "--config", creds, "--password-stdin", stdin="a long passphrase\n")
     assert ok.returncode == 0, ok.stderr
 
+    erased = memdesk("erase", db, "--user", "ana", "--actor", "memdesk", "--yes")
+    assert erased.returncode == 2 and "engine's own" in erased.stderr
+
     opened: list[str] = []
     monkeypatch.setattr("review_app.app.run_review", lambda db, reviewer, keymap, config=None: opened.append(reviewer))
     refused = memdesk("review", db, "--reviewer", "memdesk")

@@ -61,9 +61,16 @@ def export(db: str, user: str, include_messages: bool, output: str | None) -> No
 
 
 def _actor(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Named on purpose (no default from the environment): an erasure is one person's act."""
     if not value.strip():
         raise BadInput("--actor is empty: name who carries out the erasure")
-    return value.strip()
+    from engine.errors import UserInputError
+    from review_app.auth import check_not_reserved
+
+    try:
+        return check_not_reserved(value.strip())
+    except UserInputError as exc:
+        raise BadInput(f"--actor: {exc}") from None
 
 
 @click.command()
