@@ -107,7 +107,8 @@ def prediction_text(ctx: CandidateContext) -> Text:
             out.append_text(literal(fact.described()))
             out.append("\n")
     if waiting:
-        out.append("\n\nBeside these candidates, still pending review (not facts):\n", style="dim")
+        gap = "\n" if facts else "\n\n"  # the list of facts above ends its last line already
+        out.append(f"{gap}Beside these candidates, still pending review (not facts):\n", style="dim")
         for other in waiting:
             out.append(f"  candidate #{abs(other.id)} ", style="dim")
             out.append_text(literal(other.described()))
