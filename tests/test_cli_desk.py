@@ -137,6 +137,25 @@ def test_correct_refusals_change_nothing(desk_db: Path) -> None:
     assert again.returncode == 1 and "only an active fact can be corrected" in again.stderr
 
 
+def test_correct_a_fact_that_ended_in_the_past_says_which_way_works(tmp_path: Path) -> None:
+    db = tmp_path / "past.db"
+
+    async def build() -> None:
+        async with Memory(db) as mem:
+            start, end = datetime(2010, 1, 1, tzinfo=UTC), datetime(2012, 1, 1, tzinfo=UTC)
+            await mem.add_knowledge("ana", "Ana lived in Rome", actor="seed", valid_at=start, invalid_at=end)
+
+    asyncio.run(build())
+    now = memdesk("correct", db, "--user", "ana", "1", "Ana lived in Milan", "--reason", "wrong city")
+    assert now.returncode == 2 and "held only until 2012-01-01" in now.stderr and "--never-true" in now.stderr
+    assert facts(db, "ana")[1].status == "active"
+    then = memdesk(
+        "correct", db, "--user", "ana", "1", "Ana lived in Milan", "--reason", "moved", "--valid-from", "2011-01-01"
+    )
+    assert then.returncode == 0, then.stderr  # control: the world changed within its period
+    assert facts(db, "ana")[1].invalid_at == datetime(2011, 1, 1, tzinfo=UTC)
+
+
 # -- retract ---------------------------------------------------------------------------------------
 
 

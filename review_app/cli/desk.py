@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from engine.errors import SettleRequiredError
+from engine.errors import InvalidIntervalError, SettleRequiredError
 
 from .common import (
     BadInput,
@@ -149,15 +149,25 @@ def correct(
 
         async with Memory(db) as mem:
             await _known_user(mem, user, db)
-            new = await mem.correct(
-                user,
-                fact_id,
-                statement,
-                actor,
-                reason,
-                valid_at=KEEP if valid_at is None else valid_at,
-                never_true=never_true,
-            )
+            try:
+                new = await mem.correct(
+                    user,
+                    fact_id,
+                    statement,
+                    actor,
+                    reason,
+                    valid_at=KEEP if valid_at is None else valid_at,
+                    never_true=never_true,
+                )
+            except InvalidIntervalError as exc:
+                old = await mem.get_knowledge(user, fact_id)
+                if never_true or old.invalid_at is None:
+                    raise
+                raise BadInput(
+                    f"fact #{fact_id} held only until {old.invalid_at.date().isoformat()}, so the world cannot have"
+                    f" changed {'now' if valid_at is None else 'then'}: give --valid-from before that date, or"
+                    f" --never-true if it never held ({exc})"
+                ) from None
             return await mem.get_knowledge(user, fact_id), new
 
     old, new = run_engine(go())
