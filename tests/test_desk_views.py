@@ -25,7 +25,8 @@ from review_app.screens.messages import extracted_cell, item_text, message_rows
 from review_app.widgets.candidate_detail import prediction_text
 from review_app.widgets.knowledge_format import versions_renderable
 from tests.engine_helpers import Clock
-from tests.tui_seed import ScriptedExtractor
+from tests.pilot_helpers import settle
+from tests.tui_seed import ScriptedExtractor, SeededDb
 
 BLIND = MemoryConfig(second_review_rate=1.0)  # every approval is in the second-review sample
 
@@ -189,3 +190,42 @@ async def test_the_offline_prediction_counts_only_facts_as_already_known() -> No
     assert with_pending.prediction.startswith("From the 1 fact already known (and 1 candidate pending review)")
     alone = await OfflineExtractor().extract(episode, [known])
     assert alone.prediction.startswith("From the 1 fact already known, ")
+
+
+async def test_the_versions_pane_in_the_workstation_after_a_retraction(tui_db: SeededDb) -> None:
+    """The pane as a support agent sees it: `2` (Knowledge), `x` (show expired), the retracted fact
+    selected; rendered at the pane's own width, # and Statement are there beside the label, and
+    the long reason is under the statement. Control: the same pane before the retraction."""
+    from textual.widgets import Static
+
+    from review_app.app import ReviewApp
+    from review_app.screens.knowledge import KnowledgeScreen
+    from tests.test_tui_screens import SIZE, move_to, open_mode
+    from tests.tui_seed import fixed_clock
+
+    db, ids = tui_db
+    reason = "the customer called to say this was never true and asked us to remove it, twice over " * 2
+
+    async def pane() -> str:
+        app = ReviewApp(db, "sam", clock=fixed_clock)
+        async with app.run_test(size=SIZE) as pilot:
+            await open_mode(pilot, "2")
+            screen = app.screen
+            assert isinstance(screen, KnowledgeScreen)
+            await pilot.press("x")
+            await settle(pilot)
+            move_to(screen.table, ids["porto"])
+            await settle(pilot)
+            static = screen.query_one("#knowledge-versions", Static)
+            return _render(static.content, static.size.width)
+
+    before = await pane()
+    async with Memory(db, clock=fixed_clock) as mem:
+        await mem.retract("u-ana", ids["porto"], actor="support", reason=reason.strip(), tombstone=False)
+    after = await pane()
+    for shown in (before, after):
+        header = next(line for line in shown.splitlines() if "Status" in line)
+        assert "#" in header and "Statement" in header, shown
+        assert "Ana lives in Lisbon" in shown and "Ana lives in Porto" in shown, shown
+    assert "retracted" in after and "why: the customer called" in after
+    assert "retracted" not in before and "active" in before
