@@ -162,7 +162,7 @@ async def test_the_engine_refuses_decisions_under_its_own_name(store_target: str
 # -- the SLA as a deployment setting ---------------------------------------------------------------
 
 
-def test_the_default_sla_is_the_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_sla_is_the_engines() -> None:
     assert MemoryConfig().review_sla_hours == DEFAULT_SLA_HOURS
 
 
