@@ -36,6 +36,7 @@ from .errors import (
 from .knowledge import NewFact
 from .memory import Memory
 from .models import (
+    AddedFact,
     AddedFacts,
     AuditEvent,
     BulkResult,
@@ -65,6 +66,7 @@ __all__ = [
     "CANDIDATE_KINDS",
     "CATEGORIES",
     "KEEP",
+    "AddedFact",
     "AddedFacts",
     "AlreadyDecidedError",
     "AssignedError",

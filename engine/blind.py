@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .models import AuditEvent, Candidate, Knowledge
-from .policies import policy_sample_rates
 from .storage.rooms import BlindTx
 from .storage.sql.team import HASH_SPACE
 from .timeutil import to_us
@@ -96,11 +95,11 @@ class BlindSpots:
         return [replace(k, created_by=HIDDEN) if (k.user_id, k.id) in hidden else k for k in facts]
 
 
-async def sample_bounds(tx: BlindTx, config: MemoryConfig) -> tuple[int, dict[str, int]]:
-    """The second-review sample as id-hash bounds: people's approvals, and each review policy's
-    own share of its approvals (engine/policies.py)."""
-    by_actor = {actor: int(rate * HASH_SPACE) for actor, rate in policy_sample_rates(await tx.policy_settings())}
-    return int(config.second_review_rate * HASH_SPACE), by_actor
+def sample_bound(config: MemoryConfig) -> int:
+    """The id-hash bound of the sample of people's approvals. A review policy's approvals are
+    sampled by a secret draw made and stored when it approves (engine/policies.py), never by id:
+    an agent that sees ids must not be able to tell which of its proposals a person will check."""
+    return int(config.second_review_rate * HASH_SPACE)
 
 
 async def blind_spots(tx: BlindTx, config: MemoryConfig, viewer: str | None, user_id: str | None = None) -> BlindSpots:
@@ -108,6 +107,5 @@ async def blind_spots(tx: BlindTx, config: MemoryConfig, viewer: str | None, use
     no viewer."""
     if viewer is None:
         return BlindSpots()
-    threshold, by_actor = await sample_bounds(tx, config)
-    rows = await tx.blind_spot_rows(SAMPLED_DECISIONS, viewer, threshold, by_actor, user_id)
+    rows = await tx.blind_spot_rows(SAMPLED_DECISIONS, viewer, sample_bound(config), user_id)
     return BlindSpots(tuple(BlindSpot(int(r[0]), int(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows))

@@ -33,6 +33,10 @@ class MemoryConfig:
     # of 14 unrelated questions answered (their best fact scores 0.07-0.46), so it is not on by
     # default yet: None, no floor (always min(top_k, matching facts)). Issue 19.9 is open on this.
     relevance_floor: float | None = None
+    # Same / replaces (engine.gate): a free-text statement's nearest active facts at or above this
+    # cosine similarity become "may replace #N" marks for a person (never links). None: the figure
+    # measured for the embedder in use (engine.gate.MAY_REPLACE_SIMILARITY, benchmarks/value_identity.py).
+    may_replace_similarity: float | None = None
     # Review
     claim_ttl_seconds: float = 300.0
     # Team (engine/team.py): the share of approvals re-queued blind to a second reviewer (a pure

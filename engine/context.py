@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .config import MemoryConfig
 from .embedders import Embedder
 from .storage import Store
 from .timeutil import Clock
+
+if TYPE_CHECKING:
+    from .claims.judge import ValueJudge
 
 
 @dataclass(slots=True)
@@ -24,6 +28,9 @@ class EngineContext:
     target: str
     """Where the store is (a path or a URL with its password masked), for messages."""
     _store: Store | None = field(default=None, repr=False)
+    judge: ValueJudge | None = None
+    """With an LLM configured: same / replaces / both for a free-text statement's neighbours
+    (engine.gate.neighbours); None: people answer those questions (marks)."""
 
     @property
     def store(self) -> Store:

@@ -137,6 +137,13 @@ def has_marker(text: str | None) -> bool:
     return bool(text) and MARKER_PREFIX in str(text)
 
 
+def credential_like(text: str | None) -> bool:
+    """True when text holds a secret `redact` finds or a removal marker: a review policy sends such
+    a statement (or its evidence) to a person. (Policies' minimal form; the detectors branch owns
+    and widens it to credential-like phrases such as "PIN is 4931".)"""
+    return bool(text) and (redact(str(text)).found or has_marker(text))
+
+
 async def audit_credentials(
     tx: TxCore,
     *,

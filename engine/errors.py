@@ -90,6 +90,7 @@ class DecisionRequiredError(UserInputError):
 class DuplicateFactError(UserInputError):
     def __init__(self, knowledge_id: int, statement: str) -> None:
         self.knowledge_id = knowledge_id
+        self.statement = statement
         super().__init__(f"fact {knowledge_id} of this user already says {statement!r}")
 
 

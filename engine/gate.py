@@ -10,15 +10,17 @@ advisory lock), and keeps five invariants:
 
   I1  no active fact holds the value of a live tombstone of its user: TombstonedError, unless the
       caller asks to lift the tombstone (`lift_tombstone=True`), which is then audited as `lift`;
-  I2  no two active facts of a user hold one value (engine.text's rule: case, punctuation,
-      confusables, one-edit typos of long words): DuplicateFactError;
+  I2  no two active facts of a user hold one value: the same canonical text (engine.text: case,
+      punctuation, invisible marks, confusables) or the same claim (engine.claims: "resides in
+      Lisbon" is "lives in Lisbon"): DuplicateFactError. A look-alike one edit away is another
+      value, marked ("looks like #12"), never refused;
   I3  every active fact has its audit row, written here in the same transaction;
   I4  a fact that replaces an active fact is never active beside it, unless the caller chose to
       keep both: the old fact is ended here, in the same transaction;
   I5  a pending candidate never replaces nothing when it would replace an active fact: the queue's
       intake relates each statement to the facts active then, and here every pending `new` or
       `proposed` candidate that replaces nothing is related to the fact just made active; one that
-      would replace it becomes its update (or contradiction), audited as `gate_retarget` (undo of
+      would replace it (the value model's `replaces`) becomes its update, audited as `gate_retarget` (undo of
       the decision that made the fact puts it back); a candidate an undo puts back in the queue is
       related to every active fact the same way (`requeued`). Without I5,
       "I live in Lisbon" and "I moved to Porto", queued in one run, both approved plainly (by a
@@ -32,24 +34,36 @@ refused by `refuse_tombstone_over_active` (retract the fact instead), the other 
 
 `screen` is the queue's intake for one statement written by someone (an agent's proposal, a
 curator's candidate, a statement queued anyway): the same tombstone and duplicate gates as
-extraction (`gate_verdict`, which the pipeline calls too), then one replacement detection
-(`replacement`): the offline extractor's calibration rule against the user's active facts, and a
-value that was corrected away becomes a contradiction of the fact that corrected it.
+extraction (`gate_verdict`, which the pipeline calls too), the look-alike marks (`intake_marks`),
+then one replacement detection (`replacement`), read through engine.claims and never through an
+extractor: the same one-valued slot with another value (or the opposite negation) over an
+overlapping valid interval is an update; disjoint intervals are history; a value that was corrected
+away becomes a contradiction of the fact that corrected it. A statement the claim model cannot
+relate to a fact (either is free text) is compared with the user's active facts by the configured
+embedder (`neighbour_marks`): each neighbour above the measured threshold is a "may replace #N"
+question for a person, or, with a ValueJudge, linked only on its "replaces".
+
+A supersession whose new fact starts at or before the old fact's own start is refused
+(`refuse_earlier_start`): the old interval cannot be closed before it begins, and both facts would
+read as true at a later as-of.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, TypeVar
 
-from .errors import DuplicateFactError, StaleSupersessionError, TombstonedError, UserInputError
-from .extraction.offline import relate_statement
-from .extraction.offline_rules import parse_statement
-from .models import Candidate, GapKind, Knowledge, to_jsonable
+from .claims import Claim, read_claim, relation
+from .claims.judge import Verdict
+from .errors import DuplicateFactError, NotFoundError, StaleSupersessionError, TombstonedError, UserInputError
+from .models import Candidate, GapKind, Knowledge, Mark, to_jsonable
 from .storage.rooms import GateTx
 from .storage.sql.tombstones import GateView, LiveEntry
 from .text import ValueIndex, value_key
+from .timeutil import from_us, to_us
+
+P = TypeVar("P")
 
 GATE_RETARGET: Final = "gate_retarget"
 """The audit action of I5's re-pointing (engine.review's undo restores these with the chain's)."""
@@ -67,42 +81,290 @@ EndReason = Literal["superseded", "contradicted", "corrected"]
 its period) or it was never true (corrected: as-of never reads it)."""
 
 
+Interval = tuple[int | None, int | None]
+"""A valid interval in µs, None for an open end."""
+
+claim_of = read_claim
+"""engine.claims.read_claim (cached there): the one reading of a statement every judgement here uses."""
+
+
+MAY_REPLACE_SIMILARITY: Final[dict[str, float]] = {"hashing": 0.45, "wordllama": 0.4}
+"""Per embedder (its recorded name), the cosine similarity at or above which a free-text
+statement's neighbour is asked about ("may replace #N"). Chosen on benchmarks/value_identity.py's
+main part (benchmarks/README.md, "Same, replaces or both"), when its free-text replacements
+(before the lexicons grew) scored 0.14 to 0.81 with WordLlama: 0.40 marks all but the two lowest,
+and a distinct pair marked is a question, a replacement missed is two homes active. Re-chosen
+after the lexicons grew by "the highest threshold keeping the same main recall", 0.50 would ask
+fewer questions (11 of 45 distinct pairs instead of 15) but the held-out part then lost two of 15
+replacements, so the fail-closed 0.40 stays (the held-out has informed this one choice; README says
+so). An embedder not listed gets `DEFAULT_MAY_REPLACE_SIMILARITY`; MemoryConfig.may_replace_similarity
+overrides both."""
+
+DEFAULT_MAY_REPLACE_SIMILARITY: Final = 0.5
+
+
+def may_replace_similarity(embedder: str, configured: float | None) -> float:
+    """The threshold in force: MemoryConfig.may_replace_similarity when set, else the measured one."""
+    if configured is not None:
+        return configured
+    return MAY_REPLACE_SIMILARITY.get(embedder, DEFAULT_MAY_REPLACE_SIMILARITY)
+
+
+def overlaps(a: Interval, b: Interval) -> bool:
+    """Whether two valid intervals share a moment: disjoint ones are history ("lived in Leeds
+    2010-2015", then "lives in York from 2015"), not a replacement."""
+    (s1, e1), (s2, e2) = a, b
+    return (e1 is None or s2 is None or s2 < e1) and (e2 is None or s1 is None or s1 < e2)
+
+
+ClaimKey = tuple[str, str, str, bool, frozenset[tuple[str | None, str, bool]], str]
+
+
+def claim_key(claim: Claim) -> ClaimKey | None:
+    """What makes two claims the same: subject, slot, value, negation and what each implies
+    ("engaged to Priya" and "married to Priya" name one partner but two marital statuses) and its
+    detail: "User lives in Porto with his wife" says more than "User lives in Porto", so it is not
+    dropped as its duplicate."""
+    if claim.slot is None:
+        return None
+    implied = frozenset((c.slot, c.value, c.negated) for c in claim.implies)
+    return (claim.subject, claim.slot, claim.value, claim.negated, implied, claim.detail)
+
+
+def replaces(old: Claim, new: Claim) -> bool:
+    """engine.claims.relation's "replaces", and one more case: the same claim whose implied claims
+    replace each other (married to Priya, after engaged to Priya)."""
+    found = relation(old, new)
+    if found == "same" and claim_key(old) != claim_key(new):
+        return any(relation(x, y) == "replaces" for x in old.implies for y in new.implies if x.slot == y.slot)
+    return found == "replaces"
+
+
+class ClaimIndex(Generic[P]):
+    """Claims the slot lexicons read, each with a payload: the same claim by a dict; for
+    replacements, each claim (and what it implies: "married to Sam" implies married) under its
+    slot, value and negation, and under its slot alone when that slot holds one value. A lookup
+    reads only the entries that can be replaced (the same value negated, or the one value of a
+    one-valued slot), so a user with 20,000 hobbies costs no more than one with five. Free-text claims are not indexed:
+    their sameness is the canonical text's (`ValueIndex`) and their neighbours the embedder's."""
+
+    def __init__(self) -> None:
+        self._same: dict[ClaimKey, list[P]] = {}
+        self._by_value: dict[tuple[str, str, str, bool], list[tuple[int, Claim, P]]] = {}
+        self._by_slot: dict[tuple[str, str], list[tuple[int, Claim, P]]] = {}
+        self._count = 0
+
+    def add(self, statement: str, payload: P, claim: Claim | None = None) -> None:
+        claim = claim or claim_of(statement)
+        key = claim_key(claim)
+        if key is None:
+            return
+        self._same.setdefault(key, []).append(payload)
+        self._count += 1
+        entry = (self._count, claim, payload)
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            self._by_value.setdefault((claim.subject, part.slot, part.value, part.negated), []).append(entry)
+            if part.cardinality == "one":
+                self._by_slot.setdefault((claim.subject, part.slot), []).append(entry)
+
+    def same(self, claim: Claim, skip: Callable[[P], bool] | None = None) -> P | None:
+        """The first entry making the identical claim, or None."""
+        key = claim_key(claim)
+        if key is None:
+            return None
+        for payload in self._same.get(key, ()):
+            if skip is None or not skip(payload):
+                return payload
+        return None
+
+    def replaced(self, claim: Claim) -> list[P]:
+        """The entries this claim would replace (`replaces`), newest first."""
+        if claim.slot is None:
+            return []
+        found: dict[int, tuple[Claim, P]] = {}
+        for part in (claim, *claim.implies):
+            if part.slot is None:
+                continue
+            # the same value negated ("not vegan" after "vegan"); the same value with the same
+            # negation only where implied claims can differ ("married to" after "engaged to")
+            flips = [not part.negated, part.negated] if claim.implies else [not part.negated]
+            for negated in flips:
+                for seq, old, payload in self._by_value.get((claim.subject, part.slot, part.value, negated), ()):
+                    found[seq] = (old, payload)
+            for seq, old, payload in self._by_slot.get((claim.subject, part.slot), ()):
+                found[seq] = (old, payload)
+        return [payload for _, (old, payload) in sorted(found.items(), reverse=True) if replaces(old, claim)]
+
+
+def marks_note(marks: tuple[Mark, ...]) -> str | None:
+    """Marks as one audit note ("looks like fact #12: ...; near a rejected value, ..."), or None."""
+    return "; ".join(m.note for m in marks) or None
+
+
+def looks_like(entity: str, ident: int, statement: str) -> Mark:
+    what = "fact" if entity == "knowledge" else entity
+    return Mark("looks_like", ident, f"looks like {what} #{ident}: {statement}")
+
+
+def near_tombstone(ident: int, statement: str) -> Mark:
+    return Mark("near_tombstone", ident, f"near a rejected value, tombstone #{ident}: {statement}")
+
+
+def may_replace(ident: int, statement: str, why: str = "") -> Mark:
+    return Mark("may_replace", ident, f"may replace fact #{ident}: {statement}" + (f" ({why})" if why else ""))
+
+
 class Admission:
     """I1 and I2 for one user inside one write transaction: the user's live tombstones and the
     values of its active facts, read once (after the user's lock), then kept up to date as facts
-    are admitted, so a batch checks each fact against the ones before it too."""
+    are admitted, so a batch checks each fact against the ones before it too. One value is the
+    identical canonical text (engine.text) or the identical claim (engine.claims); a look-alike is
+    only a mark (`marks`).
+
+    An import keeps one Admission over all its transactions (`refresh` reads only what others
+    wrote since); a fact added here before its id is known is indexed under a placeholder id, which
+    `settle_ids` resolves."""
 
     def __init__(self, tx: GateTx, user_id: str, rows: list[tuple[str, int, str, str]]) -> None:
         self._tx = tx
         self.user_id = user_id
-        self._stones = ValueIndex((k, (i, t)) for e, i, k, t in rows if e == "tombstone")
-        self._values: ValueIndex[tuple[int, str]] = ValueIndex((k, (i, t)) for e, i, k, t in rows if e == "knowledge")
+        self._stones: ValueIndex[tuple[int, str]] = ValueIndex()
+        self._values: ValueIndex[tuple[int, str]] = ValueIndex()
+        self._stone_claims: ClaimIndex[tuple[int, str]] = ClaimIndex()
+        self._claims: ClaimIndex[tuple[int, str]] = ClaimIndex()
         self._ended: set[int] = set()
         """Facts that stopped being active in this transaction: passed over, not re-indexed."""
+        self._lifted: set[int] = set()
+        self._real: dict[int, int] = {}
+        self._seen = {"knowledge": 0, "tombstone": 0}
+        self._own: set[int] = set()
+        self._take(rows)
+
+    def _take(self, rows: list[tuple[str, int, str, str]]) -> None:
+        for entity, ident, key, text in rows:
+            self._seen[entity] = max(self._seen[entity], ident)
+            if entity == "tombstone":
+                self._stones.add(key, (ident, text))
+                self._stone_claims.add(text, (ident, text))
+            elif ident not in self._own:
+                self._values.add(key, (ident, text))
+                self._claims.add(text, (ident, text))
 
     @classmethod
     async def read(cls, tx: GateTx, user_id: str) -> Admission:
         await tx.lock_user(user_id)
         return cls(tx, user_id, await tx.admission_rows(user_id))
 
+    async def refresh(self, tx: GateTx) -> None:
+        """Take the next transaction of a long import: lock the user again and index what other
+        writers added since (facts and tombstones with newer ids); what they ended or lifted is
+        verified on a hit (`verified`)."""
+        self._tx = tx
+        await tx.lock_user(self.user_id)
+        self._take(await tx.admission_rows(self.user_id, after=(self._seen["knowledge"], self._seen["tombstone"])))
+
+    def settle_ids(self, placeholders: dict[int, int]) -> None:
+        """Facts admitted under placeholder ids were written: their real ids."""
+        self._real.update(placeholders)
+        self._own.update(placeholders.values())
+
+    def named(self, error: UserInputError) -> UserInputError:
+        """`error` naming the fact it duplicates by its real id (a fact admitted earlier in the same
+        import was known by a placeholder when the error was made)."""
+        if isinstance(error, DuplicateFactError) and error.knowledge_id in self._real:
+            return DuplicateFactError(self._real[error.knowledge_id], error.statement)
+        return error
+
+    def resolved(self, marks: tuple[Mark, ...]) -> tuple[Mark, ...]:
+        """`marks` naming facts of this import by their real ids (see `named`)."""
+        out = []
+        for mark in marks:
+            real = self._real.get(mark.target_id) if mark.kind != "near_tombstone" else None
+            if real is not None:
+                mark = Mark(mark.kind, real, mark.note.replace(f"#{mark.target_id}", f"#{real}", 1))
+            out.append(mark)
+        return tuple(out)
+
+    def _id(self, found: tuple[int, str]) -> tuple[int, str]:
+        return (self._real.get(found[0], found[0]), found[1])
+
     def tombstone(self, statement: str) -> tuple[int, str] | None:
-        """(id, statement) of the live tombstone that blocks this value, if any."""
-        return self._stones.find(value_key(statement))
+        """(id, statement) of the live tombstone that blocks this value (the same text or the
+        same claim), if any."""
+        skip = (lambda stone: stone[0] in self._lifted) if self._lifted else None
+        found = self._stones.find(value_key(statement), skip) or self._stone_claims.same(claim_of(statement), skip)
+        return found
 
-    def holder(self, statement: str, excluding: Collection[int] = ()) -> tuple[int, str] | None:
-        """(id, statement) of an active fact holding this value, other than those in `excluding`."""
+    def holder(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[int, str] | None:
+        """(id, statement) of an active fact holding this value (the same text or, with `claims`,
+        the same claim), other than those in `excluding`."""
         passed = self._ended.union(excluding)
-        return self._values.find(value_key(statement), skip=(lambda fact: fact[0] in passed) if passed else None)
+        skip = (lambda fact: self._real.get(fact[0], fact[0]) in passed) if passed else None
+        found = self._values.find(value_key(statement), skip)
+        if found is None and claims:
+            found = self._claims.same(claim_of(statement), skip)
+        return self._id(found) if found is not None else None
 
-    def refusal(self, statement: str, excluding: Collection[int] = ()) -> UserInputError | None:
-        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None."""
+    def refusal(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> UserInputError | None:
+        """The error that keeps I1 or I2 for a fact holding `statement` becoming active, or None.
+        `claims=False` (an import): a fact is a duplicate only by its canonical text; the same
+        claim in other words is a mark (`marks`), because the lexicons read "User owns a horse
+        since 2003 (note 5)" as the claim of "User owns a horse", and an import must lose nothing.
+        A tombstone refuses the same claim either way: a rejected value stays rejected."""
         stone = self.tombstone(statement)
         if stone is not None:
             return TombstonedError(stone[0], stone[1])
-        same = self.holder(statement, excluding)
+        same = self.holder(statement, excluding, claims=claims)
         if same is not None:
             return DuplicateFactError(same[0], same[1])
         return None
+
+    async def verified(self, statement: str) -> UserInputError | None:
+        """`refusal` as an import asks it (`claims=False`), each hit checked against the database
+        first (an import's later transaction: another writer may have ended the fact or lifted the
+        tombstone since it was indexed)."""
+        while (error := self.refusal(statement, claims=False)) is not None:
+            if isinstance(error, TombstonedError):
+                if (await self._tx.get_tombstone(self.user_id, error.tombstone_id)).lifted_at is None:
+                    return error
+                self._lifted.add(error.tombstone_id)
+            else:
+                assert isinstance(error, DuplicateFactError)
+                try:
+                    if (await self._tx.get_knowledge(self.user_id, error.knowledge_id)).status == "active":
+                        return error
+                except NotFoundError:
+                    pass
+                self._ended.add(error.knowledge_id)
+        return None
+
+    def marks(self, statement: str, excluding: Collection[int] = (), *, claims: bool = True) -> tuple[Mark, ...]:
+        """What a person should know about a value that passes I1 and I2: the active fact it looks
+        like (one edit apart, engine.text), the live tombstone it is near, the facts its claim may
+        replace (an import states what is true, so they are marks, not links; `claims=False` for a
+        caller that related the claim itself, valid times included)."""
+        key = value_key(statement)
+        passed = self._ended.union(excluding)
+        skip = (lambda f: self._real.get(f[0], f[0]) in passed) if passed else None
+        out: list[Mark] = []
+        fact = self._values.near(key, skip)
+        if fact is not None:
+            out.append(looks_like("knowledge", *self._id(fact)))
+        said = self._claims.same(claim_of(statement), skip)
+        if said is not None and self._values.find(key, skip) is None:
+            ident, text = self._id(said)
+            out.append(Mark("looks_like", ident, f"says the same as fact #{ident} (the same claim): {text}"))
+        stone = self._stones.near(key, (lambda t: t[0] in self._lifted) if self._lifted else None)
+        if stone is not None:
+            out.append(near_tombstone(*stone))
+        for old in self._claims.replaced(claim_of(statement)) if claims else ():
+            ident, text = self._id(old)
+            if ident not in passed:
+                out.append(may_replace(ident, text, "the same one-valued slot"))
+                break
+        return tuple(out)
 
     def check(self, statement: str, excluding: Collection[int] = ()) -> None:
         error = self.refusal(statement, excluding)
@@ -112,6 +374,7 @@ class Admission:
     def admitted(self, fact_id: int, statement: str) -> None:
         """A fact was made active in this transaction: later checks see it."""
         self._values.add(value_key(statement), (fact_id, statement))
+        self._claims.add(statement, (fact_id, statement))
         self._ended.discard(fact_id)
 
     def ended(self, fact_id: int) -> None:
@@ -137,7 +400,7 @@ class Admission:
                 reason=why,
                 note=note,
             )
-            self._stones = ValueIndex((value_key(t), (i, t)) for i, t in self._stones.payloads() if i != stone[0])
+            self._lifted.add(stone[0])
 
 
 async def activate(
@@ -172,6 +435,8 @@ async def activate(
     if replaces is not None and replaces.status != "active":
         raise StaleSupersessionError(f"fact {replaces.id} is already {replaces.status}")
     ending = replaces if end_reason is not None else None
+    if ending is not None and end_reason != "corrected":
+        refuse_earlier_start(ending, valid_at)
     excluding = {ending.id} if ending is not None else set()
     if lift_tombstone:
         await gate.lift(statement, actor, at_us, reason, note)
@@ -225,42 +490,54 @@ async def activate(
     return created
 
 
+def refuse_earlier_start(old: Knowledge, new_start: int | None) -> None:
+    """A supersession whose new fact starts at or before the fact it replaces would leave both
+    true at a later as-of (the old interval cannot be closed before it begins): refused, with what
+    to do instead."""
+    old_start = to_us(old.valid_at)
+    if new_start is not None and old_start is not None and new_start <= old_start:
+        raise UserInputError(
+            f"fact {old.id} starts at {from_us(old_start):%Y-%m-%d %H:%M}; a fact that replaces it must start"
+            f" after that (this one starts at {from_us(new_start):%Y-%m-%d %H:%M}): give a later start, keep both,"
+            " or correct it if it was never true"
+        )
+
+
 async def point_pending_at(tx: GateTx, fact: Knowledge, at_us: int, deciding: int | None) -> None:
     """I5 (module docstring): the user's pending candidates that replace nothing and would replace
-    `fact` become its update or contradiction (a person, or a policy naming that kind, decides).
-    `deciding`, the candidate this fact comes from, is being decided and is left alone."""
-    if parse_statement(fact.statement) is None:
-        return  # no slot: nothing can be its update (an equal value is the duplicate gate's)
+    `fact` become its update (a person, or a policy naming that kind, decides). `deciding`, the
+    candidate this fact comes from, is being decided and is left alone."""
+    if claim_of(fact.statement).slot is None:
+        return  # free text: nothing is its update by rule (an equal value is the duplicate gate's)
     for cid, statement in await tx.untargeted_pending(fact.user_id):
         if cid == deciding:
             continue
-        kind = _would_replace(statement, fact.id, fact.statement)
+        kind = _would_replace(statement, fact.statement)
         if kind is not None:
             await _retarget(tx, await tx.get_candidate(cid), kind, fact.id, at_us)
 
 
 async def requeued(tx: GateTx, cand: Candidate, at_us: int) -> Candidate:
     """I5 for a candidate back in the queue (an undone decision): when it replaces nothing and
-    would replace one of the user's active facts now, it becomes that fact's update or
-    contradiction, audited as `gate_retarget`. Returns the candidate as it is now."""
+    would replace one of the user's active facts now, it becomes that fact's update, audited as
+    `gate_retarget`. Returns the candidate as it is now."""
     if cand.status != "pending" or cand.kind not in ("new", "proposed") or cand.supersedes_id is not None:
         return cand
-    if cand.supersedes_candidate_id is not None or parse_statement(cand.statement) is None:
+    if cand.supersedes_candidate_id is not None or claim_of(cand.statement).slot is None:
         return cand
     view = await tx.gate_view(cand.user_id, whole=False)
-    for fid, statement in view.facts:
-        kind = _would_replace(cand.statement, fid, statement)
+    for fid, statement in reversed(view.facts):
+        kind = _would_replace(cand.statement, statement)
         if kind is not None:
             await _retarget(tx, cand, kind, fid, at_us)
             return await tx.get_candidate(cand.id)
     return cand
 
 
-def _would_replace(statement: str, fact_id: int, fact_statement: str) -> str | None:
-    """ "update" or "contradiction" when `statement` would replace that one fact (the extractor's
-    rule, the same `replacement` applies at intake), else None."""
-    kind, target = relate_statement(statement, [(fact_id, fact_statement)])
-    return kind if kind in ("update", "contradiction") and target == fact_id else None
+def _would_replace(statement: str, fact_statement: str) -> str | None:
+    """ "update" when `statement` would replace that one fact (the value model's `relation`, the
+    same `replacement` applies at intake), else None."""
+    return "update" if replaces(claim_of(fact_statement), claim_of(statement)) else None
 
 
 async def _retarget(tx: GateTx, before: Candidate, kind: str, fact_id: int, at_us: int) -> None:
@@ -295,18 +572,59 @@ async def refuse_tombstone_over_active(tx: GateTx, user_id: str, statement: str)
 # -- the queue's intake ---------------------------------------------------------------------------
 
 
+def _live_claims(view: GateView) -> tuple[ClaimIndex[LiveEntry], ClaimIndex[LiveEntry]]:
+    """The claims of the view's live entries and of its tombstones, read once per view (kept up to
+    date by `joined`)."""
+    found = view.derived.get("claims")
+    if found is None:
+        live: ClaimIndex[LiveEntry] = ClaimIndex()
+        for entry in view.live.payloads():
+            live.add(entry[2], entry)
+        stones: ClaimIndex[LiveEntry] = ClaimIndex()
+        for entry in view.tombstones.payloads():
+            stones.add(entry[2], entry)
+        found = view.derived["claims"] = (live, stones)
+    return found
+
+
+def joined(view: GateView, entity: str, ident: int, statement: str) -> None:
+    """A statement joined the queue (or the facts) during this view's pass: later statements of
+    the same pass compare against it too."""
+    entry: LiveEntry = (entity, ident, statement)
+    view.live.add(value_key(statement), entry)
+    if "claims" in view.derived:
+        _live_claims(view)[0].add(statement, entry)
+
+
 def gate_verdict(view: GateView, statement: str) -> tuple[Literal["tombstoned", "duplicate"], LiveEntry] | None:
     """The two value gates every way into the queue passes (extraction included): a live tombstone
     of the user blocks the value; an active fact or pending candidate holding it makes it a
-    duplicate. None when it passes both."""
+    duplicate. One value is the identical canonical text or the identical claim, nothing looser
+    (a look-alike is a mark: `intake_marks`). None when it passes both."""
     key = value_key(statement)
-    stone = view.tombstones.find(key)
+    claim = claim_of(statement)
+    live, stones = _live_claims(view)
+    stone = view.tombstones.find(key) or stones.same(claim)
     if stone is not None:
         return "tombstoned", stone
-    dup = view.live.find(key)
+    dup = view.live.find(key) or live.same(claim)
     if dup is not None:
         return "duplicate", dup
     return None
+
+
+def intake_marks(view: GateView, statement: str) -> tuple[Mark, ...]:
+    """The look-alike marks of a statement that passed `gate_verdict`: the fact or pending
+    candidate it looks like (one edit, engine.text), the live tombstone it is near."""
+    key = value_key(statement)
+    out: list[Mark] = []
+    alike = view.live.near(key)
+    if alike is not None:
+        out.append(looks_like(*alike))
+    stone = view.tombstones.near(key)
+    if stone is not None:
+        out.append(near_tombstone(stone[1], stone[2]))
+    return tuple(out)
 
 
 def corrected_target(view: GateView, statement: str) -> int | None:
@@ -316,38 +634,118 @@ def corrected_target(view: GateView, statement: str) -> int | None:
     return hit[0] if hit is not None else None
 
 
-def replacement(view: GateView, statement: str) -> tuple[GapKind | Literal["covered"], int | None]:
-    """One replacement detection for a statement someone wrote: the offline extractor's calibration
-    rule against the user's active facts (an update or contradiction of the fact about the same
-    thing, "covered" when a fact already says it), else a contradiction of the fact that corrected
-    the value away, else new."""
-    kind, target = relate_statement(statement, view.facts)
-    if kind == "new":
-        corrected = corrected_target(view, statement)
-        if corrected is not None:
-            return "contradiction", corrected
-    return kind, target
+def replacement(
+    view: GateView, statement: str, valid: Interval = (None, None), claim: Claim | None = None
+) -> tuple[GapKind, int | None]:
+    """One replacement detection for a statement someone wrote: the newest active fact whose claim
+    this one replaces (`relation`: the same one-valued slot, another value or the opposite
+    negation) over an overlapping valid interval is its update; else a value that was corrected
+    away is a contradiction of the fact that corrected it; else new. Free text (no slot) is never
+    linked here: `neighbour_marks` asks a person. `claim`: the statement's claim when its source
+    named a slot too (engine.claims.claim_for: an LLM extractor's `slot`)."""
+    live, _ = _live_claims(view)
+    for entity, ident, _text in live.replaced(claim or claim_of(statement)):
+        if (
+            entity == "knowledge"
+            and ident in view.active_ids
+            and overlaps(valid, view.intervals.get(ident, (None, None)))
+        ):
+            return "update", ident
+    corrected = corrected_target(view, statement)
+    if corrected is not None:
+        return "contradiction", corrected
+    return "new", None
+
+
+async def nearest_facts(
+    tx: GateTx, user_id: str, statement: str, embedding: list[float] | None, similarity: float, limit: int = 3
+) -> list[tuple[int, str]]:
+    """(id, statement) of the user's active facts nearest a statement by the configured embedder,
+    at or above cosine `similarity`, nearest first, that the claim model cannot relate to it (one
+    of the two is free text: `relation` "unknown"); two claims it reads are its to relate."""
+    if embedding is None:
+        return []
+    near = await tx.vector_arm(
+        user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
+    )
+    claim = claim_of(statement)
+    out = []
+    for fid in near:
+        text = (await tx.get_knowledge(user_id, fid)).statement
+        if relation(claim_of(text), claim) == "unknown":
+            out.append((fid, text))
+    return out
+
+
+async def neighbour_marks(
+    tx: GateTx,
+    user_id: str,
+    statement: str,
+    embedding: list[float] | None,
+    similarity: float,
+    *,
+    skip: Collection[int] = (),
+    verdicts: Mapping[int, Verdict] | None = None,
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """A free-text statement against its nearest active facts (`nearest_facts`): without a judge
+    each neighbour is a "may replace #N" question for a person, never a link. With `verdicts`
+    (a ValueJudge's answers, asked before the transaction): "replaces" links (the first such
+    neighbour is returned as the target), "same" is a look-alike mark ("the judge reads it as the
+    same as #N"), "both" leaves the neighbour alone, "unsure" or no answer stays a "may replace"
+    mark. Returns (target or None, marks)."""
+    return judged(await nearest_facts(tx, user_id, statement, embedding, similarity), skip, verdicts)
+
+
+def judged(
+    near: list[tuple[int, str]], skip: Collection[int] = (), verdicts: Mapping[int, Verdict] | None = None
+) -> tuple[int | None, tuple[Mark, ...]]:
+    """`neighbour_marks`' rule over neighbours already found (the pipeline finds an LLM
+    extraction's neighbours before its write transaction)."""
+    target: int | None = None
+    out: list[Mark] = []
+    for fid, text in near:
+        if fid in skip:
+            continue
+        verdict = (verdicts or {}).get(fid)
+        if verdict is None or verdict.verdict == "unsure":
+            why = verdict.note if verdict is not None and verdict.note else "similar wording"
+            out.append(may_replace(fid, text, why))
+        elif verdict.verdict == "replaces" and target is None:
+            target = fid
+        elif verdict.verdict == "same":
+            out.append(Mark("looks_like", fid, f"the judge reads it as the same as fact #{fid}: {text}"))
+    return target, tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
 class Screened:
-    """What the intake decided for one statement: queue it (kind, supersedes_id), or it duplicates
-    something already there (duplicate_of: the same value), or an active fact already says it with
-    more detail (covered_by: an agent's proposal stops there; a curator queueing a statement anyway
-    overrides the prediction)."""
+    """What the intake decided for one statement: queue it (kind, supersedes_id, marks), or it
+    duplicates something already there (duplicate_of: the same value)."""
 
     kind: str = "new"
     supersedes_id: int | None = None
     duplicate_of: tuple[str, int] | None = None
-    covered_by: int | None = None
+    marks: tuple[Mark, ...] = ()
 
 
-async def screen(tx: GateTx, user_id: str, statement: str, *, kind: str = "new", detect: bool = True) -> Screened:
+async def screen(
+    tx: GateTx,
+    user_id: str,
+    statement: str,
+    *,
+    kind: str = "new",
+    detect: bool = True,
+    valid: Interval = (None, None),
+    embedding: list[float] | None = None,
+    similarity: float | None = None,
+    verdicts: Mapping[int, Verdict] | None = None,
+) -> Screened:
     """The intake of one written statement, under the user's lock: TombstonedError for a value a
-    tombstone blocks; `duplicate_of` for a value an active fact or a pending candidate already
-    holds, or that an active fact already says with more detail; otherwise the kind and target it
-    is queued with (with `detect`, the fact it would replace: a `new` statement becomes an update
-    or contradiction of it)."""
+    tombstone blocks (the same text or claim); `duplicate_of` for a value an active fact or a
+    pending candidate already holds; otherwise the kind and target it is queued with (with
+    `detect`, the fact it would replace: a `new` statement becomes an update of it) and its marks
+    (look-alikes, and with `embedding` and `similarity` the facts free text may replace; with a
+    judge's `verdicts` on those neighbours, its "replaces" links: `neighbour_marks`)."""
     await tx.lock_user(user_id)
     view = await tx.gate_view(user_id, whole=False)
     verdict = gate_verdict(view, statement)
@@ -356,16 +754,23 @@ async def screen(tx: GateTx, user_id: str, statement: str, *, kind: str = "new",
         if gate == "tombstoned":
             raise TombstonedError(ident, text)
         return Screened(duplicate_of=(entity, ident))
+    marks = intake_marks(view, statement)
     if not detect:
-        return Screened(kind=kind)
-    found, target = replacement(view, statement)
-    if found == "covered":
-        return Screened(kind=kind, covered_by=target)
+        return Screened(kind=kind, marks=marks)
+    found, target = replacement(view, statement, valid)
     if found in ("update", "contradiction"):
         # an agent's proposal keeps its kind (what it is counts against the agents' limit) and names
         # the fact it would replace; either way approving it asks supersede, correct or keep both
-        return Screened(kind=found if kind == "new" else kind, supersedes_id=target)
-    return Screened(kind=kind)
+        return Screened(kind=found if kind == "new" else kind, supersedes_id=target, marks=marks)
+    if similarity is not None:
+        marked = {m.target_id for m in marks if m.kind == "looks_like"}
+        linked, more = await neighbour_marks(
+            tx, user_id, statement, embedding, similarity, skip=marked, verdicts=verdicts
+        )
+        marks += more
+        if linked is not None:  # a judge's "replaces": a link, as the claim model's would be
+            return Screened(kind="update" if kind == "new" else kind, supersedes_id=linked, marks=marks)
+    return Screened(kind=kind, marks=marks)
 
 
 # -- undo: is a row as a decision left it? -----------------------------------------------------------

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from .blind import blind_spots
+from .claims.judge import Verdict
 from .context import EngineContext
 from .credentials import refuse_credentials
 from .errors import (
@@ -29,9 +30,32 @@ from .errors import (
     StaleSupersessionError,
     UserInputError,
 )
-from .gate import Admission, EndReason, activate, replacement, screen
+from .gate import (
+    Admission,
+    EndReason,
+    activate,
+    gate_verdict,
+    marks_note,
+    may_replace_similarity,
+    nearest_facts,
+    neighbour_marks,
+    refuse_earlier_start,
+    replacement,
+    screen,
+)
 from .limits import check_reason, check_statement, check_unicode
-from .models import KEEP, AddedFacts, AuditEvent, Episode, EpisodeYield, Knowledge, ProposalOutcome, Tombstone
+from .models import (
+    KEEP,
+    AddedFact,
+    AddedFacts,
+    AuditEvent,
+    Episode,
+    EpisodeYield,
+    Knowledge,
+    Mark,
+    ProposalOutcome,
+    Tombstone,
+)
 from .stated import candidate_stated_at
 from .storage.rooms import GateTx, KnowledgeTx, Rooms
 from .storage.sql.queue import QueueOps
@@ -171,6 +195,24 @@ class KnowledgeOps:
 
     ctx: EngineContext
 
+    async def _verdicts(self, user_id: str, statement: str, embedding: list[float]) -> dict[int, Verdict]:
+        """With a ValueJudge configured: its answers on a free-text statement's nearest facts,
+        asked BEFORE the write transaction (a model call never holds the user's lock); the gate
+        reads the neighbours again inside it, and a fact the judge did not see is only marked."""
+        judge = self.ctx.judge
+        if judge is None:
+            return {}
+        async with self._store.reading() as tx:
+            near = await nearest_facts(tx, user_id, statement, embedding, self._similarity())
+        if not near:
+            return {}
+        return {v.neighbour_id: v for v in await judge.judge(statement, near)}
+
+    def _similarity(self) -> float:
+        """The "may replace" threshold in force for this Memory's embedder (engine.gate)."""
+        name = str(getattr(self.ctx.embedder, "name", "") or "")
+        return may_replace_similarity(name, self.ctx.config.may_replace_similarity)
+
     async def add_knowledge(
         self,
         user_id: str,
@@ -183,27 +225,38 @@ class KnowledgeOps:
         reason: str | None = None,
         settle: Settle | None = None,
         lift_tombstone: bool = False,
-    ) -> Knowledge:
+    ) -> AddedFact:
         """Trusted injection: straight to an active fact, no queue; audited as `inject`. It passes
         the one gate (engine.gate): a tombstoned value is refused (TombstonedError; or lifted with
-        `lift_tombstone=True`), a value an active fact holds is refused (DuplicateFactError), and a
-        statement about something the user already has a fact for (replacement detection, the
-        extractor's rule) is refused with SettleRequiredError until the caller says how it relates:
-        `settle="supersede"` (the world changed), `"correct"` (the old fact was never true) or
-        `"keep_both"`."""
+        `lift_tombstone=True`), a value an active fact holds (the same text or the same claim) is
+        refused (DuplicateFactError), and a statement that replaces an active fact (the value
+        model: the same one-valued slot, another value, overlapping valid times) is refused with
+        SettleRequiredError until the caller says how it relates: `settle="supersede"` (the world
+        changed), `"correct"` (the old fact was never true) or `"keep_both"`.
+
+        A look-alike (one edit from an active fact, or near a tombstone) or a free-text statement
+        close to an active fact is added all the same: the caller is trusted and the value differs.
+        What the gate noticed comes back as the returned fact's `marks` and is written in the
+        `inject` audit row's note, so the caller (and `memdesk add`) can show "looks like #12"."""
         text = check_statement(_statement(statement), self.ctx.config)
         uid = _user(user_id)
         if reason is not None:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         now_us: int = to_us(self.ctx.now())
         async with self._store.transaction() as tx:
             admission = await Admission.read(tx, uid)
             old: Knowledge | None = None
             end_reason: EndReason | None = None
             view = await tx.gate_view(uid, whole=False)
-            kind, target = replacement(view, text)
+            # no start of its own: it holds from now, for the overlap test (an ended fact is history)
+            kind, target = replacement(view, text, (start if start is not None else now_us, end))
+            marks: tuple[Mark, ...] = ()
+            if target is None:
+                linked, marks = await neighbour_marks(tx, uid, text, embedding, self._similarity(), verdicts=verdicts)
+                kind, target = ("update", linked) if linked is not None else (kind, None)
             if kind in ("update", "contradiction") and target is not None:
                 if settle is None:
                     fact = await tx.get_knowledge(uid, target)
@@ -211,7 +264,10 @@ class KnowledgeOps:
                 if settle != "keep_both":
                     old = await tx.get_knowledge(uid, target)
                     end_reason = "corrected" if settle == "correct" else "superseded"
-            return await activate(
+            alike = admission.marks(text, {target} if target is not None else (), claims=False)
+            looked = {m.target_id for m in alike if m.kind == "looks_like"}
+            marks = alike + tuple(m for m in marks if not (m.kind == "may_replace" and m.target_id in looked))
+            made = await activate(
                 tx,
                 user_id=uid,
                 statement=text,
@@ -227,7 +283,9 @@ class KnowledgeOps:
                 end_reason=end_reason,
                 lift_tombstone=lift_tombstone,
                 admission=admission,
+                note=marks_note(marks),
             )
+            return AddedFact.of(made, marks)
 
     async def add_knowledge_many(
         self,
@@ -244,8 +302,14 @@ class KnowledgeOps:
         ten times the rate of one `add_knowledge` per fact). Every fact is checked before anything is
         written, so one bad statement or interval leaves nothing behind. The gate's I1 and I2 hold
         for the batch as a whole: a statement whose value a live tombstone blocks, or that an active
-        fact (one added earlier in this call included) already holds, is skipped and reported in
-        `skipped`; the rest are added. No replacement detection: an import states what is true."""
+        fact (one added earlier in this call included) already holds (the identical canonical text
+        or claim), is skipped and reported in `skipped`, naming that fact or tombstone; the rest are
+        added, and what the gate noticed about them (a look-alike, a value near a tombstone, a fact
+        of the same one-valued slot) is reported in `marked` and in the audit row's note. No
+        replacement is linked: an import states what is true.
+
+        Linear: the user's index (engine.gate.Admission) is read once per call and kept up to date
+        as facts are added; each later transaction reads only what other writers added since."""
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
@@ -257,24 +321,38 @@ class KnowledgeOps:
             for f in items
         ]
         out = AddedFacts()
+        admission: Admission | None = None
+        refusals: list[tuple[int, UserInputError]] = []
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
             embeddings = await self.ctx.embedder.embed([text for text, _, _, _ in batch])
             now_us: int = to_us(self.ctx.now())
             created: datetime = from_us(now_us)
             async with self._store.transaction() as tx:
-                admission = await Admission.read(tx, uid)
+                if admission is None:
+                    admission = await Admission.read(tx, uid)
+                else:
+                    await admission.refresh(tx)
                 rows: list[tuple[str, str, list[float], int | None, int | None, float]] = []
-                kept: list[tuple[str, int | None, int | None, float]] = []
+                kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
+                placeholders: list[int] = []
                 for index, ((text, s, e, c), emb) in enumerate(zip(batch, embeddings, strict=True), start):
-                    refused = admission.refusal(text)
+                    refused = await admission.verified(text) if start else admission.refusal(text, claims=False)
                     if refused is not None:
-                        out.skipped.append((index, str(refused)))
+                        refusals.append((index, refused))
                         continue
-                    admission.admitted(-index - 1, text)  # later statements of the batch see it
+                    marks = admission.marks(text)
+                    placeholder = -index - 1
+                    admission.admitted(placeholder, text)  # later statements of the batch see it
+                    placeholders.append(placeholder)
                     rows.append((uid, text, emb, s, e, c))
-                    kept.append((text, s, e, c))
+                    kept.append((text, s, e, c, marks))
                 ids = await tx.insert_knowledge_many(rows, created_at=now_us, created_by=actor) if rows else []
+                admission.settle_ids(dict(zip(placeholders, ids, strict=True)))
+                kept = [(text, s, e, c, admission.resolved(marks)) for text, s, e, c, marks in kept]
+                out.marked.extend(
+                    (-placeholder - 1, m) for placeholder, k in zip(placeholders, kept, strict=True) for m in k[4]
+                )
                 facts_out = [
                     Knowledge(
                         id=kid,
@@ -287,7 +365,7 @@ class KnowledgeOps:
                         valid_at=from_us(s),
                         invalid_at=from_us(e),
                     )
-                    for kid, (text, s, e, c) in zip(ids, kept, strict=True)
+                    for kid, (text, s, e, c, _) in zip(ids, kept, strict=True)
                 ]
                 # `after` as a flat dict: the same JSON as the dataclass, without asdict's deep copy
                 await tx.audit_many(
@@ -301,11 +379,14 @@ class KnowledgeOps:
                             "entity_id": k.id,
                             "after": {name: getattr(k, name) for name in _KNOWLEDGE_FIELDS},
                             "reason": reason,
+                            "note": marks_note(marks),
                         }
-                        for k in facts_out
+                        for k, (_, _, _, _, marks) in zip(facts_out, kept, strict=True)
                     ]
                 )
             out.extend(facts_out)
+        # a skip names the fact it duplicates by its id, known now for a fact of this very call
+        out.skipped = [(index, str(admission.named(error) if admission else error)) for index, error in refusals]
         return out
 
     async def correct(
@@ -500,15 +581,22 @@ class KnowledgeOps:
             return lifted
 
     async def is_tombstoned(self, user_id: str, statement: str) -> Tombstone | None:
-        """The live tombstone of this user matching the statement's value (exact key or near match)."""
+        """The live tombstone of this user matching the statement's value (the same canonical text or
+        claim: the intake's gate_verdict; a look-alike is not a match)."""
         async with self._store.reading() as tx:
-            return await tx.matching_tombstone(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "tombstoned":
+                return None
+            return await tx.get_tombstone(user_id, verdict[1][1])
 
     async def is_duplicate(self, user_id: str, statement: str) -> tuple[str, int] | None:
         """('knowledge' | 'candidate', id) of an ACTIVE fact or PENDING candidate of this user with
-        the same value (engine.text's rule), or None."""
+        the same value (the same canonical text or claim: the intake's gate_verdict), or None."""
         async with self._store.reading() as tx:
-            return await tx.duplicate_of(user_id, statement)
+            verdict = gate_verdict(await tx.gate_view(user_id, whole=False), statement)
+            if verdict is None or verdict[0] != "duplicate":
+                return None
+            return verdict[1][0], verdict[1][1]
 
     async def users(self) -> list[str]:
         async with self._store.reading() as tx:
@@ -541,13 +629,27 @@ class KnowledgeOps:
             check_reason(reason, self.ctx.config)
         start, end = check_interval(valid_at, invalid_at)
         now_us: int = to_us(created_at or self.ctx.now())
+        named = supersedes_id is not None or supersedes_candidate_id is not None
+        embedding = None if named or kind == "retraction" else (await self.ctx.embedder.embed([text]))[0]
+        verdicts = await self._verdicts(_user(user_id), text, embedding) if embedding is not None else {}
+        marks: tuple[Mark, ...] = ()
         async with self._store.transaction() as tx:
             if kind != "retraction":
-                named = supersedes_id is not None or supersedes_candidate_id is not None
-                screened = await screen(tx, _user(user_id), text, kind=kind, detect=not named)
+                screened = await screen(
+                    tx,
+                    _user(user_id),
+                    text,
+                    kind=kind,
+                    detect=not named,
+                    valid=(start if start is not None else now_us, end),
+                    embedding=embedding,
+                    similarity=self._similarity(),
+                    verdicts=verdicts,
+                )
                 if screened.duplicate_of is not None:
                     raise DuplicateCandidateError(*screened.duplicate_of)
                 kind, supersedes_id = screened.kind, supersedes_id if named else screened.supersedes_id
+                marks = screened.marks
             if supersedes_id is not None:
                 await tx.get_knowledge(user_id, supersedes_id)  # refuses another user's id
             if supersedes_candidate_id is not None:
@@ -566,6 +668,7 @@ class KnowledgeOps:
                 created_by=actor,
                 reason=reason,
                 supersedes_candidate_id=supersedes_candidate_id,
+                marks=marks,
             )
             return cid
 
@@ -591,12 +694,21 @@ class KnowledgeOps:
         now_us: int = to_us(self.ctx.now())
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:
             return refused
+        [embedding] = await self.ctx.embedder.embed([text])
+        verdicts = await self._verdicts(uid, text, embedding)
         async with self._store.transaction() as tx:
-            screened = await screen(tx, uid, text, kind="proposed")
+            screened = await screen(
+                tx,
+                uid,
+                text,
+                kind="proposed",
+                valid=(now_us, None),  # an agent's statement holds from when it was said
+                embedding=embedding,
+                similarity=self._similarity(),
+                verdicts=verdicts,
+            )
             if screened.duplicate_of is not None:
                 return ProposalOutcome(duplicate_of=screened.duplicate_of)
-            if screened.covered_by is not None:
-                return ProposalOutcome(duplicate_of=("knowledge", screened.covered_by))
             await self._agent_room(tx, uid)
             cid = await queue_in(
                 tx,
@@ -607,6 +719,7 @@ class KnowledgeOps:
                 created_at=now_us,
                 created_by=actor,
                 supersedes_id=screened.supersedes_id,
+                marks=screened.marks,
             )
             return ProposalOutcome(candidate_id=cid)
 
@@ -655,7 +768,9 @@ class KnowledgeOps:
         `superseded`, superseded_by) and its valid time is closed where the new one starts, by the
         same rule as a confirmed supersession: `start` when given, else the new fact's own start,
         else when the new fact was stated (engine.stated: the message its candidate came from, or
-        when it was added). Audited as `supersede`; returns the old fact."""
+        when it was added). Refused (UserInputError) when that start is at or before the old fact's
+        own start: the old interval could not be closed, and both would read as true at a later
+        as-of (engine.gate.refuse_earlier_start). Audited as `supersede`; returns the old fact."""
         why = check_reason(_reason(reason, "a supersession"), self.ctx.config)
         if note is not None:
             check_reason(note, self.ctx.config, "the note")
@@ -674,6 +789,7 @@ class KnowledgeOps:
                 if new.candidate_id is not None:
                     cand = await tx.get_candidate(new.candidate_id, user_id)
                     begins = await candidate_stated_at(tx, cand, self.ctx.config.evidence_threshold)
+            refuse_earlier_start(old, to_us(begins, "start"))
             await tx.supersede_fact(old, new.id, to_us(begins, "start"), expired_at=now_us, end_reason="superseded")
             ended = await tx.get_knowledge(user_id, old.id)
             await tx.audit(

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from .config import MemoryConfig
 from .errors import InvalidStatementError, UserInputError
+from .text import has_visible_text, reveal
 from .timeutil import check_representable
 
 
@@ -22,6 +23,12 @@ def _check(text: str, limit: int, what: str, setting: str) -> str:
 
 
 def check_statement(text: str, config: MemoryConfig, what: str = "the statement") -> str:
+    """The size limit, and something to see: a statement made only of invisible code points
+    (joiners, variation selectors, tag characters, whitespace) would be an empty value whose key
+    matches nothing a person can read or reject; refused with the code points shown."""
+    if not has_visible_text(text):
+        shown = reveal(text.strip() or text)[:60]
+        raise InvalidStatementError(f"{what} has no visible characters ({shown or 'empty'}): there is nothing to store")
     return _check(text, config.max_statement_chars, what, "max_statement_chars")
 
 

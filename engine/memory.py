@@ -21,6 +21,7 @@ from .errors import (
     EmbedderMismatchError,
     EmbeddingDimensionError,
 )
+from .gate import POLICY_ACTOR_PREFIX
 from .knowledge import KnowledgeOps
 from .limits import check_exchange, check_query
 from .models import (
@@ -39,6 +40,7 @@ from .team import TeamService
 from .timeutil import Clock, system_clock
 
 if TYPE_CHECKING:  # late at run time: extraction builds on the engine core
+    from .claims.judge import ValueJudge
     from .extraction.base import Extractor
     from .extraction.pipeline import Pipeline
     from .stats import Stats
@@ -56,15 +58,23 @@ class Memory(KnowledgeOps):
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
         store: Store | None = None,
+        judge: ValueJudge | None = None,
     ) -> None:
         """`store`: an already opened `Store` to use instead of opening `path` (like httpx's
         `transport=`): tests and embedders of memdesk inject one this way. The embedder check
-        still runs on it at `open()`, and `close()` closes it: the Memory owns it from then on."""
+        still runs on it at `open()`, and `close()` closes it: the Memory owns it from then on.
+        `judge`: an engine.claims.judge.ValueJudge (OpenAIValueJudge with an LLM configured) that
+        answers same / replaces / both for a free-text statement's nearest facts; without one,
+        those neighbours are "may replace" marks for a person (engine.gate)."""
         self.path = str(path)
         self._given_store = store
         embedder = embedder if embedder is not None else default_embedder()
         self.ctx = EngineContext(
-            embedder=embedder, config=config or MemoryConfig(), clock=clock or system_clock, target=masked(str(path))
+            embedder=embedder,
+            config=config or MemoryConfig(),
+            clock=clock or system_clock,
+            target=masked(str(path)),
+            judge=judge,
         )
         self._extractor = extractor
         self.review = ReviewService(self.ctx)
@@ -222,6 +232,10 @@ class Memory(KnowledgeOps):
                 if not is_permission_error(exc):
                     raise
                 _log.info("review policies skipped for candidate %s: %s", outcome.candidate_id, exc)
+            else:
+                cand = await self.review.get(outcome.candidate_id)
+                if cand.status == "approved" and (cand.decided_by or "").startswith(POLICY_ACTOR_PREFIX):
+                    outcome.accepted_by, outcome.knowledge_id = cand.decided_by, cand.knowledge_id
         return outcome
 
     async def _newest_candidate(self) -> int:

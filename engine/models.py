@@ -8,7 +8,7 @@ held it. Open ends are None.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -83,6 +83,10 @@ class GapItem:
     # The offline extractor's rule (its slot family) that made the item: its confidence is
     # calibrated on the reviewers' decisions about that rule's past candidates.
     rule: str | None = None
+    # The claim slot the extractor itself named (engine.claims; an LLM extractor's optional `slot`),
+    # already checked against engine.claims.known_slot: an unknown label is None, never trusted.
+    # engine.claims.read_claim stays the authority; claim_for uses this only for free text.
+    slot: str | None = None
 
 
 @dataclass(slots=True)
@@ -212,6 +216,9 @@ class Candidate:
     # Special category (GDPR art. 9, criminal record): one of engine.categories.CATEGORIES or None.
     # Set at insert from the model's label or the offline rules; no policy may approve one.
     category: str | None = None
+    # What the intake noticed and a person must judge (engine.gate): a look-alike of a fact or
+    # candidate, a value near a tombstone, a fact it may replace. Empty: nothing marked.
+    marks: tuple[Mark, ...] = ()
 
 
 MarkKind = Literal["looks_like", "near_tombstone", "may_replace"]
@@ -294,15 +301,38 @@ class BulkResult:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class AddedFact(Knowledge):
+    """A fact as `Memory.add_knowledge` returns it: the fact, and what the gate noticed and let
+    through (`marks`: it looks like fact #N, it is near tombstone #N, it may replace fact #N). The
+    marks are not a column of the fact; the `inject` audit row's note keeps them."""
+
+    marks: tuple[Mark, ...] = ()
+
+    @classmethod
+    def of(cls, fact: Knowledge, marks: tuple[Mark, ...] = ()) -> AddedFact:
+        return cls(**{f.name: getattr(fact, f.name) for f in fields(Knowledge)}, marks=marks)
+
+
 class AddedFacts(list[Knowledge]):
     """What `Memory.add_knowledge_many` made active, in input order (a list of the facts), and
     `skipped`: (index in the input, why) for each statement the gate refused (a live tombstone of
     the user blocks its value, or an active fact, possibly one added earlier in the same call,
-    already holds it). The others are added all the same: an import is not undone by one repeat."""
+    already holds it: the same text or the same claim, and the message names that fact's id). The
+    others are added all the same: an import is not undone by one repeat. `marked`: (index in the
+    input, mark) for each added statement the gate noticed something about (a look-alike, a value
+    near a tombstone, a fact of the same one-valued slot it may replace): an import states what is
+    true, so these are reported, not refused."""
 
-    def __init__(self, added: list[Knowledge] | None = None, skipped: list[tuple[int, str]] | None = None) -> None:
+    def __init__(
+        self,
+        added: list[Knowledge] | None = None,
+        skipped: list[tuple[int, str]] | None = None,
+        marked: list[tuple[int, Mark]] | None = None,
+    ) -> None:
         super().__init__(added or [])
         self.skipped: list[tuple[int, str]] = skipped or []
+        self.marked: list[tuple[int, Mark]] = marked or []
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +361,10 @@ class ProposalOutcome:
     # Kinds of credential found in the statement (never the values): such a proposal is not
     # queued; only an audit row naming the kinds is written (engine/credentials.py).
     credentials_removed: dict[str, int] | None = None
+    # A review policy approved it as it was queued: the policy's actor and the fact it made
+    # (None: it waits for a person). Read back from the store, so what MCP says is what happened.
+    accepted_by: str | None = None
+    knowledge_id: int | None = None
 
 
 @dataclass(slots=True)

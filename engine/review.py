@@ -654,7 +654,10 @@ class ReviewService:
         user_id: str | None = None,
     ) -> Candidate:
         """Make a pending candidate an update of an ACTIVE fact of the same user (supersedes_id), or
-        undo that (None: the candidate becomes `new` and replaces nothing). A `new` or `proposed`
+        cut its link to a pending candidate (None: it becomes `new`; I5 re-points it if that
+        candidate's fact, once approved, is one it replaces). Unlinking an update of an active fact
+        is refused (UserInputError): a plain approve would then leave both active with nobody having
+        chosen that (I4); `keep_both` is that choice, audited as such. A `new` or `proposed`
         candidate becomes kind `update`; an update or contradiction keeps its kind. Another user's
         fact reads as not found. Audited as `retarget`; the candidate stays pending."""
         _, note = self._check_note(None, note)
@@ -679,6 +682,13 @@ class ReviewService:
             else:
                 if not replaces(current):
                     raise UserInputError(f"candidate {candidate_id} replaces nothing: there is no link to remove")
+                if current.supersedes_id is not None:
+                    # I4: unlinked, a plain approve would make it active beside the fact it replaces
+                    raise UserInputError(
+                        f"candidate {candidate_id} would replace fact {current.supersedes_id}; removing the link would"
+                        " let a plain approve keep both without anyone choosing that. Decide it instead: keep both"
+                        " (both stay active, audited as keep-both), confirm the supersession, or reject it"
+                    )
                 await tx.set_candidate_target(current.id, kind="new", supersedes_id=None, supersedes_candidate_id=None)
                 why = "now replaces nothing"
             after = await tx.get_candidate(current.id)

@@ -27,6 +27,9 @@ The definitions, once, so the header, the Reviewers view, the CLI and the tests 
   rejects it overturns it: the fact is retracted (with a tombstone, as a rejection would) in the
   same transaction that records the verdict; if the fact is no longer active the disagreement is
   recorded and nothing else changes. Changing the rate changes which approvals are in the sample.
+  A review policy's approvals are not sampled by id: each is drawn from a secret random source
+  when the policy approves it and the draw is stored (engine/policies.py), so an agent that sees
+  ids cannot tell which of its proposals a person will check.
 - **Agreement**: over every item two reviewers judged: a second review (the first reviewer
   approved; the second agreed or not) and a decided flag whose flagger said which way they lean.
 - **Assignment**: a reviewer takes all of one user's items, present and future. While it holds,
@@ -43,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from .blind import SAMPLED_DECISIONS, BlindSpots, blind_spots, sample_bounds
+from .blind import SAMPLED_DECISIONS, BlindSpots, blind_spots, sample_bound
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
@@ -53,11 +56,10 @@ from .errors import (
     SecondOpinionError,
     UserInputError,
 )
-from .gate import SYSTEM_ACTOR
+from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
 from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
-from .policies import policy_sample_rates
 from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
@@ -535,15 +537,15 @@ class TeamService:
     # -- second review --------------------------------------------------------------------------
 
     async def _second_review_count(self, tx: TeamTx, reviewer: str) -> int:
-        threshold, by_actor = await sample_bounds(tx, self._ctx.config)
-        return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, threshold, by_actor)
+        return await tx.sampled_approval_count(SAMPLED_DECISIONS, reviewer, sample_bound(self._ctx.config))
 
     async def second_review_queue(self, reviewer: str, limit: int = 50, offset: int = 0) -> list[BlindReview]:
         """Approvals in the sample that `reviewer` did not make and nobody has second-reviewed,
         oldest decision first, blind (no messages: `blind_review` fetches one with them)."""
         async with self._store.reading() as tx:
-            threshold, by_actor = await sample_bounds(tx, self._ctx.config)
-            rows = await tx.sampled_approval_rows(SAMPLED_DECISIONS, reviewer, threshold, limit, offset, by_actor)
+            rows = await tx.sampled_approval_rows(
+                SAMPLED_DECISIONS, reviewer, sample_bound(self._ctx.config), limit, offset
+            )
         return [
             BlindReview(
                 candidate_id=r[0],
@@ -592,10 +594,11 @@ class TeamService:
     async def _check_reviewable(self, tx: TeamTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
-        rate = self._ctx.config.second_review_rate
-        if cand.decided_by is not None:
-            rate = dict(policy_sample_rates(await tx.policy_settings())).get(cand.decided_by, rate)
-        if not sampled(cand.id, rate):
+        if cand.decided_by is not None and cand.decided_by.startswith(POLICY_ACTOR_PREFIX):
+            in_sample = await tx.policy_sampled(cand.id, cand.decided_by)  # its secret draw, stored
+        else:
+            in_sample = sampled(cand.id, self._ctx.config.second_review_rate)
+        if not in_sample:
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
             raise UserInputError(f"{reviewer} approved candidate {cand.id}: another reviewer must second-review it")

@@ -21,12 +21,13 @@ The rule (one rule, used by the tombstone gate, the duplicate gate and `Memory.i
    the data also calls "rn" a look-alike of "m" and "1" of "l", and folding those would make
    "burn" the same value as "bum". Accents are split off first (NFD) and kept, so "avó" and "avô"
    stay two people.
-3. Beyond equal match keys, a typo is the same value: exactly ONE edit (insertion, deletion,
-   substitution or transposition of two adjacent characters) that falls inside a word of five or
-   more letters (in the longer of the two forms), with every number unchanged. Short words get no
-   typo allowance because one edit there is usually another word: "hope" / "Hove", "cat" / "car".
-   Two edits are never a typo: "peanuts" / "walnuts", and a word added or dropped ("not", "ex-")
-   is a different statement.
+3. Nothing else is the same value. A LOOK-ALIKE (`looks_alike`, `ValueIndex.near`) is exactly
+   ONE edit (insertion, deletion, substitution or transposition of two adjacent characters) that
+   falls inside a word of five or more letters (in the longer of the two forms), with every number
+   unchanged: "User owns a horse" / "User owns a house", "Sara" / "Sarah", "Iceland" / "Ireland".
+   It may be a typo or another true value, so it is never dropped or refused: the gates queue or
+   add it with a visible mark ("looks like #12", "near tombstone #3") for a person. Short words
+   get no look-alike either ("hope" / "Hove"); two edits never ("peanuts" / "walnuts").
 
 The rule is exact (no similarity threshold): a curator can predict what a rejection blocks.
 """
@@ -196,52 +197,110 @@ def is_typo(a: str, b: str) -> bool:
 
 
 def same_value(a: str, b: str) -> bool:
-    """The rule, for two statements (or value keys)."""
+    """The rule, for two statements (or value keys): the same canonical text (equal match keys).
+    Nothing else is the same value: a look-alike (`looks_alike`) is a question for a person."""
+    return match_key(a) == match_key(b)
+
+
+def looks_alike(a: str, b: str) -> bool:
+    """Two statements whose texts differ by one edit inside a long word (`is_typo`): "User owns a
+    horse" and "User owns a house", "User likes Sara" and "User likes Sarah". Possibly a typo,
+    possibly another value: never dropped or refused for it, only marked ("looks like #12")."""
     ka, kb = match_key(a), match_key(b)
-    return ka == kb or is_typo(ka, kb)
+    return ka != kb and is_typo(ka, kb)
+
+
+SCAN_LOOKUPS: Final = 8
+"""Look-alike lookups a `ValueIndex` answers by scanning (rapidfuzz over the pool, C speed)
+before it builds its deletion-neighbourhood index: one decision on a 20,000-fact user looks once,
+and building the index for that (about 20 ms) would cost more than the scan; a batch looks
+thousands of times, and each scan would make the batch quadratic."""
+
+
+_LONG_WORD: Final = TYPO_MIN_LETTERS - 1
+"""A word this long (in letters) can be the edited word of a look-alike: the longer form's word
+has `TYPO_MIN_LETTERS`, so the shorter form's has at least one fewer."""
+
+
+def _neighbourhood(mk: str) -> Iterator[int]:
+    """Hashes a look-alike of `mk` shares with it: `mk` with one of its long words left out (that
+    word's position kept), and `mk` without its spaces. A look-alike is one edit inside one word
+    of five or more letters, or an edit at a space that joins or splits words; the first kind
+    keeps every other word and its place, the second keeps the text without spaces. (The word
+    level of a deletion neighbourhood: a handful of entries a key, where every one-character
+    deletion would be as many as the key has characters.)"""
+    words = mk.split(" ")
+    yield hash(("", mk.replace(" ", "")))
+    for at, word in enumerate(words):
+        if len(word) >= _LONG_WORD and (word.isalpha() or sum(ch.isalpha() for ch in word) >= _LONG_WORD):
+            yield hash((at, " ".join(words[:at]), " ".join(words[at + 1 :])))
 
 
 class ValueIndex(Generic[P]):
     """Match keys of one user's facts, candidates or tombstones, each with a payload, for repeated
-    lookups in one gate pass: exact match keys through a dict, typos through rapidfuzz's OSA
-    distance over the pool (C speed), then the word rule."""
+    lookups in one gate pass or one import: `find` answers the same value (equal match keys)
+    through a dict; `near` answers a look-alike (one edit, `is_typo`): by a scan for the first
+    `SCAN_LOOKUPS` lookups, then through a word-level deletion-neighbourhood index
+    (`_neighbourhood`), built once and kept up to date by `add`, so a lookup costs the length of
+    the key and the few entries sharing a neighbour, not the size of the pool."""
 
     def __init__(self, items: Iterable[tuple[str, P]] = ()) -> None:
-        # Built with two comprehensions, no per-entry dict: a gate pass reads a large user's whole
-        # index (20,000 facts) and looks in it once or twice, so exact hits are found by the list's
-        # own C-speed `index` instead of a dict that cost more to build than every lookup it served.
-        pairs = list(items)
-        self._keys: list[str] = [key_to_match(key) for key, _ in pairs]
-        self._payloads: list[P] = [payload for _, payload in pairs]
+        self._keys: list[str] = []
+        self._payloads: list[P] = []
+        self._exact: dict[str, list[int]] = {}
+        self._near: dict[int, list[int]] | None = None
+        self._scans = 0
+        for key, payload in items:
+            self.add(key, payload)
 
     def add(self, key: str, payload: P) -> None:
         """`key` is a value key (as stored); it is compared in its match form."""
-        self._keys.append(key_to_match(key))
+        mk = key_to_match(key)
+        at = len(self._keys)
+        self._keys.append(mk)
         self._payloads.append(payload)
+        self._exact.setdefault(mk, []).append(at)
+        if self._near is not None:
+            self._index_near(mk, at)
 
-    def _exact(self, mk: str) -> Iterator[int]:
-        """Indices of the entries whose match key is `mk`, in the order added."""
-        at = -1
-        while True:
-            try:
-                at = self._keys.index(mk, at + 1)
-            except ValueError:
-                return
-            yield at
+    def _index_near(self, mk: str, at: int) -> None:
+        assert self._near is not None
+        for h in _neighbourhood(mk):
+            self._near.setdefault(h, []).append(at)
 
     def find(self, key: str, skip: Callable[[P], bool] | None = None) -> P | None:
-        """The payload of the first entry with the same value as the value key `key`, or None;
-        entries whose payload `skip` accepts are passed over (the gate's facts ended or excluded in
-        this transaction: skipping them costs nothing, where rebuilding the index for a 20,000-fact
-        user cost 25 ms a decision)."""
-        mk = key_to_match(key)
-        for hit in self._exact(mk):
+        """The payload of the first entry with the same value as the value key `key` (equal match
+        keys), or None; entries whose payload `skip` accepts are passed over (the gate's facts
+        ended or excluded in this transaction: skipping them costs nothing)."""
+        for hit in self._exact.get(key_to_match(key), ()):
             if skip is None or not skip(self._payloads[hit]):
                 return self._payloads[hit]
+        return None
+
+    def near(self, key: str, skip: Callable[[P], bool] | None = None) -> P | None:
+        """The payload of the first entry (in the order added) that LOOKS LIKE the value key
+        `key` (one edit inside a long word, `is_typo`) without being the same value, or None."""
+        mk = key_to_match(key)
         if not mk or not self._keys:
             return None
-        for choice, _, index in process.extract(mk, self._keys, scorer=OSA.distance, score_cutoff=1, limit=None):
-            if is_typo(mk, choice) and (skip is None or not skip(self._payloads[index])):
+        if self._near is None and self._scans < SCAN_LOOKUPS:
+            self._scans += 1
+            hits = sorted(
+                index
+                for choice, _, index in process.extract(mk, self._keys, scorer=OSA.distance, score_cutoff=1, limit=None)
+                if choice != mk and is_typo(mk, choice)
+            )
+        else:
+            if self._near is None:
+                self._near = {}
+                for at, known in enumerate(self._keys):
+                    self._index_near(known, at)
+            found: set[int] = set()
+            for h in _neighbourhood(mk):
+                found.update(self._near.get(h, ()))
+            hits = sorted(i for i in found if self._keys[i] != mk and is_typo(mk, self._keys[i]))
+        for index in hits:
+            if skip is None or not skip(self._payloads[index]):
                 return self._payloads[index]
         return None
 
@@ -254,14 +313,15 @@ class ValueIndex(Generic[P]):
 
 
 def best_match(key: str, keys: Iterable[str], threshold: float = 0.0) -> tuple[str, float] | None:
-    """The first of `keys` with the same value as `key` by the rule above (an exact key first),
-    with its fuzz.ratio score; `threshold` optionally also requires that ratio (0-100), for a
-    caller that wants a stricter match (benchmarks matching labels)."""
+    """The first of `keys` with the same value as `key` or, failing that, one that looks like it
+    (one edit: benchmarks match labels with a typo's tolerance), with its fuzz.ratio score;
+    `threshold` optionally also requires that ratio (0-100), for a caller that wants a stricter
+    match (benchmarks matching labels)."""
     pool = list(keys)
     if key in pool:
         return key, 100.0
     index = ValueIndex((k, k) for k in pool)
-    found = index.find(key)
+    found = index.find(key) or index.near(key)
     if found is None:
         return None
     score = float(fuzz.ratio(key, found))

@@ -100,7 +100,12 @@ def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServ
             entity, eid = outcome.duplicate_of
             where = f"an approved memory [{eid}]" if entity == "knowledge" else "a proposal awaiting review"
             return f"Not proposed: this is already {where}."
-        return f"Proposed (request {outcome.candidate_id}); a reviewer must approve it before it is remembered."
+        if outcome.accepted_by is not None:
+            return (
+                f"Proposed and accepted (request {outcome.candidate_id}): approved by review"
+                f" {outcome.accepted_by}; it is remembered as [{outcome.knowledge_id}] (people may still check it)."
+            )
+        return f"Proposed (request {outcome.candidate_id}); queued: a reviewer must approve it before it is remembered."
 
     @server.tool(structured_output=False)
     async def forget_memory(

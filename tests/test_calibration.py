@@ -51,13 +51,13 @@ async def test_a_rejected_rule_loses_confidence_and_an_approved_one_keeps_it(sto
     assert table[">=0.9"] == {"approved": 6, "rejected": 6, "approval_rate": 0.5}
 
 
-async def test_a_policys_approvals_are_not_evidence_for_the_confidence_it_acts_on(store_target: str) -> None:
+async def test_a_policys_approvals_are_not_evidence_for_the_confidence_it_acts_on(
+    store_target: str,
+) -> None:
     """Only people's decisions calibrate: a policy approving a rule's candidates must not raise the
     rule's confidence (the confidence that lets it approve), nor fill `stats`' buckets."""
     async with Memory(store_target) as mem:
-        await mem.policies.add(
-            "routine", "lead", extractor="offline", kinds=("new",), min_confidence=0.9, min_evidence=0
-        )
+        await mem.policies.add("routine", "lead", slots=("job_title",), extractor="offline", min_confidence=0.9)
         await mem.policies.enable("routine", "lead", force=True, reason="test")
         for i in range(6):
             await mem.add_exchange(f"u{i}", f"I work as a baker{i}.", None)

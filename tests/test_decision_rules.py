@@ -230,9 +230,27 @@ async def test_retarget_makes_a_new_candidate_an_update_and_back(mem: Memory) ->
     with pytest.raises(DecisionRequiredError):
         await mem.review.approve(cid, reviewer="rev")
 
-    back = await mem.review.retarget(cid, "rev", supersedes_id=None)
-    assert (back.kind, back.supersedes_id) == ("new", None)
-    assert (await mem.review.approve(cid, reviewer="rev")).statement == "Ana lives in Porto"
+    # Unlinking it would let a plain approve leave both homes active with nobody choosing that (I4):
+    # refused, nothing changed; keeping both is its own decision, audited as such.
+    before = await snapshot(mem)
+    with pytest.raises(UserInputError, match="keep both"):
+        await mem.review.retarget(cid, "rev", supersedes_id=None)
+    assert await snapshot(mem) == before
+    kept = await mem.review.keep_both(cid, reviewer="rev")
+    assert {k.id for k in await mem.knowledge("ana")} >= {lisbon.id, kept.id}
+    assert [e.action for e in await mem.history("ana") if e.entity == "candidate" and e.entity_id == cid][-1] == (
+        "keep_both"
+    )
+
+
+async def test_retarget_cuts_a_chain_link_to_a_pending_candidate(mem: Memory) -> None:
+    """The positive control of the refusal above: a link to a PENDING candidate (a chain) may be cut;
+    I5 re-points the candidate if the other one, once approved, is a fact it replaces."""
+    first = await mem.queue_candidate("ana", "Ana plays the oboe")
+    second = await mem.queue_candidate("ana", "Ana plays the flute", kind="update", supersedes_candidate_id=first)
+    back = await mem.review.retarget(second, "rev", supersedes_id=None)
+    assert (back.kind, back.supersedes_id, back.supersedes_candidate_id) == ("new", None, None)
+    assert (await mem.review.approve(second, reviewer="rev")).statement == "Ana plays the flute"
 
 
 async def test_supersede_marks_one_fact_superseded_by_another_and_closes_its_valid_time(mem: Memory) -> None:

@@ -110,9 +110,10 @@ async def test_offline_arms_end_to_end(server: ScriptedOpenAIServer, capsys: pyt
     prompts = answer_prompts(server)
     ku_predict, ku_all = prompts[2], prompts[3]
     # The predict arm proposed the move as an update and the policy reviewer confirmed it: only Porto
-    # is believed. Extract-everything queued it as new, so both homes stay active.
+    # is believed. Extract-everything's extractor names no target, but every statement passes the
+    # value model (issue 26): Porto is queued as Lisbon's update there too, and confirmed.
     assert "User lives in Porto" in ku_predict and "User lives in Lisbon" not in ku_predict
-    assert "User lives in Porto" in ku_all and "User lives in Lisbon" in ku_all
+    assert "User lives in Porto" in ku_all and "User lives in Lisbon" not in ku_all
     assert "User works as a nurse" in prompts[0] and "Question: What do I do for a living?" in prompts[0]
     assert "User has a dog named Rex" in prompts[4] and "User has a cat named Luna" in prompts[4]
 
@@ -120,7 +121,7 @@ async def test_offline_arms_end_to_end(server: ScriptedOpenAIServer, capsys: pyt
     assert predict["accuracy_by_type"] == {"knowledge-update": 1.0, "multi-session": 1.0, "single-session-user": 0.5}
     assert every["accuracy_by_type"] == {"knowledge-update": 0.0, "multi-session": 1.0, "single-session-user": 0.5}
     assert (predict["accuracy"], every["accuracy"]) == (0.75, 0.5)
-    assert predict["superseded"] == 1 and every["superseded"] == 0
+    assert predict["superseded"] == 1 and every["superseded"] == 1  # both arms link the move now
     assert predict["queued"] == every["queued"] > 0
     # Tokens as the server reported them (2 per call), split by what they were spent on.
     assert predict["tokens"] == {"extract": 0, "answer": 8, "judge": 8}
@@ -165,7 +166,8 @@ async def test_openai_extractor_arm_counts_extraction_tokens(server: ScriptedOpe
     assert server.pending == 0
     predict, every = out["arms"]["predict"], out["arms"]["extract_all"]
     assert predict["tokens"]["extract"] == 6 and every["tokens"]["extract"] == 4
-    assert (predict["superseded"], every["superseded"]) == (1, 0)
+    # the extract-everything arm's Porto names no handle; the gate's value model links it all the same
+    assert (predict["superseded"], every["superseded"]) == (1, 1)
     assert (predict["accuracy"], every["accuracy"]) == (1.0, 0.0)
 
 

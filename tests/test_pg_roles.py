@@ -225,7 +225,7 @@ async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema
         await mem.team.flag(flagged, "rev", "is this her?")
         await mem.review.approve(flagged, "rev2")
         await mem.review.bulk_approve([bulk], "rev")
-        await mem.policies.add("boats", "lead", kinds=("proposed",))  # policies live in meta
+        await mem.policies.add("boats", "lead", slots=("hobbies",), agents=("rev",))  # policies live in meta
         await mem.policies.run("boats")
         await mem.team.take_user("ana", "rev")
         found = await mem.retrieve("bees", user_id="ana", top_k=3)
@@ -298,7 +298,7 @@ async def test_an_agents_proposal_stands_while_policies_run_and_a_reviewer_judge
     """Policies need the reviewer's rights: under an agent's login the pass that follows a proposal
     is skipped (the proposal stands, nothing half-written); a reviewer's `policy run` judges it."""
     async with _open(roles["owner"]) as mem:
-        await mem.policies.add("routine", "lead", kinds=("proposed",))
+        await mem.policies.add("routine", "lead", slots=("hobbies",), agents=("agent",))
     async with _open(roles["agent"]) as mem:
         outcome = await mem.propose("ana", "Ana plays the cello", actor="agent:mcp")
         assert outcome.candidate_id is not None
@@ -308,3 +308,87 @@ async def test_an_agents_proposal_stands_while_policies_run_and_a_reviewer_judge
         assert (await mem.policies.run("routine")).judged == 1
         assert (await mem.review.get(outcome.candidate_id)).status == "pending"  # shadow: decides nothing
     assert await fetch(roles["owner"], verdicts) == [(1,)]
+
+
+async def test_an_agent_inserts_only_a_bare_proposal(roles: Urls) -> None:
+    """Issue 28: with the README's block, the agent's login inserts a pending `proposed` (or
+    `retraction`) row with no confidence, no category, no run and no rule; nothing dressed up."""
+    await seeded(roles["owner"])
+    columns = "user_id, statement, key, kind, status, created_at, created_by"
+    await refused(
+        roles["agent"],
+        f"INSERT INTO candidates({columns}, confidence) VALUES ('ana', 'Ana is a pilot', 'x', 'new', 'pending', 0,"
+        " 'agent', 0.99)",
+        f"INSERT INTO candidates({columns}) VALUES ('ana', 'Ana is a pilot', 'x', 'new', 'pending', 0, 'agent')",
+        f"INSERT INTO candidates({columns}, confidence) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
+        " 0, 'agent', 0.99)",
+        f"INSERT INTO candidates({columns}, category) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
+        " 0, 'agent', 'health')",
+        f"INSERT INTO candidates({columns}, rule) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
+        " 0, 'agent', 'home.live')",
+    )
+    # positive control: the bare proposal, by raw SQL and through the engine
+    conn = await asyncpg.connect(roles["agent"])
+    try:
+        await conn.execute(
+            f"INSERT INTO candidates({columns}) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending', 0,"
+            " 'agent')"
+        )
+    finally:
+        await conn.close()
+    async with _open(roles["agent"]) as mem:
+        assert (await mem.propose("ana", "Ana plays the cello", actor="agent:mcp")).candidate_id is not None
+    kinds = await fetch(roles["owner"], "SELECT kind, confidence, category FROM candidates WHERE created_by != 'agent'")
+    assert kinds == [("proposed", None, None)]
+
+
+async def test_no_role_but_the_owner_makes_a_fact_active_without_an_audit_row(roles: Urls) -> None:
+    """Issue 28: a reviewer's login may write facts (its grants must allow the engine's work), but
+    a fact made active with no audit row of its user in the same transaction is refused at commit."""
+    fact_id, _ = await seeded(roles["owner"])
+    insert = (
+        "INSERT INTO knowledge(user_id, statement, key, status, created_at, created_by)"
+        " VALUES ('ana', $1, $1, 'active', 0, 'ben') RETURNING id"
+    )
+    audit = (
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+        " VALUES (0, 'ben', 'create', 'ana', 'knowledge', $1)"
+    )
+    conn = await asyncpg.connect(roles["reviewer"])
+    try:
+        with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="without an audit row"):
+            async with conn.transaction():
+                await conn.fetchval(insert, "Ana is a pilot")
+        # an audit row of another user does not count
+        with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="without an audit row"):
+            async with conn.transaction():
+                kid = await conn.fetchval(insert, "Ana is a diver")
+                await conn.execute(audit.replace("'ana'", "'bob'"), kid)
+        # reopening a retracted fact is making it active too
+        owner = await asyncpg.connect(roles["owner"])
+        try:
+            await owner.execute("UPDATE knowledge SET status = 'retracted', expired_at = 1 WHERE id = $1", fact_id)
+        finally:
+            await owner.close()
+        with pytest.raises(asyncpg.IntegrityConstraintViolationError, match="without an audit row"):
+            await conn.execute("UPDATE knowledge SET status = 'active', expired_at = NULL WHERE id = $1", fact_id)
+        # positive control: the same write with its audit row in the same transaction (audit row second:
+        # the check runs at commit)
+        async with conn.transaction():
+            kid = await conn.fetchval(insert, "Ana is a sailor")
+            await conn.execute(audit, kid)
+    finally:
+        await conn.close()
+    facts = await fetch(roles["owner"], "SELECT statement, status FROM knowledge ORDER BY id")
+    assert facts == [("Ana lives in Lisbon", "retracted"), ("Ana is a sailor", "active")]
+    # the owner (migrations, copies) is exempt
+    owner = await asyncpg.connect(roles["owner"])
+    try:
+        await owner.fetchval(insert, "Ana is a pilot")
+    finally:
+        await owner.close()
+    # and the engine's own work as a reviewer passes: an approval writes its audit row
+    async with _open(roles["reviewer"]) as mem:
+        cid = await mem.queue_candidate("ana", "Ana keeps goats", actor="agent")
+        await mem.review.approve(cid, "ana-reviewer")
+    assert ("Ana keeps goats", "active") in await fetch(roles["owner"], "SELECT statement, status FROM knowledge")

@@ -1,337 +1,405 @@
-"""Review policies (engine/policies.py): shadow first, enabled only on measured evidence, deciding
-through the one gate, sampled into the blind second review and suspended on overturns. Every test
-runs on both backends."""
+"""Review policies as allow-lists (engine/policies.py, issue 28): a policy approves only an
+unmarked claim in one of its slots, from a source it trusts, with no special or unsure category and
+no credential-like phrase; records, sampling and suspension are per scope; the sample is a secret
+draw; a suspended scope's approvals go back to people. Every "never" is paired with its positive
+control, and every test runs on both backends.
+
+The claims are read by the real reader (engine.claims, its slot lexicons).
+"""
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import json
+import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from engine import Memory, MemoryConfig
-from engine.errors import ConflictError, UserInputError
-from engine.policies import PolicyEvidenceError, wilson_lower
+from engine.errors import UserInputError
+from engine.gate import SYSTEM_ACTOR
+from engine.models import Mark
+from engine.policies import Policy, PolicyEvidenceError, _policy, draw_sample, wilson_lower
+from engine.text import canonical
+from review_app.cli import main
 from tests.engine_helpers import Clock, open_memory
 
 CONFIG = MemoryConfig(policy_min_decisions=10, second_review_rate=0.0)
 
 
-async def proposals(mem: Memory, user: str, n: int, start: int = 0) -> list[int]:
-    out = []
+async def propose(mem: Memory, user: str, statement: str, agent: str = "bot") -> int:
+    outcome = await mem.propose(user, statement, actor=agent)
+    assert outcome.candidate_id is not None, outcome
+    return outcome.candidate_id
+
+
+async def status(mem: Memory, cid: int) -> str:
+    return (await mem.review.get(cid)).status
+
+
+async def earn(
+    mem: Memory, policy: str, n: int = 10, agent: str = "bot", slot_text: str = "User lives in", start: int = 0
+) -> None:
+    """People approve n of a scope's candidates as they are: the scope's record."""
     for i in range(start, start + n):
-        outcome = await mem.propose(user, f"User owns a boat named Wave{i}", actor="agent")
-        assert outcome.candidate_id is not None
-        out.append(outcome.candidate_id)
-    return out
+        cid = await propose(mem, f"earn{i}", f"{slot_text} Town{i}", agent)
+        await mem.review.approve(cid, "ana")
 
 
-async def pending_ids(mem: Memory) -> set[int]:
-    return {c.id for c in await mem.review.pending(limit=1000)}
+SAYS = {"home": "User lives in", "employer": "User works at", "hobbies": "User enjoys"}
+
+
+async def live(mem: Memory, name: str, slots: tuple[str, ...] = ("home",), sample_rate: float = 0.1) -> None:
+    """A policy enabled on its record: people approved 10 of each slot's candidates from `bot`
+    (the record each scope needs at target 0.7 with CONFIG's 10 decisions)."""
+    await mem.policies.add(name, "lead", slots=slots, agents=("bot",), target=0.7, sample_rate=sample_rate)
+    for slot in slots:
+        for i in range(10):
+            cid = await propose(mem, f"earn-{slot}-{i}", f"{SAYS[slot]} Earned{i}")
+            await mem.review.approve(cid, "ana")
+    await mem.policies.enable(name, "lead")
 
 
 def test_the_wilson_bound_is_cautious_on_small_samples() -> None:
     assert wilson_lower(0, 0) is None
-    assert wilson_lower(5, 5) == pytest.approx(0.566, abs=0.001)  # 5 of 5 is not 1.0
-    assert wilson_lower(10, 10) == pytest.approx(0.722, abs=0.001)
-    assert wilson_lower(9, 10) == pytest.approx(0.596, abs=0.001)
+    assert wilson_lower(5, 5) == pytest.approx(0.566, abs=0.001)
     assert wilson_lower(100, 100) == pytest.approx(0.963, abs=0.001)
 
 
-async def test_a_shadow_policy_records_verdicts_and_decides_nothing(new_target: Callable[[str], str]) -> None:
+def test_the_sample_is_a_secret_draw_at_its_rate() -> None:
+    draws = [draw_sample(0.1) for _ in range(20_000)]
+    assert 0.08 < sum(draws) / len(draws) < 0.12
+    assert not any(draw_sample(0.0) for _ in range(1000)) and all(draw_sample(1.0) for _ in range(1000))
+
+
+def test_a_policy_saved_before_allow_lists_loads_and_approves_nothing() -> None:
+    old = json.dumps({"name": "routine", "mode": "enabled", "kinds": ["new", "proposed"], "min_evidence": 10})
+    policy = _policy(old)
+    assert policy.slots == () and policy.mode == "enabled"
+    from engine.models import Candidate
+    from tests.engine_helpers import T0
+
+    cand = Candidate(1, "u", "User lives in Leeds", "proposed", "pending", None, T0, created_by="bot")
+    verdict = policy.verdict(cand)
+    assert not verdict.approve and "names no slots" in verdict.why
+    # positive control: the same candidate under a policy naming the slot and the agent
+    assert Policy("p", slots=("home",), agents=("bot",)).verdict(cand).approve
+
+
+async def test_slots_and_agents_are_checked_when_a_policy_is_added(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",))
-        ids = await proposals(mem, "u1", 4)
-        assert await pending_ids(mem) == set(ids)  # nothing decided
-        assert await mem.knowledge("u1") == []
-        report = await mem.policies.report("boats")
-        assert (report.mode, report.judged, report.would_approve, report.decided) == ("shadow", 4, 4, 0)
-        # a second pass judges nothing twice
-        run = await mem.policies.run("boats")
-        assert run.judged == 0 and run.approved == []
-        # the verdicts are audit rows of the policy's actor on each candidate
-        for cid in ids:
-            rows = [e for e in await mem.history("u1") if e.entity == "candidate" and e.entity_id == cid]
-            assert [(e.action, e.actor) for e in rows if e.action == "policy_verdict"] == [
-                ("policy_verdict", "policy:boats")
-            ]
+        with pytest.raises(UserInputError, match="needs --slots"):
+            await mem.policies.add("p", "lead")
+        with pytest.raises(UserInputError, match="unknown slot"):
+            await mem.policies.add("p", "lead", slots=("home", "religion"))
+        with pytest.raises(UserInputError, match="bad agent"):
+            await mem.policies.add("p", "lead", slots=("home",), agents=("two words",))
+        added = await mem.policies.add("p", "lead", slots=("home", "employer"), agents=("bot",))
+        assert (added.slots, added.agents, added.mode) == (("home", "employer"), ("bot",), "shadow")
 
 
-async def test_enable_is_refused_without_evidence_and_allowed_with_it(new_target: Callable[[str], str]) -> None:
+@pytest.mark.parametrize(
+    ("statement", "why"),
+    [
+        ("User enjoys going to mosque", "special category religion"),
+        ("User works at the HIV clinic", "special category health"),
+        ("User lives in Leeds, password: hunter2horse", "credential-like phrase in the statement"),
+        ("User lives in Leeds [credential removed: AWS access key]", "credential-like phrase"),
+        ("User does not live in Leeds", "negated"),
+        ("User speaks Spanish", "slot languages is not one of this policy's"),
+        ("User prefers that agents skip identity checks", "free text"),
+    ],
+)
+async def test_a_forced_policy_never_approves_outside_its_allow_list(
+    new_target: Callable[[str], str], statement: str, why: str
+) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",), target=0.7)
-        ids = await proposals(mem, "u1", 10)
-        # 9 approved as they were, one rejected: precision lower bound 0.596 < 0.7
-        for cid in ids[:9]:
-            await mem.review.approve(cid, "ana")
-        with pytest.raises(PolicyEvidenceError, match=r"people decided 9 .*\(at least 10 needed\)"):
-            await mem.policies.enable("boats", "lead")  # 9 decisions: fewer than the 10 needed
-        await mem.review.reject(ids[9], "ana", reason="not a boat")
-        report = await mem.policies.report("boats")
-        assert (report.approvals_decided, report.approvals_confirmed, report.ready) == (10, 9, False)
-        with pytest.raises(PolicyEvidenceError, match=r"precision lower bound 0\.596"):
-            await mem.policies.enable("boats", "lead")
-        assert (await mem.policies.get("boats")).mode == "shadow"  # the refusal changed nothing
-        with pytest.raises(UserInputError, match="needs a reason"):
-            await mem.policies.enable("boats", "lead", force=True)
-        # positive control: another policy whose record is 10 of 10 is enabled
-        await mem.policies.add("boats2", "lead", kinds=("proposed",), target=0.7)
-        more = await proposals(mem, "u2", 10, start=100)
-        for cid in more:
-            await mem.review.approve(cid, "ana")
-        assert (await mem.policies.report("boats2")).ready
-        enabled = await mem.policies.enable("boats2", "lead")
-        assert enabled.precision_lower == pytest.approx(0.722, abs=0.001)
-        assert (await mem.policies.get("boats2")).mode == "enabled"
-        # forcing is possible, with a reason, and audited as forced (a new policy has no record yet)
-        await mem.policies.add("boats3", "lead", kinds=("proposed",))
-        await mem.policies.enable("boats3", "lead", force=True, reason="trial week, watched daily")
-        actions = [e.action for e in await mem.history("") if e.entity == "policy"]
-        assert actions.count("policy_enable_forced") == 1 and actions.count("policy_enable") == 1
+        await live(mem, "homes", ("home", "employer", "hobbies"))
+        control = await propose(mem, "u1", "User lives in Porto")  # positive control: approved
+        assert await status(mem, control) == "approved"
+        assert (await mem.review.get(control)).decided_by == "policy:homes"
+        outcome = await mem.propose("u2", statement, actor="bot")
+        if outcome.candidate_id is None:  # intake refused it outright (a credential): nothing to approve
+            assert outcome.credentials_removed
+            return
+        assert await status(mem, outcome.candidate_id) == "pending"
+        run = await mem.policies.run("homes")
+        assert dict(run.left)[outcome.candidate_id].find(why) >= 0, run.left
 
 
-async def test_an_enabled_policy_approves_through_the_gate_as_its_own_actor(new_target: Callable[[str], str]) -> None:
+async def test_an_untrusted_agent_and_a_new_agent_start_with_nothing(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",), max_per_day=3)
-        await mem.policies.enable("boats", "lead", force=True, reason="test")
-        ids = await proposals(mem, "u1", 2)
-        facts = await mem.knowledge("u1")
-        assert sorted(f.candidate_id or 0 for f in facts) == ids
-        assert {f.created_by for f in facts} == {"policy:boats"}
-        cand = await mem.review.get(ids[0])
-        assert (cand.status, cand.decided_by) == ("approved", "policy:boats")
-        creates = [e for e in await mem.history("u1") if e.action == "create" and e.entity == "knowledge"]
-        assert {e.actor for e in creates} == {"policy:boats"}
-        # an agent's statement that would replace a fact (found by the intake's replacement
-        # detection) is never approved by a policy that does not name updates: a person decides
-        lisbon = await mem.add_knowledge("u1", "User lives in Lisbon", actor="support")
-        update = await mem.propose("u1", "User lives in Porto", actor="agent")
-        assert update.candidate_id is not None and update.candidate_id in await pending_ids(mem)
-        assert (await mem.review.get(update.candidate_id)).supersedes_id == lisbon.id
-        # the daily allowance: 3 decisions, then people decide
-        rest = await proposals(mem, "u1", 3, start=10)
-        assert [cid in await pending_ids(mem) for cid in rest] == [False, True, True]
+        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot", "newbie"), target=0.7)
+        await earn(mem, "homes", 10, agent="bot")
+        report = await mem.policies.enable("homes", "lead")
+        assert [(s.scope, s.state) for s in report.scopes] == [("home|agent:bot", "live")]
+        trusted = await propose(mem, "u1", "User lives in Porto", "bot")  # positive control
+        assert await status(mem, trusted) == "approved"
+        stranger = await propose(mem, "u2", "User lives in Porto", "mallory")  # not in --agents
+        assert await status(mem, stranger) == "pending"
+        newbie = await propose(mem, "u3", "User lives in Porto", "newbie")  # trusted, but no record of its own
+        assert await status(mem, newbie) == "pending"
+        run = await mem.policies.run("homes")
+        why = dict(run.left)
+        assert "not an agent this policy trusts" in why[stranger]
+        assert "scope home|agent:newbie has no record yet" in why[newbie]
+        assert run.judged == len(run.approved) + len(run.left)  # the figures add up
 
 
-async def test_a_policy_never_approves_what_the_gate_or_a_person_holds(new_target: Callable[[str], str]) -> None:
+def test_a_marked_candidate_is_never_approved() -> None:
+    """Marks are filled in by the gate (value-model work); whatever the candidate carries in
+    `marks`, a policy refuses it."""
+    from engine.models import Candidate
+    from tests.engine_helpers import T0
+
+    policy = Policy("homes", mode="enabled", slots=("home",), agents=("bot",))
+    plain = Candidate(1, "u", "User lives in Porto", "proposed", "pending", None, T0, created_by="bot")
+    assert policy.verdict(plain).approve  # positive control
+    for mark in ("looks_like", "near_tombstone", "may_replace"):
+        marked = dataclasses.replace(plain, marks=(Mark(mark, 7, "noticed"),))  # type: ignore[arg-type]
+        verdict = policy.verdict(marked)
+        assert not verdict.approve and f"marked ({mark.replace('_', ' ')} #7)" in verdict.why
+
+
+async def test_a_forged_row_is_judged_by_its_text_not_its_columns(new_target: Callable[[str], str]) -> None:
+    """A row written straight into the store with kind `new`, confidence 0.99 and no category: the
+    policy reads its source (no extraction run: an agent's) and category from the text."""
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",))
-        [held] = await proposals(mem, "u1", 1)  # shadow: stays pending
-        await mem.team.take_user("u1", "ana")  # the user is assigned to a person
-        await mem.policies.enable("boats", "lead", force=True, reason="test")
-        run = await mem.policies.run("boats")
-        assert run.approved == [] and [cid for cid, _ in run.left] == [held]
-        assert "ana has taken" in run.left[0][1]
-        # positive control: released, the same candidate is approved by the policy
-        await mem.team.release_user("u1", "ana")
-        assert (await mem.policies.run("boats")).approved == [held]
+        await live(mem, "homes")
+        await mem.policies.disable("homes", "lead")
+        seed = await propose(mem, "u1", "User lives in Porto")
+
+        async def forge(user: str, statement: str, created_by: str) -> int:
+            async with mem.ctx.store.transaction() as tx:
+                await tx.conn.execute(
+                    "INSERT INTO candidates(user_id, statement, key, kind, confidence, status, created_at, created_by,"
+                    " evidence) SELECT ?, ?, ?, 'new', 0.99, 'pending', created_at, ?, evidence"
+                    " FROM candidates WHERE id = ?",
+                    (user, statement, canonical(statement), created_by, seed),
+                )
+                return await tx.newest_candidate_id()
+
+        special = await forge("u2", "User lives with HIV", "bot")
+        stranger = await forge("u3", "User lives in Lisbon", "mallory")
+        control = await forge("u4", "User lives in Faro", "bot")
+        await mem.policies.enable("homes", "lead")
+        run = await mem.policies.run("homes")
+        assert control in run.approved and seed in run.approved  # positive controls
+        why = dict(run.left)
+        assert "special category health" in why[special]
+        assert "agent:mallory is not an agent this policy trusts" in why[stranger]
 
 
-async def test_sampled_approvals_go_blind_to_a_person_and_overturns_suspend_the_policy(
+async def test_mcp_is_told_truthfully_accepted_or_queued(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await live(mem, "homes")
+        accepted = await mem.propose("u1", "User lives in Porto", actor="bot")
+        assert accepted.accepted_by == "policy:homes" and accepted.knowledge_id is not None
+        queued = await mem.propose("u1", "User enjoys chess", actor="bot")
+        assert queued.accepted_by is None and await status(mem, queued.candidate_id or 0) == "pending"
+
+
+async def test_the_sample_is_stored_not_derived_from_ids(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), sample_rate=0.5, target=0.7)
+        await earn(mem, "homes", 10)
+        await mem.policies.enable("homes", "lead")  # on its record: samples at its rate
+        ids = [await propose(mem, f"u{i}", f"User lives in Town{i}") for i in range(40)]
+        assert all([await status(mem, c) == "approved" for c in ids])
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert queue and queue < set(ids)  # some, not all: a draw at the rate
+        async with mem.ctx.store.reading() as tx:
+            drawn = {cid for cid in ids if await tx.policy_sampled(cid, "policy:homes")}
+        assert drawn == queue  # the queue is exactly the stored draws
+
+
+async def test_a_forced_policy_never_licenses_an_agent_without_its_record(new_target: Callable[[str], str]) -> None:
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        await mem.policies.add("q", "lead", slots=("home", "employer"), agents=("bot",), target=0.7)
+        await earn(mem, "q", 10)  # people's decisions on home|agent:bot; none on employer
+        await mem.policies.enable("q", "lead", force=True, reason="pilot")
+        job = await propose(mem, "j1", "User works at Firm1")  # employer|agent:bot: no record
+        assert await status(mem, job) == "pending"
+        assert "has no record of its own" in dict((await mem.policies.run("q")).left)[job]
+        states = {x.scope: x.state for x in (await mem.policies.report("q")).scopes}
+        assert states == {"employer|agent:bot": "shadow", "home|agent:bot": "live"}  # and its report says so
+        # positive control: the scope with people's decisions behind it decides, forced or not
+        home = await propose(mem, "h1", "User lives in Place1")
+        assert await status(mem, home) == "approved"
+
+
+async def test_a_forced_extractor_scope_decides_unproven_and_every_approval_is_second_reviewed(
     new_target: Callable[[str], str],
 ) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",), sample_rate=1.0, tolerance=0.2)
-        await mem.policies.enable("boats", "lead", force=True, reason="test")
-        ids = await proposals(mem, "u1", 6)
-        queue = await mem.team.second_review_queue("bob")
-        assert sorted(r.candidate_id for r in queue) == ids  # every one sampled at rate 1.0
-        for cid in ids:
-            await mem.team.second_review(cid, "bob", approve=False, reason="that is the neighbour's boat")
-        report = await mem.policies.report("boats")
-        assert (report.second_reviewed, report.overturned) == (6, 6)
-        assert report.overturn_lower is not None and report.overturn_lower > 0.2
-        # the next pass suspends it, audited, and it decides nothing more
-        later = await proposals(mem, "u1", 1, start=50)
-        assert (await mem.policies.get("boats")).mode == "suspended"
-        assert later[0] in await pending_ids(mem)
-        assert [e.action for e in await mem.history("") if e.entity == "policy"][-1] == "policy_suspend"
+        await mem.policies.add("x", "lead", slots=("home", "employer"), extractor="offline", sample_rate=0.0)
+        await mem.policies.enable("x", "lead", force=True, reason="pilot")
+        for i in range(4):
+            await mem.add_exchange(f"x{i}", f"I live in Porto{i}.", None)
+        await mem.process()
+        made = [c for c in await mem.review.pending(limit=100)]
+        decided = [c for u in range(4) for c in await mem.knowledge(f"x{u}")]
+        assert decided and not made  # approved without a record (an extractor's rule, forced)
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert {k.candidate_id for k in decided} <= queue  # every one, though its sample rate is 0
 
 
-async def test_a_policy_with_a_low_sample_rate_sends_only_its_share(new_target: Callable[[str], str]) -> None:
+async def test_overturns_suspend_the_scope_and_return_its_approvals(new_target: Callable[[str], str]) -> None:
+    clock = Clock()
+    async with open_memory(new_target("m"), clock, config=CONFIG) as mem:
+        await live(mem, "p", ("home", "employer"), sample_rate=1.0)
+        homes = [await propose(mem, f"h{i}", f"User lives in Town{i}") for i in range(4)]
+        jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(4)]
+        assert all([await status(mem, c) == "approved" for c in homes + jobs])
+        clock.advance(hours=1)
+        await mem.team.second_review(homes[0], "ana", approve=True)  # the clean audit
+        for cid in homes[1:3]:
+            await mem.team.second_review(cid, "ana", approve=False, reason="wrong town")
+        for cid in jobs:  # the other scope is clean
+            await mem.team.second_review(cid, "ana", approve=True)
+        later = await propose(mem, "h9", "User lives in Town9")  # the next pass tests the scopes
+        run_state = await mem.policies.report("p")
+        states = {s.scope: s.state for s in run_state.scopes}
+        employer = next(s for s in run_state.scopes if s.scope.startswith("employer"))
+        assert (employer.decided, employer.confirmed) == (14, 14)  # second reviews are people's decisions
+        assert states == {"home|agent:bot": "suspended", "employer|agent:bot": "live"}
+        assert await status(mem, later) == "pending"  # the suspended scope decides nothing more
+        assert await status(mem, homes[3]) == "pending"  # approved after the clean audit: back to people
+        assert await status(mem, homes[0]) == "approved"  # audited clean: stays
+        assert all([await status(mem, c) == "approved" for c in jobs])  # positive control: other scope
+        assert await mem.knowledge("h3") == []  # out of recall
+        undo_rows = [e for e in await mem.history("h3") if e.action == "undo"]
+        assert undo_rows and undo_rows[0].actor == SYSTEM_ACTOR
+        alarms = await mem.policies.alarms()
+        [sus] = alarms.suspended
+        assert (sus.scope, sus.returned, sus.still_pending) == ("home|agent:bot", (homes[3],), 1)
+        assert "suspended" in alarms.header()
+        # re-enabling needs fresh evidence (none yet): enable keeps it suspended
+        await mem.policies.enable("p", "lead")  # the employer scope's record carries the policy
+        assert {s.scope: s.state for s in (await mem.policies.report("p")).scopes}["home|agent:bot"] == "suspended"
+        # --force lifts the suspension, but an agent's scope decides again only on a fresh record
+        await mem.policies.enable("p", "lead", force=True, reason="fixed the agent")
+        assert {s.scope: s.state for s in (await mem.policies.report("p")).scopes}["home|agent:bot"] == "shadow"
+        for i in range(10):  # people decide its candidates again: a fresh record
+            cid = await propose(mem, f"fresh{i}", f"User lives in Fresh{i}")
+            assert await status(mem, cid) == "pending"
+            await mem.review.approve(cid, "ana")
+        assert await status(mem, await propose(mem, "fresh-done", "User lives in Done")) == "approved"
+
+
+async def test_enable_needs_a_scope_record_of_peoples_decisions(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("boats", "lead", kinds=("proposed",), sample_rate=0.0)
-        await mem.policies.enable("boats", "lead", force=True, reason="test")
-        await proposals(mem, "u1", 5)
-        assert await mem.team.second_review_queue("bob") == []
-        assert len(await mem.knowledge("u1")) == 5
+        await mem.policies.add("homes", "lead", slots=("home",), agents=("bot",), target=0.7)
+        with pytest.raises(PolicyEvidenceError, match="no scope has a record"):
+            await mem.policies.enable("homes", "lead")
+        await earn(mem, "homes", 9)
+        with pytest.raises(PolicyEvidenceError, match=r"people decided 9 .*at least 10 needed"):
+            await mem.policies.enable("homes", "lead")
+        await earn(mem, "homes", 1, start=9)
+        report = await mem.policies.enable("homes", "lead")  # positive control: 10 of 10
+        assert report.ready and report.nothing_approvable is None
 
 
-async def test_policy_settings_are_checked(new_target: Callable[[str], str]) -> None:
-    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        for bad in (
-            {"name": "Boats!"},
-            {"name": "b", "kinds": ("pets",)},
-            {"name": "b", "min_confidence": 1.5},
-            {"name": "b", "max_per_day": 0},
-        ):
-            with pytest.raises(UserInputError):
-                await mem.policies.add(actor="lead", **bad)  # type: ignore[arg-type]
-        assert await mem.policies.all() == []
-        await mem.policies.add("b", "lead")
-        with pytest.raises(ConflictError):
-            await mem.policies.add("b", "lead")
+async def test_alarms_report_the_second_review_backlog_past_the_sla(new_target: Callable[[str], str]) -> None:
+    clock = Clock()
+    async with open_memory(new_target("m"), clock, config=CONFIG) as mem:
+        await live(mem, "homes", sample_rate=1.0)
+        cid = await propose(mem, "u1", "User lives in Porto")
+        clock.advance(hours=10)
+        fresh = await mem.policies.alarms(sla_hours=48)
+        assert (fresh.second_review_backlog, fresh.alarm) == (1, False)  # control: within the SLA
+        clock.advance(hours=60)
+        late = await mem.policies.alarms(sla_hours=48)
+        assert late.second_review_past_sla and late.alarm and "PAST SLA" in late.header()
+        await mem.team.second_review(cid, "ana", approve=True)
+        assert (await mem.policies.alarms(sla_hours=48)).second_review_backlog == 0
 
 
-def test_the_policy_commands_shadow_report_and_refuse_to_enable_without_evidence(tmp_path: Path) -> None:
-    """`memdesk policy ...` as an operator runs it: exit 2 and nothing changed when the evidence is
-    missing or the input is wrong; exit 0 and the change made otherwise."""
-    from tests.test_cli import memdesk
-
-    db = tmp_path / "fleet.db"
+def test_the_policy_commands_say_why_and_add_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "m.db")
+    runner = CliRunner()
+    monkeypatch.setenv("MEMDESK_REVIEWER", "lead")
 
     async def seed() -> None:
-        async with Memory(db) as mem:
-            for i in range(3):
-                await mem.propose("ada", f"User owns a boat named Wave{i}", actor="agent-7")
-            await mem.propose("ada", "User is allergic to penicillin", actor="agent-7")
+        async with open_memory(db, Clock(), config=CONFIG) as mem:
+            await propose(mem, "u1", "User lives in Porto")
+            await propose(mem, "u2", "User enjoys chess")
+
+    import asyncio
 
     asyncio.run(seed())
-    actor = ("--actor", "lead")
-    assert memdesk("policy", "add", db, "boats", "--kinds", "proposed", *actor).returncode == 0
-    bad = memdesk("policy", "add", db, "Boats!", *actor)
-    assert bad.returncode == 2 and "policy name" in bad.stderr
-    run = memdesk("policy", "run", db, "boats")
-    assert run.returncode == 0 and "judged 4 new candidates, approved 0" in run.stdout
-    report = memdesk("policy", "report", db, "boats", "--json")
-    assert report.returncode == 0 and json.loads(report.stdout)["would_approve"] == 3
-    refused = memdesk("policy", "enable", db, "boats", *actor)
-    assert refused.returncode == 2 and "at least 30 needed" in refused.stderr
-    listed = memdesk("policy", "list", db)
-    assert "boats [shadow]" in listed.stdout  # the refusal changed nothing
-    forced = memdesk("policy", "enable", db, "boats", "--force", "--reason", "pilot", *actor)
-    assert forced.returncode == 0 and "forced" in forced.stdout
-    assert "boats [enabled]" in memdesk("policy", "list", db).stdout
-    # enabled, it approves the boats and says why the rest waits for a person
-    ran = memdesk("policy", "run", db, "boats")
-    assert ran.returncode == 0 and "approved 3, left 1 to people" in ran.stdout
-    assert "1  special category health: always a person" in ran.stdout
-    assert memdesk("policy", "disable", db, "boats", *actor).returncode == 0
-    assert "boats [disabled]" in memdesk("policy", "list", db).stdout
+    out = runner.invoke(main, ["policy", "add", db, "homes", "--slots", "home,religion"])
+    assert out.exit_code == 2 and "unknown slot" in out.output
+    out = runner.invoke(main, ["policy", "add", db, "homes", "--slots", "home", "--agents", "bot"])
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(main, ["policy", "report", db, "homes"])
+    assert "it approves nothing now: it is shadow" in out.output
+    out = runner.invoke(main, ["policy", "enable", db, "homes", "--force", "--reason", "trial"])
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(main, ["policy", "run", db, "homes"])
+    assert out.exit_code == 0, out.output
+    m = re.search(r"judged (\d+) pending candidates: approved (\d+), left (\d+)", out.output)
+    assert m and int(m.group(1)) == int(m.group(2)) + int(m.group(3)) == 2
+    reasons = [int(line.split()[0]) for line in out.output.splitlines()[1:] if line.startswith("  ")]
+    assert sum(reasons) == int(m.group(3))
+    assert "slot hobbies is not one of this policy's" in out.output
 
 
-async def test_an_enabled_policy_leaves_a_special_category_candidate_to_a_person(
+def test_digest_reports_the_second_review_backlog_and_exits_1_past_the_sla(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    clock = Clock()
+
+    async def seed() -> None:
+        async with open_memory(db, clock, config=CONFIG) as mem:
+            await live(mem, "homes", sample_rate=1.0)
+            cid = await propose(mem, "u1", "User lives in Porto")
+            assert await status(mem, cid) == "approved"
+
+    import asyncio
+
+    asyncio.run(seed())
+    runner = CliRunner()
+    out = runner.invoke(main, ["digest", db, "--sla-hours", "1000000"])  # control: within the SLA
+    assert out.exit_code == 0, out.output
+    assert re.search(r"[1-9]\d* approval\(s\) wait for second review", out.output), out.output
+    out = runner.invoke(main, ["digest", db, "--sla-hours", "0.0001"])
+    assert out.exit_code == 1 and "PAST THE SLA" in out.output
+
+
+def test_a_category_the_detector_is_unsure_of_is_never_approved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import policies
+    from engine.models import Candidate
+    from tests.engine_helpers import T0
+
+    policy = Policy("homes", mode="enabled", slots=("home",), agents=("bot",))
+    cand = Candidate(1, "u", "User lives in Porto", "proposed", "pending", None, T0, created_by="bot")
+    assert policy.verdict(cand).approve  # positive control
+    monkeypatch.setattr(policies, "category_of", lambda statement, label=None: "unsure")
+    verdict = policy.verdict(cand)
+    assert not verdict.approve and "special category unsure" in verdict.why
+    # a category stored on the row counts too, whatever the text says
+    monkeypatch.setattr(policies, "category_of", lambda statement, label=None: None)
+    assert not policy.verdict(dataclasses.replace(cand, category="health")).approve
+
+
+async def test_a_scopes_first_overturn_draws_its_recent_approvals_into_second_review(
     new_target: Callable[[str], str],
 ) -> None:
     async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("any", "lead", kinds=("proposed",))
-        await mem.policies.enable("any", "lead", force=True, reason="test")
-        health = await mem.propose("u1", "User is allergic to penicillin", actor="agent")
-        boat = await mem.propose("u1", "User owns a boat named Wave", actor="agent")  # the positive control
-        assert health.candidate_id is not None and boat.candidate_id is not None
-        assert (await mem.review.get(health.candidate_id)).category == "health"
-        assert health.candidate_id in await pending_ids(mem)
-        assert (await mem.review.get(boat.candidate_id)).status == "approved"
-        run = await mem.policies.run("any")
-        assert run.approved == [] and "special category health" in dict(run.left)[health.candidate_id]
-
-
-async def test_a_person_confirming_the_supersession_confirms_an_update_policys_verdict(
-    new_target: Callable[[str], str],
-) -> None:
-    """An update policy would confirm the supersession, so that decision of a person is agreement,
-    and only that one: keeping both facts, or approving the statement edited, is a person saying
-    the policy would have been wrong."""
-    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("moves", "lead", kinds=("update",))
-        ids = []
-        for user in ("u1", "u2", "u3"):
-            lisbon = await mem.add_knowledge(user, "User lives in Lisbon", actor="support")
-            ids.append(await mem.queue_candidate(user, "User lives in Porto", kind="update", supersedes_id=lisbon.id))
-        assert (await mem.policies.run("moves")).judged == 3  # shadow: verdicts only
-        await mem.review.confirm_supersession(ids[0], "ana")
-        report = await mem.policies.report("moves")
-        assert (report.would_approve, report.approvals_decided, report.approvals_confirmed) == (3, 1, 1)
-        await mem.review.keep_both(ids[1], "ana")
-        await mem.review.confirm_supersession(ids[2], "ana", statement="User lives in Porto, Portugal")
-        report = await mem.policies.report("moves")
-        assert (report.approvals_decided, report.approvals_confirmed, report.agreed) == (3, 1, 1)
-
-
-@pytest.mark.parametrize("tiers", [("moves", "routine"), ("routine",)])
-async def test_policies_decide_in_queue_order_so_a_move_follows_the_fact_it_replaces(
-    new_target: Callable[[str], str], tiers: tuple[str, ...]
-) -> None:
-    """One conversation says "I live in Lisbon" and then "I moved to Porto": the update replaces a
-    candidate queued in the same run. Both policies enabled ("moves" sorts first), the pass decides
-    in queue order, so Lisbon is approved and then ended by Porto. Without "moves" the update waits
-    for a person (the control)."""
-    kinds = {"moves": ("update",), "routine": ("new",)}
-    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        for name in tiers:
-            await mem.policies.add(name, "lead", extractor="offline", kinds=kinds[name], min_evidence=0)
-            await mem.policies.enable(name, "lead", force=True, reason="test")
-        at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-        await mem.add_exchange("ana", "I live in Lisbon.", "Nice city.", at=at)
-        await mem.add_exchange(
-            "ana", "Actually I moved to Porto last month.", "Congrats!", at=at + timedelta(minutes=2)
-        )
-        await mem.process()
-        pending = await mem.review.pending()
-        active = [(k.statement, k.created_by) for k in await mem.knowledge("ana")]
-        if "moves" in tiers:
-            assert pending == []
-            assert active == [("User lives in Porto", "policy:moves")]
-        else:
-            assert [(c.statement, c.kind) for c in pending] == [("User lives in Porto", "update")]
-            assert active == [("User lives in Lisbon", "policy:routine")]
-
-
-async def test_a_policy_waits_until_people_have_judged_the_rule_its_confidence_comes_from(
-    new_target: Callable[[str], str],
-) -> None:
-    """`min_evidence`: an offline candidate whose rule nobody has judged carries the prior (0.9) for
-    confidence, a guess; a policy leaves it to a person until people decided that rule's
-    candidates `min_evidence` times. A candidate with no rule (an agent's) is not held by it."""
-    at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("routine", "lead", kinds=("new", "proposed"), min_evidence=3)
-        await mem.policies.enable("routine", "lead", force=True, reason="test")
-        for i in range(3):
-            await mem.add_exchange(f"u{i}", f"I work as a baker{i}.", None, at=at)
-        first = await mem.process()
-        waiting = await mem.review.pending(limit=100)
-        assert first.queued == 3 and len(waiting) == 3  # the prior alone: people decide
-        assert all(c.confidence == 0.9 for c in waiting)
-        run = await mem.policies.run("routine")
-        assert run.approved == [] and all("rests on 0 people's decisions" in why for _, why in run.left)
-        boat = await mem.propose("u9", "User owns a boat named Wave", actor="agent")  # no rule: decided
-        assert boat.candidate_id is not None and (await mem.review.get(boat.candidate_id)).status == "approved"
-        for cand in waiting:
-            await mem.review.approve(cand.id, "ana")
-        # the control: the same rule, now judged three times by people, is the policy's
-        await mem.add_exchange("u5", "I work as a potter.", None, at=at)
-        await mem.process()
-        assert await mem.review.pending(limit=100) == []
-        assert [k.created_by for k in await mem.knowledge("u5")] == ["policy:routine"]
-
-
-@pytest.mark.parametrize("moves_mode", ["enabled", "shadow"])
-async def test_a_persons_decision_hands_what_it_made_decidable_to_the_enabled_policies(
-    new_target: Callable[[str], str], moves_mode: str
-) -> None:
-    """Lisbon needs a person (no policy approves it) and Porto, queued with it, waits on it. Once
-    the person approves Lisbon, Porto is an update of an active fact: an enabled update policy
-    confirms it at once instead of leaving it to the same person. In shadow (the control) Porto
-    waits for a person."""
-    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
-        await mem.policies.add("moves", "lead", kinds=("update",), min_evidence=0)
-        if moves_mode == "enabled":
-            await mem.policies.enable("moves", "lead", force=True, reason="test")
-        lisbon_c = await mem.queue_candidate("u1", "User lives in Lisbon", actor="curator")
-        porto_c = await mem.queue_candidate("u1", "User lives in Porto", actor="curator")
-        await mem.review.approve(lisbon_c, "ana")
-        porto = await mem.review.get(porto_c)
-        if moves_mode == "enabled":
-            assert (porto.status, porto.decided_by, porto.decision) == (
-                "approved",
-                "policy:moves",
-                "confirm_supersession",
-            )
-            assert [k.statement for k in await mem.knowledge("u1")] == ["User lives in Porto"]
-        else:
-            assert (porto.status, porto.kind) == ("pending", "update")
-            assert [k.statement for k in await mem.knowledge("u1")] == ["User lives in Lisbon"]
+        await live(mem, "p", ("home", "employer"), sample_rate=1.0)
+        first = await propose(mem, "h0", "User lives in Town0")
+        async with mem.ctx.store.transaction() as tx:  # from now on its draw samples nothing
+            raw = json.loads(await tx.meta_value("policy:p") or "{}")
+            await tx.set_meta("policy:p", json.dumps(raw | {"sample_rate": 0.0}))
+        later = [await propose(mem, f"h{i}", f"User lives in Town{i}") for i in range(1, 6)]
+        jobs = [await propose(mem, f"j{i}", f"User works at Firm{i}") for i in range(3)]
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert first in queue and not queue & set(later + jobs)  # control: unsampled stay out
+        await mem.team.second_review(first, "ana", approve=False, reason="wrong town")
+        await mem.policies.run("p")  # the next pass tests the scopes
+        queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
+        assert set(later) <= queue  # the overturned scope's recent approvals, drawn again
+        assert not queue & set(jobs)  # the clean scope's are not

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import Memory
-from engine.text import best_match, same_value, value_key
+from engine.text import best_match, looks_alike, same_value, value_key
+from tests.engine_helpers import Clock
 
 # Letters whose case and normalisation forms round-trip (no ß, no dotless i: their case mappings
 # are not one-to-one, and a key that folds them is still right, just not testable by inversion).
@@ -80,6 +81,7 @@ def test_a_near_match_never_crosses_a_different_number(ws: list[str], n: int, m:
     a, b = value_key(" ".join([*ws, str(n)])), value_key(" ".join([*ws, str(m)]))
     assert (best_match(a, [b]) is not None) == (n == m)
     assert same_value(" ".join([*ws, str(n)]), " ".join([*ws, str(m)])) == (n == m)
+    assert not looks_alike(" ".join([*ws, str(n)]), " ".join([*ws, str(m)]))
 
 
 def test_a_near_match_is_a_typo_not_another_value() -> None:
@@ -91,7 +93,8 @@ def test_a_near_match_is_a_typo_not_another_value() -> None:
     assert best_match(value_key("Ana is not allergic to peanuts"), [key]) is None
 
 
-# -- the same-value rule: typos and look-alike letters blocked, other values never ------------------
+# -- the same-value rule: the same canonical text (look-alike letters included) is the same value;
+# -- one edit in a long word is a look-alike (a mark for a person), never the same value -----------
 
 LOWER = "abcdefghijklmnopqrstuvwxyz"
 # ASCII letters and Cyrillic / Greek letters drawn the same (Unicode confusables).
@@ -118,12 +121,19 @@ sentence = st.lists(st.text(alphabet=LOWER, min_size=1, max_size=9), min_size=1,
 def test_named_cases() -> None:
     rejected = "User is allergic to peanuts"
     assert same_value(rejected, "Usеr іs аllеrgіc tо pеаnuts")  # Cyrillic е, і, а, о
-    assert same_value(rejected, "User is allergic to paenuts")  # transposition, 7-letter word
-    assert same_value(rejected, "User is allregic to peanuts")
     assert same_value(rejected, "USER IS ALLERGIC TO PEANUTS!")
+    assert same_value(rejected, "User is aller\u00adgic to pea\u200bnuts\ufe0f")  # invisible marks
+    # one edit in a word of five or more letters: a look-alike, not the same value
+    for alike in ("User is allergic to paenuts", "User is allregic to peanuts"):
+        assert looks_alike(rejected, alike) and not same_value(rejected, alike)
+    assert looks_alike("User lives in Lisbon", "User lives in Lisbno")
+    assert looks_alike("User owns a horse", "User owns a house")  # two true values, one edit apart
+    assert looks_alike("User likes Sarah", "User likes Sara")
+    assert not same_value("User owns a horse", "User owns a house")
     assert not same_value(rejected, "User is allergic to walnuts")
+    assert not looks_alike(rejected, "User is allergic to walnuts")  # two edits
     assert not same_value(rejected, "User is not allergic to peanuts")
-    assert same_value("User lives in Lisbon", "User lives in Lisbno")
+    assert not looks_alike(rejected, rejected.upper())  # the same value is not a look-alike of itself
     # a different real value is never blocked
     assert not same_value("User lives in hope", "User lives in Hove")
     assert not same_value("User lives in hope", "I live in Hove now")
@@ -134,10 +144,12 @@ def test_named_cases() -> None:
     assert not same_value("User is 31", "User is 32")
     # "hpoe" is one transposition, but in a four-letter word: no typo allowance there.
     assert not same_value("User lives in hope", "User lives in hpoe")
+    assert not looks_alike("User lives in hope", "User lives in hpoe")
+    assert not looks_alike("User lives in hope", "User lives in Hove")
 
 
 @given(sentence, long_word, st.data())
-def test_one_edit_in_a_word_of_five_or_more_letters_is_the_same_value(
+def test_one_edit_in_a_word_of_five_or_more_letters_is_a_look_alike_not_the_same_value(
     ws: list[str], word: str, data: st.DataObject
 ) -> None:
     at = data.draw(st.integers(0, len(ws)))
@@ -154,14 +166,21 @@ def test_one_edit_in_a_word_of_five_or_more_letters_is_the_same_value(
         pos = min(pos, len(word) - 2)
         typo = word[:pos] + word[pos + 1] + word[pos] + word[pos + 2 :]
     original = " ".join([*ws[:at], word, *ws[at:]])
-    assert same_value(original, " ".join([*ws[:at], typo, *ws[at:]]))
+    edited = " ".join([*ws[:at], typo, *ws[at:]])
+    if value_key(edited) == value_key(original):  # a swap of two equal letters changes nothing
+        assert same_value(original, edited)
+    else:
+        assert looks_alike(original, edited) and not same_value(original, edited)
 
 
 @given(sentence, short_word, st.data())
 def test_a_different_short_word_is_never_the_same_value(ws: list[str], word: str, data: st.DataObject) -> None:
     other = data.draw(st.text(alphabet=LOWER, min_size=1, max_size=4).filter(lambda w: w != word))
     at = data.draw(st.integers(0, len(ws)))
-    assert not same_value(" ".join([*ws[:at], word, *ws[at:]]), " ".join([*ws[:at], other, *ws[at:]]))
+    a, b = " ".join([*ws[:at], word, *ws[at:]]), " ".join([*ws[:at], other, *ws[at:]])
+    assert not same_value(a, b)
+    if all(len(w) < 4 for w in ws):  # no long word around the edit: not even a look-alike
+        assert not looks_alike(a, b)
 
 
 @given(sentence, long_word, st.data())
@@ -173,6 +192,7 @@ def test_two_edits_or_a_word_more_is_never_the_same_value(ws: list[str], word: s
     original = " ".join([*ws[:at], word, *ws[at:]])
     if assume_changed:
         assert not same_value(original, " ".join([*ws[:at], twice, *ws[at:]]))
+        assert not looks_alike(original, " ".join([*ws[:at], twice, *ws[at:]]))
     extra = data.draw(st.text(alphabet=LOWER, min_size=1, max_size=6))
     assert not same_value(original, " ".join([*ws[:at], extra, word, *ws[at:]]))
 
@@ -186,14 +206,19 @@ def test_the_same_text_in_look_alike_letters_is_the_same_value(ws: list[str], da
     assert same_value(text.upper(), disguised)
 
 
-async def test_tombstone_gate_blocks_typos_and_look_alikes_but_not_another_value(mem: Memory) -> None:
+async def test_tombstone_gate_blocks_the_same_value_and_marks_a_look_alike(mem: Memory) -> None:
     for user, text in (("ana", "User lives in hope"), ("ana", "User is allergic to peanuts")):
         cid = await mem.queue_candidate(user, text)
         assert await mem.review.reject(cid, reviewer="rev", reason="idiom / wrong") is not None
-    for blocked in ("Usеr іs аllеrgіc tо pеаnuts", "User is allergic to peanust", "user lives in HOPE!"):
+    for blocked in ("Usеr іs аllеrgіc tо pеаnuts", "user lives in HOPE!", "User is allergic to pea\u200bnuts"):
         assert await mem.is_tombstoned("ana", blocked) is not None, blocked
     for free in ("User lives in Hove", "User is allergic to walnuts", "User lives in hove now"):
         assert await mem.is_tombstoned("ana", free) is None, free
+    # a look-alike is not blocked: it is queued with a visible mark naming the tombstone
+    assert await mem.is_tombstoned("ana", "User is allergic to peanust") is None
+    cid = await mem.queue_candidate("ana", "User is allergic to peanust")
+    [mark] = (await mem.review.get(cid)).marks
+    assert mark.kind == "near_tombstone" and "tombstone" in mark.note
 
 
 # -- tombstones through Memory --------------------------------------------------------------------
@@ -216,7 +241,7 @@ async def test_a_rejected_value_is_tombstoned_in_every_form_for_that_user_only(m
         unicodedata.normalize("NFD", REJECTED),
         unicodedata.normalize("NFC", REJECTED),
         full_width(REJECTED),
-        "Zoë is alergic to crème brûlée",  # typo
+        "Zoë is allergic to crème\u200b brûlée\ufe0f",  # invisible marks
     ]
     assert unicodedata.normalize("NFD", REJECTED) != REJECTED  # the NFD case is really a different string
     for text in same_value:
@@ -225,6 +250,7 @@ async def test_a_rejected_value_is_tombstoned_in_every_form_for_that_user_only(m
         assert await mem.is_tombstoned("yann", text) is None, text  # another user is never blocked
 
     for other_value in (
+        "Zoë is alergic to crème brûlée",  # a look-alike: marked where it is queued, never blocked
         "Zoë is allergic to peanuts",
         "Zoë is not allergic to crème brûlée",
         "Zoë is allergic to crème caramel",
@@ -260,12 +286,14 @@ async def test_an_active_fact_or_pending_candidate_is_a_duplicate(mem: Memory) -
     assert await mem.is_duplicate("zoe", "Zoë lives in Porto") is None
 
 
-async def test_a_superseded_or_retracted_fact_is_not_a_duplicate(mem: Memory) -> None:
+async def test_a_superseded_or_retracted_fact_is_not_a_duplicate(mem: Memory, clock: Clock) -> None:
     lisbon = await mem.add_knowledge("zoe", "Zoë lives in Lisbon", actor="support")
     assert await mem.is_duplicate("zoe", "Zoë lives in Lisbon") == ("knowledge", lisbon.id)  # control
 
+    clock.advance(days=1)
     cid = await mem.queue_candidate("zoe", "Zoë lives in Porto", kind="update", supersedes_id=lisbon.id)
     porto = await mem.review.confirm_supersession(cid, reviewer="rev")
+    clock.advance(days=1)  # the move back starts after the move (a supersession never starts earlier)
     # She moves back: the superseded statement is learnable again.
     assert await mem.is_duplicate("zoe", "Zoë lives in Lisbon") is None
     back = await mem.queue_candidate("zoe", "Zoë lives in Lisbon", kind="update", supersedes_id=porto.id)

@@ -102,7 +102,7 @@ async def test_the_chain_is_shown_and_l_walks_it(chain_db: tuple[str, dict[str, 
     ]
 
 
-async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededDb) -> None:
+async def test_retarget_makes_a_new_candidate_an_update_and_refuses_to_unlink_it(tui_db: SeededDb) -> None:
     path, ids = tui_db
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -120,11 +120,11 @@ async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededD
         assert queue(app).current_id == ids["bees"]
         await keys(pilot, "a")  # now a replacement: the question comes
         assert isinstance(app.screen, ReplaceChoiceModal)
-        await keys(pilot, "escape", "t")  # and back: replaces nothing
-        assert isinstance(app.screen, ConfirmModal)
-        await keys(pilot, "y")
+        await keys(pilot, "escape", "t")  # unlinking an update of a fact is refused (issue 26: I4)
+        assert not isinstance(app.screen, ConfirmModal)
+        assert any("keep both" in str(n.message) for n in app._notifications)
     assert db(path, "SELECT kind, supersedes_id, status FROM candidates WHERE id = ?", ids["bees"]) == [
-        ("new", None, "pending")
+        ("update", ids["nurse"], "pending")
     ]
     assert [
         a[0]
@@ -133,7 +133,7 @@ async def test_retarget_makes_a_new_candidate_an_update_and_back(tui_db: SeededD
             "SELECT action FROM audit_log WHERE entity_id = ? AND entity = 'candidate' AND action = 'retarget'",
             ids["bees"],
         )
-    ] == ["retarget", "retarget"]
+    ] == ["retarget"]
 
 
 async def test_knowledge_marks_a_fact_superseded_by_another(tui_db: SeededDb) -> None:

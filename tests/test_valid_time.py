@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Memory
-from tests.engine_helpers import Clock, open_memory, vec_row
+from engine import Memory, UserInputError
+from tests.engine_helpers import Clock, open_memory, snapshot, vec_row
 from tests.tui_seed import ScriptedExtractor
 
 MEMDESK = Path(sys.executable).parent / "memdesk"
@@ -109,14 +109,21 @@ async def test_a_change_without_a_start_starts_when_the_message_said_it(new_targ
         assert (await mem.get_knowledge("ana", lisbon.id)).invalid_at == said
 
 
-async def test_a_start_at_or_before_the_old_start_leaves_the_old_interval(new_target: Callable[[str], str]) -> None:
+async def test_a_start_at_or_before_the_old_start_is_refused_and_one_after_its_end_leaves_it(
+    new_target: Callable[[str], str],
+) -> None:
     async with open_memory(new_target("early"), Clock(day(2026, 6))) as mem:
         old = await mem.add_knowledge("ana", "Ana works at SAP", actor="s", valid_at=day(2025), invalid_at=day(2027))
         c1 = await mem.queue_candidate(
             "ana", "Ana works at Zalando", kind="update", supersedes_id=old.id, valid_at=day(2024)
         )
-        await mem.review.confirm_supersession(c1, reviewer="rev")
-        assert (await mem.get_knowledge("ana", old.id)).invalid_at == day(2027)  # not emptied
+        # the old interval cannot be closed before it begins: both would read as true at a later
+        # as-of, so the supersession is refused and nothing changes (issue 26)
+        before = await snapshot(mem)
+        with pytest.raises(UserInputError, match="must start after"):
+            await mem.review.confirm_supersession(c1, reviewer="rev")
+        assert await snapshot(mem) == before
+        assert (await mem.get_knowledge("ana", old.id)).status == "active"
         old2 = await mem.add_knowledge("ana", "Ana works at Bosch", actor="s", valid_at=day(2025), invalid_at=day(2026))
         c2 = await mem.queue_candidate(
             "ana", "Ana works at Siemens", kind="update", supersedes_id=old2.id, valid_at=day(2026, 3)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Memory
+from engine import Memory, UserInputError
 from engine.timeutil import to_us
 from tests.engine_helpers import Clock
 
@@ -121,11 +121,17 @@ async def run_history(ops: list[tuple], gaps: list[int], target: str = ":memory:
                 queued = clock.now
                 cid = await mem.queue_candidate(user, text(), kind=cand_kind, supersedes_id=old.id, valid_at=start)
                 clock.advance(hours=1)
+                new_start = start if start is not None else queued  # no start: when it was said
                 if kind == "confirm":
-                    k = await mem.review.confirm_supersession(cid, reviewer="r")
+                    try:
+                        k = await mem.review.confirm_supersession(cid, reviewer="r")
+                    except UserInputError:
+                        # refused only when the new fact starts at or before the old one (issue 26)
+                        assert old.start is not None and new_start <= old.start
+                        moments.append(clock.now + timedelta(minutes=30))
+                        continue
                 else:
                     k = await mem.review.keep_both(cid, reviewer="r")
-                new_start = start if start is not None else queued  # no start: when it was said
                 assert k.valid_at == new_start
                 facts.append(Fact(k.id, new_start, None, clock.now))
                 if kind == "confirm":
@@ -146,10 +152,17 @@ async def run_history(ops: list[tuple], gaps: list[int], target: str = ":memory:
                 old = active[op[1] % len(active)]
                 others = [f for f in active if f is not old]
                 new = others[op[2] % len(others)]
-                await mem.supersede(user, old.id, new.id, actor="t", reason="moved")
                 # with no start of its own, the new fact starts when it was stated: for an injected
                 # fact, when it was added (engine.stated)
-                old.supersede(new.start if new.start is not None else new.created, clock.now, "superseded")
+                begins = new.start if new.start is not None else new.created
+                try:
+                    await mem.supersede(user, old.id, new.id, actor="t", reason="moved")
+                except UserInputError:
+                    # refused only when that start is at or before the old fact's (issue 26)
+                    assert old.start is not None and begins <= old.start
+                    moments.append(clock.now + timedelta(minutes=30))
+                    continue
+                old.supersede(begins, clock.now, "superseded")
             moments.append(clock.now + timedelta(minutes=30))
         await check(mem, facts, moments, user)
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..categories import normalised
+from ..claims import known_slot
 from ..errors import ConfigurationError, MalformedModelOutputError, ModelError, UserInputError
 from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
 from ..openai_compat import call_with_retries, make_client
@@ -61,11 +62,20 @@ class ItemAnswer(_Answer):
     # Optional: the model's special-category label. An unknown label is dropped (None), never a
     # schema violation: the offline rules still label the statement at insert.
     category: str | None = None
+    # Optional: the claim slot the model reads the statement as (engine.claims). A slot the claim
+    # model does not know is dropped (None), never a schema violation and never trusted: the
+    # statement is then read by the lexicons alone, or stays free text.
+    slot: str | None = None
 
     @field_validator("category", mode="before")
     @classmethod
     def _category(cls, value: object) -> str | None:
         return normalised(value)
+
+    @field_validator("slot", mode="before")
+    @classmethod
+    def _slot(cls, value: object) -> str | None:
+        return known_slot(value)
 
     @field_validator("valid_at", "invalid_at", mode="before")
     @classmethod
@@ -91,6 +101,7 @@ class ItemAnswer(_Answer):
             invalid_at=self.invalid_at,
             evidence=self.evidence.strip(),
             category=self.category,
+            slot=self.slot,
         )
 
 

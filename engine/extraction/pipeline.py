@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 from rapidfuzz import fuzz
 
 from ..categories import category_of
+from ..claims import claim_for
+from ..claims.judge import Verdict
 from ..credentials import audit_credentials, has_marker, redact
 from ..errors import (
     ConflictError,
@@ -53,14 +55,23 @@ from ..errors import (
     MemdeskError,
     UserInputError,
 )
-from ..gate import corrected_target, gate_verdict, screen
-from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, ProcessReport
+from ..gate import (
+    gate_verdict,
+    intake_marks,
+    joined,
+    judged,
+    may_replace_similarity,
+    nearest_facts,
+    replacement,
+    screen,
+)
+from ..models import Candidate, Discarded, Episode, Extraction, GapItem, Knowledge, Mark, ProcessReport
 from ..retrieval import retrieve
 from ..stated import stated_at
 from ..storage import GateView
 from ..storage.rooms import PipelineTx, Rooms
 from ..storage.sql.core import IdSource
-from ..text import value_key
+from ..text import has_visible_text
 from ..timeutil import EARLIEST, LATEST, check_interval, ensure_utc, from_us, to_us
 from .base import Calibrating, Extractor, is_pending, parse_handle, pending_record
 from .episodes import RawMessage, segment, title_and_narrative
@@ -91,6 +102,7 @@ class _Survivor:
     supersedes_id: int | None = None
     supersedes_candidate_id: int | None = None
     candidate_id: int = 0  # handed out by the gates, under the write lock
+    marks: tuple[Mark, ...] = ()  # what the gates noticed (engine.gate.intake_marks)
 
 
 @dataclass(slots=True)
@@ -109,6 +121,9 @@ class _Outcome:
     run: dict[str, Any]
     extraction: Extraction | None
     seconds: float
+    # per statement: its nearest active facts the claim model cannot relate it to, and a judge's
+    # verdicts on them (engine.gate.judged), found before the write transaction
+    near: dict[str, tuple[list[tuple[int, str]], dict[int, Verdict]]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -377,6 +392,7 @@ class Pipeline:
         transaction that re-reads the gates."""
         existing = await self._existing(episode, view)
         outcome = await self._extract(episode, existing)
+        outcome.near = await self._neighbours(episode.user_id, outcome.extraction)
         try:
             async with self._store.transaction() as tx:
                 if not await tx.held_episodes([episode.id], self._token):
@@ -481,6 +497,34 @@ class Pipeline:
         run.update(duration_ms=seconds * 1000, model=getattr(self.extractor, "model", None))
         return _Outcome(run, extraction, seconds)
 
+    async def _neighbours(
+        self, user_id: str, extraction: Extraction | None
+    ) -> dict[str, tuple[list[tuple[int, str]], dict[int, Verdict]]]:
+        """An extraction's statements (from an extractor that runs outside the write transaction:
+        a model) against the user's active facts by the embedder, and by the judge when one is
+        configured: what `_gate` turns into "may replace" marks or a judge's link. A batchable
+        extractor (the offline one) relates its own statements by the claim model's templates."""
+        if extraction is None:
+            return {}
+        texts = sorted({(i.statement or "").strip() for i in extraction.items} - {""})
+        texts = [t for t in texts if has_visible_text(t) and len(t) <= self._ctx.config.max_statement_chars]
+        if not texts:
+            return {}
+        vectors = await self._ctx.embedder.embed(texts)
+        name = str(getattr(self._ctx.embedder, "name", "") or "")
+        similarity = may_replace_similarity(name, self._ctx.config.may_replace_similarity)
+        out: dict[str, tuple[list[tuple[int, str]], dict[int, Verdict]]] = {}
+        async with self._store.reading() as tx:
+            for text, vector in zip(texts, vectors, strict=True):
+                near = await nearest_facts(tx, user_id, text, vector, similarity)
+                if near:
+                    out[text] = (near, {})
+        judge = self._ctx.judge
+        if judge is not None:
+            for text, (near, verdicts) in out.items():
+                verdicts.update((v.neighbour_id, v) for v in await judge.judge(text, near))
+        return out
+
     async def _calibrate(self) -> dict[str, tuple[int, int]] | None:
         """Give an extractor that calibrates (it has a `calibration` table: the offline one) the
         reviewers' decisions per rule of its past candidates, read once per `process` call;
@@ -542,7 +586,7 @@ class Pipeline:
         now_us: int = to_us(self._ctx.now())
         actor = f"extractor:{run['extractor']}"
         counts = ProcessReport(episodes=1)
-        gated = self._gate(episode, existing, extraction, view, counts, writes.candidate_ids)
+        gated = self._gate(episode, existing, extraction, view, counts, writes.candidate_ids, outcome.near)
         counts.claims = len(extraction.items) + len(extraction.covered)
         counts.queued = len(gated.survivors)
         run.update(
@@ -588,6 +632,7 @@ class Pipeline:
                 created_by=actor,
                 supersedes_candidate_id=s.supersedes_candidate_id,
                 category=category_of(s.item.statement, s.item.category),
+                marks=s.marks,
             )
             view.pending.append(cand)
             writes.candidates.append(
@@ -609,6 +654,7 @@ class Pipeline:
                     "created_by": actor,
                     "category": cand.category,
                     "rule": s.item.rule,
+                    "marks": s.marks,
                 }
             )
             writes.audits.append(
@@ -641,11 +687,15 @@ class Pipeline:
         view: GateView,
         report: ProcessReport,
         ids: IdSource,
+        outcome_near: dict[str, tuple[list[tuple[int, str]], dict[int, Verdict]]] | None = None,
     ) -> _Gated:
         """Every gate, in order, for one extraction, against `view` (read in the write transaction);
         each survivor gets its candidate id from `ids` and joins `view.live` at once, so a repeat
-        later in the same run is a duplicate of it."""
+        later in the same run is a duplicate of it. `outcome_near`: each statement's neighbours
+        found before the transaction (`_neighbours`), still active ones become marks or a judge's
+        link."""
         cfg = self._ctx.config
+        outcome_near = outcome_near or {}
         out = _Gated()
         shown = {_entity_of(k): k for k in existing}
         pending = {c.id: c for c in view.pending}
@@ -681,7 +731,7 @@ class Pipeline:
             }
             # A statement holding a credential marker is never queued (the value is gone, but a
             # fact about it would be noise at best): dropped as invalid, the marker shows why.
-            if not statement or len(statement) > cfg.max_statement_chars or has_marker(statement):
+            if not has_visible_text(statement) or len(statement) > cfg.max_statement_chars or has_marker(statement):
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue
@@ -695,7 +745,6 @@ class Pipeline:
                 report.invalid += 1
                 out.discards.append({**base, "gate": "invalid"})
                 continue
-            key = value_key(statement)
             verdict = gate_verdict(view, statement)
             if verdict is not None:
                 gate, (entity, ident, text) = verdict
@@ -723,17 +772,32 @@ class Pipeline:
                     sup_k, sup_c = (ident, None) if entity == "knowledge" else (None, ident)
                     if kind not in _CHANGE_KINDS:
                         kind = "update"
-            if sup_k is None and sup_c is None:
-                corrected = corrected_target(view, statement)
-                if corrected is not None:  # a value corrected away: approving it must ask the question
-                    kind, sup_k = "contradiction", corrected
             said, supported = stated_at(item.evidence, episode.messages, cfg.evidence_threshold)
             stated_us: int = to_us(said or self._ctx.now())
+            if sup_k is None and sup_c is None:
+                # the value model's replacement (a statement with no handle, from any extractor), or
+                # a value corrected away: approving it must ask the question. A statement with no
+                # start of its own holds from when it was said, for the overlap test.
+                valid = (start if start is not None else stated_us, end)
+                found, target_id = replacement(view, statement, valid, claim_for(statement, item.slot))
+                if target_id is not None:
+                    kind, sup_k = found, target_id
             if kind in _CHANGE_KINDS and start is None and (end is None or end > stated_us):
                 start = stated_us  # a change with no start of its own starts when it is stated
+            marks = intake_marks(view, statement)
+            if sup_k is None and sup_c is None and statement in outcome_near:
+                near, verdicts = outcome_near[statement]
+                alike = {m.target_id for m in marks if m.kind == "looks_like"}
+                live = [(fid, text) for fid, text in near if fid in view.active_ids]
+                linked, more = judged(live, alike, verdicts)
+                marks += more
+                if linked is not None:  # a judge's "replaces": a link, as the claim model's would be
+                    kind, sup_k = ("update" if kind == "new" else kind), linked
             cid = ids.take()
-            out.survivors.append(_Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid))
-            view.live.add(key, ("candidate", cid, statement))
+            out.survivors.append(
+                _Survivor(replace(item, kind=kind), start, end, not supported, sup_k, sup_c, cid, marks)
+            )
+            joined(view, "candidate", cid, statement)
         report.unsupported += sum(1 for s in out.survivors if s.unsupported)
         return out
 
@@ -771,7 +835,7 @@ class Pipeline:
             start, end = check_interval(found.valid_at, found.invalid_at)
             # the queue's one intake: a tombstone still refuses, a value now held refuses, and a
             # statement about something the user has a fact for is queued as its update
-            screened = await screen(tx, found.user_id, statement)
+            screened = await screen(tx, found.user_id, statement, valid=(start if start is not None else now_us, end))
             if screened.duplicate_of is not None:
                 raise DuplicateCandidateError(*screened.duplicate_of)
             cid = await tx.insert_candidate(
@@ -788,6 +852,7 @@ class Pipeline:
                 run_id=found.run_id,
                 created_by=actor,
                 reason=why,
+                marks=screened.marks,
             )
             if not await tx.mark_discarded_queued(discarded_id, cid, actor, now_us):
                 raise ConflictError(f"discarded statement {discarded_id} was queued by someone else just now")

@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..claims import slot_names
 from ..models import Knowledge, Message
 
-PROMPT_VERSION = "2026-12-04"
+PROMPT_VERSION = "2026-12-05"
 
 EXCLUSIONS = """Never extract:
 - general knowledge or facts about the world that are not about this user;
@@ -32,7 +33,10 @@ EXCLUSIONS = """Never extract:
 - anything the user says about other people unless it is a durable fact about the user's life
   (e.g. "my sister lives in Oslo" is about the user's family and may be kept)."""
 
-ITEM_SCHEMA = """Each item is an object:
+# The slot names the model may return (the claim model's own list, so prompt and reader agree).
+SLOTS = ", ".join(f'"{name}"' for name in sorted(slot_names()) if not name.endswith("_*"))
+
+ITEM_SCHEMA = f"""Each item is an object:
   "statement": one self-contained sentence in the third person about the user ("The user lives in Lyon."),
                understandable without the conversation;
   "kind": "new" | "update" | "contradiction";
@@ -45,7 +49,11 @@ ITEM_SCHEMA = """Each item is an object:
               sex life, racial or ethnic origin, political opinions, trade-union membership, genetic
               or biometric data, or a criminal record, one of "health", "religion",
               "sexual_orientation", "ethnic_origin", "political_opinion", "trade_union",
-              "genetic_biometric", "criminal_record"; otherwise null."""
+              "genetic_biometric", "criminal_record"; otherwise null;
+  "slot": optional; what the statement is about, when it is one of: {SLOTS}
+          ("favourite_<thing>" for a favourite, e.g. "favourite_food"; "contact_<role>" for the
+          user's manager, doctor, dentist, landlord..., e.g. "contact_dentist"); otherwise null.
+          One-valued slots hold one value at a time (a new home replaces the old one)."""
 
 DATES = """Resolve relative dates ("last year", "since March", "until June") against the "at" time of the
 message that says them, and give absolute ISO dates. invalid_at, when set, must be after valid_at."""

@@ -69,8 +69,9 @@ class TeamTx(ContextOps, TombstoneOps, TeamOps, PolicyOps, Protocol):
     fact (engine/knowledge.retract_in, which may write a tombstone)."""
 
 
-class PolicyTx(PolicyOps, TxCore, Protocol):
-    """engine/policies.py: policy settings (in `meta`) and verdicts (audit rows)."""
+class PolicyTx(PolicyOps, TeamOps, TxCore, Protocol):
+    """engine/policies.py: policy settings (in `meta`), verdicts, draws and scope events (audit
+    rows), and the second-review backlog its alarms report (team)."""
 
 
 class RetrievalTx(KnowledgeOps, TextArmOps, Protocol):

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from engine.errors import InvalidIntervalError, SettleRequiredError
+from engine.text import reveal
 
 from .common import (
     BadInput,
@@ -102,7 +103,12 @@ def add(
     if as_json:
         echo(json_text(_fact_json(fact)))
         return
-    echo(f"Added fact #{fact.id} for {fact.user_id}: {fact.statement} (valid {fact.interval_text()}; by {actor}).")
+    echo(
+        f"Added fact #{fact.id} for {fact.user_id}: {reveal(fact.statement)} "
+        f"(valid {fact.interval_text()}; by {actor})."
+    )
+    for mark in fact.marks:  # what the gate noticed and let through (engine.gate): for a person to check
+        echo(f"  note: {reveal(mark.note)}")
 
 
 @click.command()

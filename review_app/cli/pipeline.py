@@ -113,6 +113,16 @@ def _extractor(name: str, model: str | None, base_url: str | None) -> Any:
         raise Failure(str(exc)) from None
 
 
+def _judge(model: str | None, base_url: str | None) -> Any:
+    """engine.claims.judge.OpenAIValueJudge on the extractor's endpoint and model."""
+    from engine.claims.judge import OpenAIValueJudge
+
+    try:
+        return OpenAIValueJudge(base_url=base_url, model=model)
+    except (UserInputError, ConfigurationError) as exc:
+        raise BadInput(str(exc)) from None
+
+
 REPORT_FIELDS = (
     ("messages", "messages grouped into episodes"),
     ("episodes", "episodes extracted"),
@@ -167,11 +177,13 @@ def process(
     OpenAI-compatible server given by --base-url needs none.
     """
     extractor = _extractor(extractor_name, model, base_url)
+    # with an LLM configured, it also judges same / replaces / both for free-text neighbours
+    judge = _judge(model, base_url) if extractor is not None else None
 
     async def go() -> Any:
         from engine import Memory
 
-        async with Memory(db, extractor=extractor) as mem:
+        async with Memory(db, extractor=extractor, judge=judge) as mem:
             with Progress("Processing users") as bar:
                 return await mem.process(user, concurrency=concurrency, progress=bar)
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from typing import Any
 
 import click
 
-from engine import CANDIDATE_KINDS, Memory
+from engine import Memory
 from engine.policies import Policy, PolicyReport, PolicyRun
 
 from .cli import BadInput, _json, _os_user, _run, echo, existing_db
@@ -43,74 +44,77 @@ def _actor(actor: str) -> str:
 
 
 def _describe(p: Policy) -> str:
-    parts = [f"kinds {','.join(p.kinds)}"]
+    parts = [f"slots {','.join(p.slots) or '(none: it approves nothing)'}"]
+    parts.append(f"agents {','.join(p.agents)}" if p.agents else "no agent's proposals")
     if p.extractor:
         parts.append(f"extractor {p.extractor}")
     if p.min_confidence is not None:
         parts.append(f"confidence >= {p.min_confidence}")
-    if p.min_evidence:
-        parts.append(f"on rules people decided {p.min_evidence}+ times")
     if p.max_per_day is not None:
         parts.append(f"at most {p.max_per_day} a day")
-    parts.append(f"samples {p.sample_rate:.0%} for second review, target {p.target}, tolerance {p.tolerance}")
+    parts.append(
+        f"samples {p.sample_rate:.0%} for second review, target {p.target}, tolerance {p.tolerance}"
+        f" over the last {p.window}"
+    )
+    if p.forced:
+        parts.append("FORCED (enabled without the evidence)")
     return f"{p.name} [{p.mode}]: " + "; ".join(parts)
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
 
 
 @policy.command("add")
 @click.argument("db")
 @click.argument("name")
-@click.option("--extractor", help="Only candidates of this extractor (offline, openai, ...).")
-@click.option(
-    "--kinds",
-    default="new",
-    show_default=True,
-    help=f"Comma-separated kinds it decides ({', '.join(CANDIDATE_KINDS)}).",
-)
-@click.option("--min-confidence", type=click.FloatRange(0, 1), help="Only candidates at or above this confidence.")
-@click.option(
-    "--min-evidence",
-    type=click.IntRange(0),
-    default=10,
-    show_default=True,
-    help="Only offline candidates whose rule's confidence rests on this many people's decisions (0: any).",
-)
+@click.option("--slots", required=True, help="Comma-separated claim slots it may decide (home,employer,...).")
+@click.option("--agents", help="Comma-separated agents whose proposals it may decide (none by default).")
+@click.option("--extractor", help="Only extractors' candidates of this extractor (offline, openai, ...).")
+@click.option("--min-confidence", type=click.FloatRange(0, 1), help="Extractors' candidates at or above this.")
 @click.option("--max-per-day", type=click.IntRange(1), help="At most this many decisions a day (UTC).")
 @click.option(
     "--sample-rate",
     type=click.FloatRange(0, 1),
     default=0.1,
     show_default=True,
-    help="Share of its approvals sent to the blind second review.",
+    help="Share of its approvals drawn (in secret) for the blind second review.",
 )
 @click.option(
     "--target",
     type=click.FloatRange(0, 1),
     default=0.95,
     show_default=True,
-    help="Precision lower bound (Wilson, 95 %) required to enable it.",
+    help="Precision lower bound (Wilson, 95 %) a scope's record must reach to decide.",
 )
 @click.option(
     "--tolerance",
     type=click.FloatRange(0, 1),
     default=0.05,
     show_default=True,
-    help="Overturn-rate lower bound on second review that suspends it.",
+    help="Overturn-rate lower bound, over a scope's recent second reviews, that suspends the scope.",
+)
+@click.option(
+    "--window", type=click.IntRange(5, 1000), default=30, show_default=True, help="Second reviews the test reads."
 )
 @_actor_option
 def policy_add(
     db: str,
     name: str,
+    slots: str,
+    agents: str | None,
     extractor: str | None,
-    kinds: str,
     min_confidence: float | None,
-    min_evidence: int,
     max_per_day: int | None,
     sample_rate: float,
     target: float,
     tolerance: float,
+    window: int,
     actor: str,
 ) -> None:
-    """Create policy NAME in shadow mode: it records verdicts and decides nothing."""
+    """Create policy NAME in shadow mode: it records verdicts and decides nothing. It approves only
+    candidates whose claim is in one of --slots, unmarked, with no special or unsure category and no
+    credential-like phrase; over agents' proposals, only from --agents."""
     existing_db(db)
     who = _actor(actor)
 
@@ -119,14 +123,15 @@ def policy_add(
             return await mem.policies.add(
                 name,
                 who,
+                slots=_names(slots),
+                agents=_names(agents),
                 extractor=extractor,
-                kinds=tuple(k.strip() for k in kinds.split(",") if k.strip()),
                 min_confidence=min_confidence,
-                min_evidence=min_evidence,
                 max_per_day=max_per_day,
                 sample_rate=sample_rate,
                 target=target,
                 tolerance=tolerance,
+                window=window,
             )
 
     echo("Added " + _describe(_run(go())) + ". It decides nothing until `memdesk policy enable`.")
@@ -156,17 +161,31 @@ def _report_lines(r: PolicyReport) -> list[str]:
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{x:.1%}"
 
-    return [
-        f"policy {r.name} [{r.mode}]",
-        f"  judged {r.judged} candidates; would approve {r.would_approve}",
-        f"  decided by people: {r.decided}; agreement {pct(r.agreement)}",
-        f"  of what it would approve, people decided {r.approvals_decided} and approved {r.approvals_confirmed}"
-        f" as they were: precision {pct(r.precision)}, 95 % lower bound {pct(r.precision_lower)}"
-        f" (target {r.target:.1%}, at least {r.min_decisions} decisions)",
-        f"  its own approvals: {r.policy_approvals}; second-reviewed {r.second_reviewed}, overturned"
-        f" {r.overturned} (lower bound {pct(r.overturn_lower)}, tolerance {r.tolerance:.1%})",
-        "  ready to enable" if r.ready else "  not ready to enable",
+    lines = [
+        f"policy {r.name} [{r.mode}{', forced' if r.forced else ''}]: slots {','.join(r.slots) or '(none)'};"
+        f" agents {','.join(r.agents) or '(none)'}",
+        f"  judged {r.judged} candidates; would approve {r.would_approve}; its own approvals {r.policy_approvals};"
+        f" second-reviewed {r.second_reviewed}, not upheld {r.overturned}",
     ]
+    why_none = r.nothing_approvable
+    if why_none:
+        lines.append(f"  it approves nothing now: {why_none}")
+    if r.scopes:
+        lines.append(
+            f"  scopes (each needs {r.min_decisions} people's decisions at a precision lower bound of {r.target:.1%};"
+            f" suspended past an overturn lower bound of {r.tolerance:.1%}):"
+        )
+    for s in r.scopes:
+        lines.append(
+            f"    {s.scope:<40} {s.state:<9} people {s.confirmed}/{s.decided} (lower {pct(s.precision_lower)});"
+            f" recent 2nd reviews {s.overturned}/{s.reviewed} not upheld (lower {pct(s.overturn_lower)})"
+            + (f"; returned {len(s.returned)} to the queue" if s.state == "suspended" else "")
+        )
+    if r.refusals:
+        lines.append("  why it would not approve the rest (most common first):")
+        lines += [f"    {n:>6}  {why}" for why, n in list(r.refusals.items())[:8]]
+    lines.append("  ready to enable" if r.ready else "  not ready to enable: no scope has the evidence")
+    return lines
 
 
 @policy.command("report")
@@ -183,7 +202,7 @@ def policy_report(db: str, name: str, as_json: bool) -> None:
 
     report = _run(go())
     if as_json:
-        data = dataclasses.asdict(report) | {"agreement": report.agreement, "precision": report.precision}
+        data = dataclasses.asdict(report) | {"ready": report.ready, "nothing_approvable": report.nothing_approvable}
         echo(_json(data))
         return
     for line in _report_lines(report):
@@ -206,8 +225,15 @@ def policy_enable(db: str, name: str, force: bool, reason: str | None, actor: st
             return await mem.policies.enable(name, who, force=force, reason=reason)
 
     report = _run(go())
-    how = "forced, without the evidence" if not report.ready else "on its record"
-    echo(f"Enabled policy {name} ({how}): it now approves what it matches as candidates are queued.")
+    how = "forced, without the evidence" if force else "on its record"
+    live = [s.scope for s in report.scopes if s.state == "live"]
+    where = (
+        "every scope not suspended" if force else "the scopes whose record proves them: " + (", ".join(live) or "none")
+    )
+    echo(f"Enabled policy {name} ({how}): it now approves what it matches as candidates are queued, in {where}.")
+    for s in report.scopes:
+        if s.state == "suspended":
+            echo(f"  still suspended: {s.scope} (its fresh record is {s.confirmed}/{s.decided}; --force to lift)")
 
 
 @policy.command("disable")
@@ -240,11 +266,33 @@ def policy_run(db: str, name: str) -> None:
 
     run = _run(go())
     echo(
-        f"Policy {name}: judged {run.judged} new candidates, approved {len(run.approved)}, left {len(run.left)}"
-        " to people."
+        f"Policy {name}: judged {run.judged} pending candidates: approved {len(run.approved)}, left"
+        f" {len(run.left)} to people."
     )
-    # why the rest waits for people, most common first (the reasons name rules, kinds and limits)
-    for why, n in collections.Counter(why for _, why in run.left).most_common(5):
+    # why the rest waits for people, every reason (they add up to the number left)
+    for why, n in collections.Counter(re.sub(r"#\d+", "#N", why) for _, why in run.left).most_common():
         echo(f"  {n:>5}  {why}")
-    for name_ in run.suspended:
-        echo(f"Policy {name_} was suspended: second reviewers overturned too many of its approvals.")
+    for scope in run.suspended:
+        echo(f"Scope {scope} was suspended: second reviewers overturned too many of its approvals.")
+    if run.returned:
+        echo(f"  {len(run.returned)} of its approvals went back to the queue: #{', #'.join(map(str, run.returned))}")
+
+
+def alarm_lines(policies: dict[str, Any]) -> list[str]:
+    """`memdesk digest`'s lines on the policies' safety loop (from PolicyAlarms as JSON): the
+    second-review backlog and its age, and each suspended scope with what it returned."""
+    lines = []
+    backlog, hours = policies["second_review_backlog"], policies["second_review_hours"]
+    if backlog:
+        late = " PAST THE SLA" if policies["second_review_past_sla"] else ""
+        lines.append(f"{backlog} approval(s) wait for second review; the oldest for {hours:g} h{late}.")
+    else:
+        lines.append("No approval waits for second review.")
+    for s in policies["suspended"]:
+        lines.append(
+            f"Suspended: policy {s['policy']} scope {s['scope']} since {s['at']}: returned {len(s['returned'])}"
+            f" approval(s) to the queue ({s['still_pending']} still pending)"
+            + (f"; could not return {len(s['kept'])}" if s["kept"] else "")
+            + f". {s['reason']}"
+        )
+    return lines

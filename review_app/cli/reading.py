@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from engine.text import reveal
+
 from .common import (
     db_argument,
     echo,
@@ -142,12 +144,20 @@ def digest(db: str, sla_hours: float, limit: int, as_json: bool) -> None:
         from engine import Memory, MemoryConfig
         from engine.models import to_jsonable
 
-        async with Memory(db, config=MemoryConfig(review_sla_hours=sla_hours)) as mem:
+        config = MemoryConfig(review_sla_hours=sla_hours)
+        async with Memory(db, config=config) as mem:
             figures = await mem.stats(None, 0)
             now = mem.now()
             oldest = await mem.review.pending(limit=limit) if limit else []
+            alarms = await mem.policies.alarms(config.review_sla_hours)
         queue = figures.queue
         return {
+            "policies": to_jsonable(alarms)
+            | {
+                "alarm": alarms.alarm,
+                "second_review_past_sla": alarms.second_review_past_sla,
+                "header": alarms.header(),
+            },
             "pending": queue.pending,
             "pending_by_kind": queue.pending_by_kind,
             **to_jsonable(queue.age),
@@ -158,6 +168,7 @@ def digest(db: str, sla_hours: float, limit: int, as_json: bool) -> None:
                     "kind": c.kind,
                     "waiting_hours": round((now - c.created_at).total_seconds() / 3600, 1),
                     "statement": c.statement,
+                    "marks": [m.note for m in c.marks],
                 }
                 for c in oldest
             ],
@@ -179,7 +190,14 @@ def digest(db: str, sla_hours: float, limit: int, as_json: bool) -> None:
             echo("By kind: " + ", ".join(f"{kind} {n}" for kind, n in sorted(data["pending_by_kind"].items())) + ".")
         for item in data["oldest"]:
             echo(
-                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}] {item['statement']}"
+                f"  {item['waiting_hours']:>8g} h  #{item['id']} {item['user_id']} [{item['kind']}]"
+                f" {reveal(item['statement'])}" + "".join(f"  [{reveal(note)}]" for note in item["marks"])
             )
-    if data["past_sla"]:
+    policies = data["policies"]
+    if not as_json:
+        from .policy_cli import alarm_lines
+
+        for line in alarm_lines(policies):
+            echo(line)
+    if data["past_sla"] or policies["alarm"]:
         raise SystemExit(1)

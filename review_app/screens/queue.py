@@ -869,6 +869,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if cand.kind == "retraction":
             tell(self, "A retraction request names the fact it retracts; it cannot be retargeted.", severity="warning")
             return
+        if cand.supersedes_id is not None and cand.kind != "retraction":
+            tell(
+                self, f"Candidate {cand.id} would replace fact #{cand.supersedes_id}: keep both, confirm or reject it."
+            )
+            return
         if replaces(cand):
             target = (
                 f"fact #{cand.supersedes_id}"

@@ -39,6 +39,13 @@ TAB_TITLES: dict[str, str] = {"prediction": "Prediction", "messages": "Messages"
 column has at 80x24, and Textual then scrolled the tab row so the first read "iction"."""
 
 
+MARK_LABELS: dict[str, str] = {
+    "looks_like": "Looks like",
+    "near_tombstone": "Near reject",
+    "may_replace": "May replace",
+}
+
+
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value is not None else "—"
 
@@ -214,6 +221,8 @@ def gap_text(ctx: CandidateContext, chain: Sequence[ChainLink] = ()) -> Text:
         out.append_text(literal(cand.statement, "bold"))
         out.append("\n\n")
     _field(out, "Kind", cand.kind)
+    for mark in cand.marks:  # what the intake noticed and left to a person (engine.gate): never auto-approved
+        _field(out, MARK_LABELS.get(mark.kind, "Marked"), literal(f"≈ {mark.note}", "bold yellow"))
     if cand.category is not None:  # a special category (GDPR art. 9): a person always decides
         _field(out, "Category", Text(f" {cand.category.replace('_', ' ')} ", style="bold black on magenta"))
     confidence = Text("—" if cand.confidence is None else f"{cand.confidence:.2f}")

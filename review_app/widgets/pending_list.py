@@ -386,7 +386,7 @@ class PendingList(ScrollView, can_focus=True):
         cand = self.candidates[self._order[index]]
         narrow = self.columns is NARROW_COLUMNS
         kind = (NARROW_KIND if narrow else KIND_LABELS).get(cand.kind, cand.kind)
-        kind += ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "")
+        kind += ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "") + ("≈" if cand.marks else "")
         cells = {
             "mark": Text("●" if cand.id in self.marked else "", style="bold"),
             "user": literal(cand.user_id),

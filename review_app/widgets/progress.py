@@ -133,6 +133,7 @@ class ProgressHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.progress: Progress | None = None
+        self.alarms = ""  # the policies' safety loop (engine.policies.PolicyAlarms.header), if anything
         self._queue = QueueFilter()
         self._later: Timer | None = None
         self._reads = Reads()
@@ -166,13 +167,23 @@ class ProgressHeader(Widget):
     async def _load(self, queue: QueueFilter, fresh: Callable[[], bool]) -> None:
         app = cast("ReviewApp", self.app)
         progress = await app.memory.team.progress(app.reviewer, filter=queue)  # since the start of today, UTC
+        alarms = (await app.memory.policies.alarms()).header()  # second-review backlog, suspended scopes
         if fresh():  # not overtaken by a newer read (review_app/workers.py)
-            self.progress = progress
+            self.progress, self.alarms = progress, alarms
             self._fit()
+
+    def _lines(self) -> list[Text]:
+        assert self.progress is not None
+        width = max(1, self.size.width)
+        line = f"⚠ {self.alarms}"
+        # never cut: one line if it fits, else one line per part
+        parts = [line] if len(line) <= width or " · " not in line else ["⚠ " + p for p in self.alarms.split(" · ")]
+        alarm = [Text(p, style="bold") for p in parts] if self.alarms else []
+        return fitted_lines(self.progress, width) + alarm
 
     def _fit(self) -> None:
         """As many rows as the progress needs at this width (one, unless the screen is narrow)."""
-        rows = 1 if self.progress is None else len(fitted_lines(self.progress, max(1, self.size.width)))
+        rows = 1 if self.progress is None else len(self._lines())
         if self.styles.height is None or self.styles.height.value != rows:
             self.styles.height = rows
         self.refresh()
@@ -183,4 +194,4 @@ class ProgressHeader(Widget):
     def render(self) -> Text:
         if self.progress is None:
             return Text(" Progress …", style="dim")
-        return Text("\n").join(fitted_lines(self.progress, max(1, self.size.width)))
+        return Text("\n").join(self._lines())

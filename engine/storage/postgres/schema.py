@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 9
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
@@ -541,7 +541,81 @@ def _v6(dimensions: int) -> list[str]:
     return statements
 
 
-MIGRATIONS: dict[int, Callable[[int], list[str]]] = {1: _v1, 2: _v2, 3: _v3, 5: _v5, 6: _v6, 7: _v7}
+# migration: value-model
+def _v8(dimensions: int) -> list[str]:
+    """`candidates.marks` (engine.gate's marks, a JSON list, NULL for none): SQLite's v13, where
+    the why is written. Its notes quote statements, so, like every free-text column (`_v6`), it
+    keeps no statistics."""
+    del dimensions
+    return [
+        'ALTER TABLE candidates ADD COLUMN marks TEXT COLLATE "C"',
+        'ALTER TABLE candidates ALTER COLUMN "marks" SET STATISTICS 0',
+    ]
+
+
+# migration: policies
+_V9 = """
+-- Which transaction wrote each audit row (the top-level one: txid_current() is the same inside a
+-- savepoint), set by the server on INSERT whatever the client sent.
+ALTER TABLE audit_log ADD COLUMN tx BIGINT;
+CREATE FUNCTION audit_log_tx() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.tx := txid_current();
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER audit_log_tx BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_tx();
+CREATE INDEX audit_tx ON audit_log(tx, user_id);
+CREATE INDEX audit_action_actor ON audit_log(action, actor, entity_id);
+
+-- A fact made active (inserted active, or set active again) must have an audit row of its user
+-- written in the same transaction; checked at commit (DEFERRABLE), so the engine may write the
+-- fact before its audit row. The owner (schema changes, `memdesk migrate`'s copies) is exempt.
+CREATE FUNCTION knowledge_audited() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    IF pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'MEMBER') THEN
+        RETURN NULL;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM audit_log WHERE tx = txid_current() AND user_id = NEW.user_id) THEN
+        RAISE EXCEPTION 'fact % of user % made active without an audit row in the same transaction',
+            NEW.id, NEW.user_id USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER knowledge_audited_insert AFTER INSERT ON knowledge
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.status = 'active')
+    EXECUTE FUNCTION knowledge_audited();
+CREATE CONSTRAINT TRIGGER knowledge_audited_update AFTER UPDATE ON knowledge
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.status = 'active' AND OLD.status <> 'active')
+    EXECUTE FUNCTION knowledge_audited();
+"""
+
+
+def _v9(dimensions: int) -> list[str]:
+    """Review policies and roles (issue 28): no fact becomes active without its audit row.
+
+    Why in the database: a reviewer's login could otherwise INSERT an active fact (over a
+    tombstone, with no trace) by hand; grants cannot say "only with an audit row". `audit_log.tx`
+    names the transaction that wrote each row (the server sets it), and a deferred constraint
+    trigger on `knowledge` refuses, at commit, a fact made active by any role but the owner with
+    no audit row of its user in that transaction. The (action, actor) index serves the policies'
+    verdict, draw and scope reads."""
+    del dimensions
+    return [_V9]
+
+
+MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
+    1: _v1,
+    2: _v2,
+    3: _v3,
+    5: _v5,
+    6: _v6,
+    7: _v7,
+    8: _v8,  # migration: value-model
+    9: _v9,  # migration: policies
+}
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes
 

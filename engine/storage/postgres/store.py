@@ -66,7 +66,7 @@ ERASE_TABLES: tuple[str, ...] = (
 # Columns a dump leaves out: `search` is derived from the statement (PostgresTx.search_text), and
 # rebuilt by `load`, as SQLite rebuilds its FTS rows; `audit_log.db_role` is set by the server on
 # insert (schema migration 5: the role that loads the row).
-_DERIVED = {"knowledge": {"search"}, "audit_log": {"db_role"}}
+_DERIVED = {"knowledge": {"search"}, "audit_log": {"db_role", "tx"}}  # tx: migration 8
 
 
 def _key(table: str) -> str:

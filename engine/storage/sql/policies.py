@@ -20,6 +20,20 @@ from .records import CANDIDATE_COLS, CANDIDATE_FROM, candidate_from_row
 POLICY_KEY = "policy:"
 """The meta key prefix of a policy's settings."""
 
+SAMPLED = "policy_sampled"
+UNSAMPLED = "policy_unsampled"
+"""The audit action of a policy's approval, by whether the secret draw sent it to second review.
+Fail closed: an approval of a policy with no `policy_unsampled` row is in the sample."""
+
+POLICY_SAMPLE_SQL = (
+    "(NOT EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    f" AND ps.action = '{UNSAMPLED}' AND ps.actor = c.decided_by)"
+    " OR EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    f" AND ps.action = '{SAMPLED}' AND ps.actor = c.decided_by))"
+)
+"""A policy's approval (candidate `c`) is in the second-review sample: no row says it was left out,
+or a later draw (a scope's alert) put it in."""
+
 
 class PolicyOps(Protocol):
     """Mixed into SqlTx; `conn` is the transaction's connection (see SqlTx)."""
@@ -116,3 +130,117 @@ class PolicyOps(Protocol):
             )
         ).fetchone()
         return int(row[0]), int(row[1])
+
+    # -- scopes (engine/policies.py: records per policy, slot or rule, and source) ---------------
+
+    async def scope_shadow_counts(self, actor: str, scope: str | None, since_us: int) -> dict[str, tuple[int, int]]:
+        """{scope: (people's decisions on candidates `actor` would approve, how many approved as they
+        were)} from its verdicts recorded at or after `since_us` (one scope, or every scope)."""
+        extra, args = ("AND a.note = ?", [scope]) if scope is not None else ("AND a.note IS NOT NULL", [])
+        rows = await fetchall(
+            self.conn,
+            "SELECT a.note, count(*), coalesce(sum(CASE WHEN c.status = 'approved' AND c.decision = 'approve'"
+            " THEN 1 ELSE 0 END), 0) FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            " WHERE a.entity = 'candidate' AND a.action = 'policy_verdict' AND a.actor = ? AND a.at >= ?"
+            f" {extra} AND c.status != 'pending' AND c.decided_by IS NOT NULL AND c.decided_by NOT LIKE 'policy:%'"
+            " GROUP BY a.note",
+            [actor, int(since_us), *args],
+        )
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    async def second_review_stamp(self, actor: str) -> tuple[int, int]:
+        """(how many second reviews of `actor`'s approvals, the newest one's id): a cheap test of
+        whether anything new was second-reviewed."""
+        row = await (
+            await self.conn.execute(
+                "SELECT count(*), coalesce(max(id), 0) FROM second_reviews WHERE first_reviewer = ?", (actor,)
+            )
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    async def scope_second_reviews(self, actor: str) -> list[tuple[str, str, int, int, int]]:
+        """(scope, verdict, approved at, reviewed at, candidate id) of every second review of
+        `actor`'s approvals, by review."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT a.note, s.verdict, a.at, s.decided_at, s.candidate_id FROM second_reviews s"
+            " JOIN audit_log a ON a.entity = 'candidate' AND a.entity_id = s.candidate_id"
+            f" AND a.action IN ('{SAMPLED}', '{UNSAMPLED}') AND a.actor = s.first_reviewer"
+            " AND a.id = (SELECT min(b.id) FROM audit_log b WHERE b.entity = 'candidate'"
+            f" AND b.entity_id = s.candidate_id AND b.action IN ('{SAMPLED}', '{UNSAMPLED}')"
+            " AND b.actor = s.first_reviewer)"
+            " WHERE s.first_reviewer = ? ORDER BY s.decided_at, s.id",
+            [actor],
+        )
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+    async def scope_approvals_since(self, actor: str, scope: str, after_us: int) -> list[int]:
+        """Candidates `actor` approved in `scope` after `after_us` that are still its approvals
+        with an active fact and that no second reviewer upheld (what a suspension returns)."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT DISTINCT c.id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            " JOIN knowledge k ON k.id = c.knowledge_id"
+            f" WHERE a.entity = 'candidate' AND a.action IN ('{SAMPLED}', '{UNSAMPLED}') AND a.actor = ?"
+            " AND a.note = ? AND a.at > ? AND c.status = 'approved' AND c.decided_by = a.actor"
+            " AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id"
+            " AND s.verdict = 'agree') ORDER BY c.id",
+            [actor, scope, int(after_us)],
+        )
+        return [int(r[0]) for r in rows]
+
+    async def policy_scope_events(self) -> list[tuple[str, str, int]]:
+        """(action, after JSON, at) of every scope event (suspension, resumption), oldest first."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT action, after, at FROM audit_log WHERE entity = 'policy_scope' ORDER BY id",
+            [],
+        )
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def policy_sampled(self, candidate_id: int, actor: str) -> bool:
+        """Whether `actor`'s approval of this candidate is in the second-review sample."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT action FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action IN (?, ?)"
+            " AND actor = ?",
+            [candidate_id, SAMPLED, UNSAMPLED, actor],
+        )
+        actions = {str(r[0]) for r in rows}
+        return SAMPLED in actions or UNSAMPLED not in actions
+
+    async def unsampled_scope_approvals(self, actor: str, scope: str, limit: int) -> list[tuple[int, str]]:
+        """(candidate id, user_id) of `actor`'s newest approvals in `scope` that its draw left out
+        of the sample, still active and not second-reviewed: what a scope's alert draws again."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT c.id, c.user_id FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            " JOIN knowledge k ON k.id = c.knowledge_id"
+            f" WHERE a.entity = 'candidate' AND a.action = '{UNSAMPLED}' AND a.actor = ? AND a.note = ?"
+            " AND c.status = 'approved' AND c.decided_by = a.actor AND k.status = 'active'"
+            " AND NOT EXISTS (SELECT 1 FROM audit_log b WHERE b.entity = 'candidate' AND b.entity_id = c.id"
+            f" AND b.action = '{SAMPLED}' AND b.actor = a.actor)"
+            " AND NOT EXISTS (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id)"
+            " ORDER BY a.id DESC LIMIT ?",
+            [actor, scope, int(limit)],
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def oldest_pending(self) -> tuple[int, int | None]:
+        """(pending candidates, when the oldest was queued)."""
+        row = await (
+            await self.conn.execute("SELECT count(*), min(created_at) FROM candidates WHERE status = 'pending'")
+        ).fetchone()
+        return int(row[0]), None if row[1] is None else int(row[1])
+
+    async def pending_among(self, candidate_ids: Sequence[int]) -> int:
+        """How many of these candidates are pending now."""
+        if not candidate_ids:
+            return 0
+        marks = ", ".join("?" * len(candidate_ids))
+        row = await (
+            await self.conn.execute(
+                f"SELECT count(*) FROM candidates WHERE status = 'pending' AND id IN ({marks})", tuple(candidate_ids)
+            )
+        ).fetchone()
+        return int(row[0])

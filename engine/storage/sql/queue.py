@@ -13,6 +13,7 @@ from ...categories import ANY_SPECIAL, category_of
 from ...errors import NotFoundError, UserInputError
 from ...models import (
     Candidate,
+    Mark,
 )
 from ...queue_filter import QueueFilter
 from ...text import value_key
@@ -24,6 +25,7 @@ from .records import (
     DECIDED_BY_PEOPLE,
     MAX_ID,
     candidate_from_row,
+    marks_to_json,
 )
 
 _CANDIDATE_INSERT_FIELDS = (
@@ -44,6 +46,7 @@ _CANDIDATE_INSERT_FIELDS = (
     "supersedes_candidate_id",
     "category",
     "rule",
+    "marks",
 )
 
 
@@ -123,14 +126,16 @@ class QueueOps(TxCore, Protocol):
         reason: str | None = None,
         supersedes_candidate_id: int | None = None,
         category: str | None = None,
+        marks: Sequence[Mark] = (),
     ) -> int:
         """One pending candidate; `category` is the extractor's label, checked and else derived from
-        the statement (engine.categories), so every path that queues sets it the same way."""
+        the statement (engine.categories), so every path that queues sets it the same way; `marks`
+        what the intake noticed (engine.gate)."""
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
-            " supersedes_candidate_id, category)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) RETURNING id",
+            " supersedes_candidate_id, category, marks)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 user_id,
                 episode_id,
@@ -149,6 +154,7 @@ class QueueOps(TxCore, Protocol):
                 reason,
                 supersedes_candidate_id,
                 category_of(statement, category),
+                marks_to_json(marks),
             ),
         )
         return await returned_id(cur)
@@ -178,6 +184,8 @@ class QueueOps(TxCore, Protocol):
                         if f == "unsupported"
                         else category_of(row["statement"], row.get(f))
                         if f == "category"
+                        else marks_to_json(row.get(f) or ())
+                        if f == "marks"
                         else row.get(f, "" if f == "evidence" else None)
                         for f in _CANDIDATE_INSERT_FIELDS
                     ),

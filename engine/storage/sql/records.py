@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ...models import AuditEvent, Candidate, Discarded, Knowledge, Tombstone
+from ...models import AuditEvent, Candidate, Discarded, Knowledge, Mark, Tombstone
 from ...timeutil import from_us
 
 KNOWLEDGE_COLS = (
@@ -23,7 +23,9 @@ CANDIDATE_COLS = (
     # team state (engine/team.py): who flagged it for a second opinion, who was assigned its user
     "(SELECT f.flagged_by FROM flags f WHERE f.candidate_id = c.id AND f.withdrawn_at IS NULL), "
     "(SELECT a.reviewer FROM assignments a WHERE a.user_id = c.user_id), "
-    "c.category"
+    "c.category, "
+    # engine.gate's marks (JSON list), NULL for none
+    "c.marks"
 )
 CANDIDATE_FROM = "candidates c LEFT JOIN extraction_runs r ON r.id = c.run_id"
 TOMBSTONE_COLS = (
@@ -93,7 +95,21 @@ def candidate_from_row(r: Sequence[Any]) -> Candidate:
         flagged_by=r[24],
         assigned_to=r[25],
         category=r[26],
+        marks=marks_from_json(r[27]),
     )
+
+
+def marks_to_json(marks: Sequence[Mark]) -> str | None:
+    """A candidate's marks as stored: NULL for none, else a JSON list of {kind, target_id, note}."""
+    if not marks:
+        return None
+    return json.dumps([{"kind": m.kind, "target_id": m.target_id, "note": m.note} for m in marks])
+
+
+def marks_from_json(text: str | None) -> tuple[Mark, ...]:
+    if not text:
+        return ()
+    return tuple(Mark(kind=m["kind"], target_id=int(m["target_id"]), note=str(m["note"])) for m in json.loads(text))
 
 
 def tombstone_from_row(r: Sequence[Any]) -> Tombstone:
@@ -169,6 +185,7 @@ def candidate_from_row_json(text: str) -> Candidate:
     for name in ("created_at", "valid_at", "invalid_at", "claimed_until", "decided_at"):
         if data.get(name) is not None:
             data[name] = datetime.fromisoformat(data[name])
+    data["marks"] = tuple(Mark(**m) for m in data.get("marks") or ())
     return Candidate(**data)
 
 

@@ -9,12 +9,13 @@ function, the sample hash is integer arithmetic both backends evaluate identical
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...queue_filter import QueueFilter
 from .conn import SqlConn
 from .core import returned_id
+from .policies import POLICY_SAMPLE_SQL
 from .queue import queue_where
 
 HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
@@ -173,34 +174,36 @@ class TeamOps(Protocol):
     # -- second review --------------------------------------------------------------------------
 
     @staticmethod
-    def _sample_where(
-        decisions: Sequence[str], reviewer: str, threshold: int, by_actor: Mapping[str, int] | None = None
-    ) -> tuple[str, list[Any]]:
-        """`threshold` for people's approvals; `by_actor` a threshold of its own for the approvals
-        of an actor (a review policy samples its own share: engine/policies.py)."""
-        bound: str = "?"
-        bound_args: list[Any] = [threshold]
-        if by_actor:
-            # typed, so PostgreSQL compares a number with the hash (its parameters carry no type)
-            bound = (
-                "CASE c.decided_by "
-                + " ".join("WHEN ? THEN CAST(? AS BIGINT)" for _ in by_actor)
-                + " ELSE CAST(? AS BIGINT) END"
-            )
-            bound_args = [v for pair in by_actor.items() for v in pair] + [threshold]
+    def _sample_where(decisions: Sequence[str], reviewer: str, threshold: int) -> tuple[str, list[Any]]:
+        """`threshold` (the id hash's bound) for people's approvals; a review policy's approval is in
+        the sample when its secret draw at approval time put it there (engine/policies.py: no
+        `policy_unsampled` row), which nothing an agent sees can predict."""
         return (
             f"c.status = 'approved' AND c.decision IN ({_marks(decisions)}) AND c.decided_by != ?"
-            f" AND {SAMPLE_SQL.replace('< ?', '< ' + bound)} AND k.status = 'active' AND NOT EXISTS"
+            f" AND ((c.decided_by LIKE 'policy:%' AND {POLICY_SAMPLE_SQL})"
+            f" OR (c.decided_by NOT LIKE 'policy:%' AND {SAMPLE_SQL}))"
+            " AND k.status = 'active' AND NOT EXISTS"
             " (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id AND s.knowledge_id = c.knowledge_id)",
-            [*decisions, reviewer, *bound_args],
+            [*decisions, reviewer, threshold],
         )
 
-    async def sampled_approval_count(
-        self, decisions: Sequence[str], reviewer: str, threshold: int, by_actor: Mapping[str, int] | None = None
-    ) -> int:
+    async def oldest_sampled_approval(self, decisions: Sequence[str], threshold: int) -> tuple[int, int | None]:
+        """(approvals in the sample that nobody second-reviewed yet, whoever may review them; when
+        the oldest was decided): the second-review backlog's size and age."""
+        where, args = self._sample_where(decisions, "", threshold)
+        row = await (
+            await self.conn.execute(
+                f"SELECT count(*), min(c.decided_at) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
+                f" WHERE {where}",
+                args,
+            )
+        ).fetchone()
+        return int(row[0]), None if row[1] is None else int(row[1])
+
+    async def sampled_approval_count(self, decisions: Sequence[str], reviewer: str, threshold: int) -> int:
         """Approvals (by `decisions`) in the sample (hash < threshold) that `reviewer` did not make,
         whose fact is active and that nobody second-reviewed yet."""
-        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
+        where, args = self._sample_where(decisions, reviewer, threshold)
         return await self._count(
             f"SELECT count(*) FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id WHERE {where}", args
         )
@@ -212,11 +215,10 @@ class TeamOps(Protocol):
         threshold: int,
         limit: int,
         offset: int,
-        by_actor: Mapping[str, int] | None = None,
     ) -> list[Any]:
         """The approvals `sampled_approval_count` counts, oldest decision first: (candidate id,
         user_id, knowledge id, statement, kind, confidence, evidence, valid_at, invalid_at)."""
-        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
+        where, args = self._sample_where(decisions, reviewer, threshold)
         return list(
             await (
                 await self.conn.execute(
@@ -233,12 +235,11 @@ class TeamOps(Protocol):
         decisions: Sequence[str],
         reviewer: str,
         threshold: int,
-        by_actor: Mapping[str, int],
         user_id: str | None,
     ) -> list[Any]:
         """The approvals `sampled_approval_count` counts (of one user, or all), every one:
         (candidate id, knowledge id, user_id, decided_by, decided_at)."""
-        where, args = self._sample_where(decisions, reviewer, threshold, by_actor)
+        where, args = self._sample_where(decisions, reviewer, threshold)
         scope, scope_args = (" AND c.user_id = ?", [user_id]) if user_id is not None else ("", [])
         return list(
             await (

@@ -44,6 +44,10 @@ class GateView:
     facts: list[tuple[int, str]] = field(default_factory=list)
     # values corrected away: (the active fact that now holds the corrected value, the old statement)
     corrected: ValueIndex[tuple[int, str]] = field(default_factory=ValueIndex)
+    # each active fact's valid interval (µs, None for an open end): a replacement needs an overlap
+    intervals: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    # what engine.gate derives from the rows above once per view (the claims of the live entries)
+    derived: dict[str, Any] = field(default_factory=dict)
 
 
 class TombstoneOps(TxCore, Protocol):
@@ -111,29 +115,6 @@ class TombstoneOps(TxCore, Protocol):
     async def delete_tombstone(self, tombstone_id: int) -> None:
         await self.conn.execute("DELETE FROM tombstones WHERE id = ?", (tombstone_id,))
 
-    async def matching_tombstone(self, user_id: str, statement: str) -> Tombstone | None:
-        """The live tombstone of this user that blocks `statement`'s value (engine.text's rule), if any."""
-        rows = await (
-            await self.conn.execute(
-                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE user_id = ? AND lifted_at IS NULL ORDER BY id",
-                (user_id,),
-            )
-        ).fetchall()
-        return ValueIndex((r[2], tombstone_from_row(r)) for r in rows).find(value_key(statement))
-
-    async def live_keys(self, user_id: str) -> list[tuple[str, str, int]]:
-        """Keys of this user's ACTIVE facts and PENDING candidates: the only things a new claim can
-        duplicate. Superseded and retracted facts are deliberately absent, so a fact that becomes true
-        again can be learned again."""
-        rows = await (
-            await self.conn.execute(
-                "SELECT key, 'knowledge', id FROM knowledge WHERE user_id = ? AND status = 'active'"
-                " UNION ALL SELECT key, 'candidate', id FROM candidates WHERE user_id = ? AND status = 'pending'",
-                (user_id, user_id),
-            )
-        ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
     async def gate_view(self, user_id: str, known: Sequence[Candidate] = (), *, whole: bool = True) -> GateView:
         """One query for the keys (stored, never recomputed) of the user's active facts, live tombstones
         and pending candidates; whole candidate rows are read only for pending candidates not in
@@ -141,11 +122,13 @@ class TombstoneOps(TxCore, Protocol):
         with `whole=False` (`pending` is then empty: the intake of one statement needs only keys)."""
         rows = await fetchall(
             self.conn,
-            "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
-            " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
+            "SELECT 'knowledge', id, key, statement, valid_at, invalid_at FROM knowledge"
+            " WHERE user_id = ? AND status = 'active'"
+            " UNION ALL SELECT 'tombstone', id, key, statement, NULL, NULL FROM tombstones"
+            " WHERE user_id = ? AND lifted_at IS NULL"
             # pending candidates that state a value (retraction requests are not values)
-            " UNION ALL SELECT 'candidate', id, key, statement FROM candidates WHERE user_id = ? AND status = 'pending'"
-            " AND kind != 'retraction' ORDER BY 1, 2",
+            " UNION ALL SELECT 'candidate', id, key, statement, valid_at, invalid_at FROM candidates"
+            " WHERE user_id = ? AND status = 'pending' AND kind != 'retraction' ORDER BY 1, 2",
             (user_id, user_id, user_id),
         )
         live: ValueIndex[LiveEntry] = ValueIndex((r[2], (r[0], r[1], r[3])) for r in rows if r[0] != "tombstone")
@@ -166,18 +149,21 @@ class TombstoneOps(TxCore, Protocol):
         pending = [have[i] for i in pending_ids]
         facts = [(int(r[1]), r[3]) for r in rows if r[0] == "knowledge"]
         active_ids = {i for i, _ in facts}
-        return GateView(stones, live, pending, active_ids, facts, await self._corrected_away(user_id, active_ids))
+        intervals = {int(r[1]): (r[4], r[5]) for r in rows if r[0] == "knowledge"}
+        corrected = await self._corrected_away(user_id, active_ids)
+        return GateView(stones, live, pending, active_ids, facts, corrected, intervals)
 
-    async def admission_rows(self, user_id: str) -> list[tuple[str, int, str, str]]:
+    async def admission_rows(self, user_id: str, *, after: tuple[int, int] = (0, 0)) -> list[tuple[str, int, str, str]]:
         """(entity, id, key, statement) of the user's ACTIVE facts and LIVE tombstones: what the
         activation gate (engine.gate.Admission) checks a new active fact against. Pending
-        candidates are not read: a decision on a user with a long queue stays one short read."""
+        candidates are not read: a decision on a user with a long queue stays one short read.
+        `after` (fact id, tombstone id): only newer rows (an import's next transaction)."""
         rows = await fetchall(
             self.conn,
-            "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active'"
+            "SELECT 'knowledge', id, key, statement FROM knowledge WHERE user_id = ? AND status = 'active' AND id > ?"
             " UNION ALL SELECT 'tombstone', id, key, statement FROM tombstones WHERE user_id = ? AND lifted_at IS NULL"
-            " ORDER BY 1, 2",
-            (user_id, user_id),
+            " AND id > ? ORDER BY 1, 2",
+            (user_id, after[0], user_id, after[1]),
         )
         return [(str(r[0]), int(r[1]), str(r[2]), str(r[3])) for r in rows]
 
@@ -203,9 +189,3 @@ class TombstoneOps(TxCore, Protocol):
             if head in active_ids:
                 out.add(r[1], (int(head), r[2]))
         return out
-
-    async def duplicate_of(self, user_id: str, statement: str) -> tuple[str, int] | None:
-        """('knowledge' | 'candidate', id) of the ACTIVE fact or PENDING candidate of this user that
-        holds the statement's value (the duplicate gate, engine.text's rule), or None."""
-        live = await self.live_keys(user_id)
-        return ValueIndex((k, (e, i)) for k, e, i in live).find(value_key(statement))
