@@ -46,6 +46,7 @@ from .errors import (
 from .gate import (
     GATE_RETARGET,
     POLICY_ACTOR_PREFIX,
+    SYSTEM_ACTOR,
     Admission,
     EndReason,
     activate,
@@ -205,6 +206,10 @@ class ReviewService:
 
     @staticmethod
     def _check_open(cand: Candidate, reviewer: str, now: datetime) -> None:
+        if reviewer.strip().casefold() == SYSTEM_ACTOR:
+            # a person under the engine's own name would make their claims and decisions read as the
+            # engine's in the audit log (the engine itself only undoes, under it: policies.py)
+            raise UserInputError(f"{reviewer!r} is the engine's own name in the audit log; a reviewer needs another")
         if cand.status != "pending":
             raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
         if (

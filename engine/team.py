@@ -56,7 +56,7 @@ from .errors import (
     SecondOpinionError,
     UserInputError,
 )
-from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
+from .gate import POLICY_ACTOR_PREFIX
 from .knowledge import retract_in
 from .limits import check_reason
 from .models import Candidate, Message
@@ -97,10 +97,7 @@ def check_may_decide(cand: Candidate, reviewer: str) -> None:
     """Called by ReviewService._check_open before every claim and decision (inside its transaction,
     on the row it just re-read): the flagger of a second opinion and anyone but the assignee of
     the candidate's user are refused. A flag outranks the assignment: when the assignee asks for a
-    second opinion, someone else must be able to give it. Nobody decides under the engine's own
-    name (SYSTEM_ACTOR): the audit log would show a person's decision as the engine's."""
-    if reviewer.strip().casefold() == SYSTEM_ACTOR:
-        raise UserInputError(f"{reviewer!r} is the engine's own name in the audit log; a reviewer needs another")
+    second opinion, someone else must be able to give it."""
     if cand.flagged_by is not None:
         if cand.flagged_by == reviewer:
             raise SecondOpinionError(cand.id, cand.flagged_by)

@@ -365,7 +365,7 @@ def sla_option() -> Callable[[F], F]:
     return click.option(
         "--sla-hours",
         envvar="MEMDESK_SLA_HOURS",
-        type=FiniteHours(0, 24 * 365),
+        type=FiniteHours(0, 10_000_000),  # finite, and small enough for microsecond arithmetic
         default=DEFAULT_SLA_HOURS,
         show_default="$MEMDESK_SLA_HOURS or 48",
         help="Hours a pending item may wait before it counts as past the SLA.",
