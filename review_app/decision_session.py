@@ -49,6 +49,12 @@ class Undoer(Protocol):
     async def undo(self, candidate_id: int, reviewer: str) -> object: ...
 
 
+class LeaseBook(Protocol):
+    """Where the session says a decision ended a lease (`review_app.leases.Leases`, or a set)."""
+
+    def discard(self, candidate_id: int, /) -> None: ...
+
+
 def explain(exc: Exception, candidate_id: int) -> Outcome:
     """An engine refusal in a reviewer's words; nothing was changed by the refused call."""
     if isinstance(exc, AlreadyDecidedError):
@@ -69,11 +75,12 @@ REFUSALS = (ConflictError, DecisionRequiredError)
 class DecisionSession:
     """The in-flight slot, the undo stack and the count of decisions of one queue session."""
 
-    def __init__(self, review: Undoer, reviewer: str, claimed: set[int]) -> None:
+    def __init__(self, review: Undoer, reviewer: str, claimed: LeaseBook) -> None:
         self._review = review
         self.reviewer = reviewer
         self._claimed = claimed
-        """The app's set of leases to release at exit; a decision ends its candidate's lease."""
+        """The app's leases (their one owner, review_app/leases.py); a decision ends its candidate's
+        lease."""
         self.busy = False
         self.undo_stack: list[list[int]] = []
         self.decided = 0

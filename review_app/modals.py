@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 from engine.errors import UserInputError
 from engine.timeutil import check_interval, parse_datetime
 
-from .widgets.in_order_input import InOrderInput, KeepsTypedAhead
+from .widgets.in_order_input import FIELDS_IN_ORDER, FieldsInOrder, InOrderInput, KeepsTypedAhead
 from .widgets.literal import literal, visible
 
 _R = TypeVar("_R")
@@ -148,6 +148,7 @@ class ReasonModal(KeepsTypedAhead, ModalScreen["ReasonResult | None"]):
         Binding("escape", "cancel", "Cancel", id="reason.cancel"),
         Binding("ctrl+s", "submit", "Confirm", id="reason.submit"),
         Binding("ctrl+t", "toggle_tombstone", "Tombstone on/off", id="reason.tombstone"),
+        *FIELDS_IN_ORDER,
     ]
 
     def __init__(
@@ -303,6 +304,8 @@ class StatementForm(KeepsTypedAhead, ModalScreen[_R]):
 
     PREFIX: ClassVar[str] = "edit"
     ASKS_REASON: ClassVar[bool] = False
+    BINDINGS: ClassVar[list[BindingType]] = [*FIELDS_IN_ORDER]
+    """Inherited by every form: Tab and Shift+Tab move between fields in the order typed."""
 
     def _error(self, field: str, message: str) -> None:
         self.query_one(f"#{self.PREFIX}-{field}-error", Static).update(literal(message))
@@ -505,7 +508,7 @@ class PickResult:
     start: datetime | None = None  # when the picked fact starts, where asked (None: not given)
 
 
-class PickFactModal(ModalScreen["PickResult | None"]):
+class PickFactModal(FieldsInOrder, ModalScreen["PickResult | None"]):
     """Pick one of a user's active facts (retarget a candidate at it; mark a fact superseded by it),
     with a reason when the change needs one. Enter on a fact picks it; Escape picks nothing."""
 
@@ -513,6 +516,7 @@ class PickFactModal(ModalScreen["PickResult | None"]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="pick.cancel"),
         Binding("ctrl+s", "submit", "Confirm", id="pick.submit"),
+        *FIELDS_IN_ORDER,
     ]
 
     def __init__(

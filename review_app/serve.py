@@ -29,6 +29,11 @@ starts the app to anyone, and runs one fixed command through a shell. Here:
   made-up names never queues ahead of a real reviewer's login.
 - A credentials file that turns invalid fails closed: every session ends, logins are refused, and
   the reason is logged, until the file is valid again.
+- A workstation is kept ready for the next session (`WARM_SPARES`, review_app/warm.py): started
+  before anyone logs in, it has imported everything and opened the store, and waits for the
+  server's order naming the session's reviewer. The browser paints at once after login instead of
+  after a cold start (8-12 s on a loaded machine). Still one process per websocket; a new spare is
+  started as soon as one is taken.
 
 Plain HTTP only: TLS belongs to a reverse proxy in front of it (README, "memdesk serve"), which is
 why it binds to 127.0.0.1 unless told otherwise.
@@ -78,6 +83,25 @@ SCRYPT_LANES = 2
 """scrypt checks that may run at once for known names (the machine's cores stay responsive)."""
 DECOY_QUEUE = 32
 """Attempts for unknown names waiting for their own single lane; more are refused at once (503)."""
+WARM_SPARES = 1
+"""Workstations kept started, waiting for the next session (0: every session starts cold); the
+deployment sets it with $MEMDESK_SERVE_WARM (0-8)."""
+WARM_ENV = "MEMDESK_SERVE_WARM"
+
+
+def warm_spares_setting() -> int:
+    """$MEMDESK_SERVE_WARM, or WARM_SPARES. A value that is not a whole number from 0 to 8 is
+    logged as an error and no spare is started: sessions then start cold, which is slower but
+    otherwise the same, and the log says why."""
+    raw = os.environ.get(WARM_ENV)
+    if raw is None or not raw.strip():
+        return WARM_SPARES
+    if not raw.strip().isdigit() or not 0 <= int(raw) <= 8:
+        log.error("$%s must be a whole number from 0 to 8, not %r: no workstation is started ahead", WARM_ENV, raw)
+        return 0
+    return int(raw)
+
+
 PROOF_SECONDS = 10.0
 """How long a websocket may take to send its session proof."""
 SWEEP_SECONDS = 10.0
@@ -307,8 +331,8 @@ class WorkstationProcess:
     def __init__(
         self,
         argv: list[str],
-        send: Callable[[bytes], Awaitable[None]],
-        closed: Callable[[], Awaitable[Any]],
+        send: Callable[[bytes], Awaitable[None]] | None = None,
+        closed: Callable[[], Awaitable[Any]] | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
         self.argv = argv
@@ -318,20 +342,48 @@ class WorkstationProcess:
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
 
-    async def start(self, width: int, height: int) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "MEMDESK_REVIEWER"}
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.returncode is None
+
+    async def spawn(self, width: int | None = None, height: int | None = None) -> None:
+        """Start the process (a warm one gets its size with its order, `begin`)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("MEMDESK_REVIEWER", "COLUMNS", "ROWS")}
         env.update(
             TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver",
             TEXTUAL_FPS="60",
             TEXTUAL_COLOR_SYSTEM="truecolor",
             TERM_PROGRAM="textual",
-            COLUMNS=str(width),
-            ROWS=str(height),
         )
+        if width is not None and height is not None:
+            env.update(COLUMNS=str(width), ROWS=str(height))
         env.update(self.env)
         self._process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
         )
+
+    async def start(self, width: int, height: int) -> None:
+        """A cold start: the reviewer is in the argv."""
+        await self.spawn(width, height)
+        self._reader = asyncio.create_task(self._read())
+
+    async def begin(
+        self,
+        send: Callable[[bytes], Awaitable[None]],
+        closed: Callable[[], Awaitable[Any]],
+        *,
+        reviewer: str,
+        width: int,
+        height: int,
+    ) -> None:
+        """Hand a warm process its session: the order line (review_app/warm.py), then relay."""
+        self._send, self._closed = send, closed
+        process = self._process
+        assert process is not None and process.stdin is not None
+        order = json.dumps({"reviewer": reviewer, "width": width, "height": height}) + "\n"
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            process.stdin.write(order.encode("utf-8"))
+            await process.stdin.drain()
         self._reader = asyncio.create_task(self._read())
 
     async def _write(self, kind: bytes, payload: bytes) -> None:
@@ -361,21 +413,26 @@ class WorkstationProcess:
             while line:
                 header = await stdout.readexactly(5)
                 payload = await stdout.readexactly(int.from_bytes(header[1:], "big"))
-                if header[:1] == b"D":
+                if header[:1] == b"D" and self._send is not None:
                     await self._send(payload)
                 elif header[:1] == b"M" and json.loads(payload).get("type") == "exit":
                     break
         except (asyncio.IncompleteReadError, ConnectionError, RuntimeError, ValueError):
             pass  # the app ended, the browser went away, or a frame was malformed: either way, done
         finally:
-            await self._closed()
+            if self._closed is not None:
+                await self._closed()
 
     async def stop(self, timeout: float = 15.0) -> None:
-        """Ask the app to quit (it releases its lease on the way out); kill it if it does not."""
+        """Ask the app to quit (it releases its lease on the way out); kill it if it does not. A
+        warm process that has had no order yet is told by the end of its stdin."""
         process = self._process
         if process is None:
             return
-        await self.meta(type="quit")
+        if self._reader is None and process.stdin is not None:
+            process.stdin.close()
+        else:
+            await self.meta(type="quit")
         try:
             await asyncio.wait_for(process.wait(), timeout)
         except TimeoutError:
@@ -400,6 +457,7 @@ class WorkstationServer:
         clock: Callable[[], float] = time.monotonic,
         allowed_hosts: Iterable[str] = (),
         trusted_proxies: Iterable[str] = (),
+        warm_spares: int | None = None,
     ) -> None:
         self.db_path = db_path if is_postgres_url(db_path) else str(Path(db_path).resolve())
         self.credentials = credentials
@@ -418,6 +476,9 @@ class WorkstationServer:
         self._sockets: dict[web.WebSocketResponse, Session] = {}
         self._apps: set[WorkstationProcess] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self.warm_spares = warm_spares_setting() if warm_spares is None else warm_spares
+        self._spares: list[WorkstationProcess] = []
+        self._refilling: asyncio.Task[None] | None = None
         # Checked when a name is unknown, so that a wrong name costs what a wrong password costs.
         self._decoy = hash_password(secrets.token_urlsafe(16))
 
@@ -432,6 +493,14 @@ class WorkstationServer:
         """The argv of one workstation; the reviewer is the session's (checked against
         NAME_PATTERN at login, and an argv element, never shell text)."""
         argv = [sys.executable, "-m", "review_app.cli", "review", "--reviewer", reviewer]
+        if self.keymap:
+            argv += ["--keymap", self.keymap]
+        return argv
+
+    def warm_command(self) -> list[str]:
+        """The argv of a workstation started before its session (review_app/warm.py): no reviewer;
+        the server's order names it."""
+        argv = [sys.executable, "-m", "review_app.warm"]
         if self.keymap:
             argv += ["--keymap", self.keymap]
         return argv
@@ -600,13 +669,42 @@ class WorkstationServer:
 
     async def _start_sweeper(self, app: web.Application) -> None:
         self._sweeper = asyncio.create_task(self._sweep())
+        self._refill()
+
+    def _refill(self) -> None:
+        """Start spares until WARM_SPARES wait (in the background: a login never waits for it)."""
+        if self._refilling is None or self._refilling.done():
+            self._refilling = asyncio.create_task(self._start_spares())
+
+    async def _start_spares(self) -> None:
+        self._spares = [p for p in self._spares if p.alive]
+        while len(self._spares) < self.warm_spares:
+            spare = WorkstationProcess(self.warm_command(), env=self.app_env())
+            try:
+                await spare.spawn()
+            except OSError as exc:
+                log.error("could not start a workstation ahead of time: %s", exc)
+                return
+            self._spares.append(spare)
+
+    def _take_spare(self) -> WorkstationProcess | None:
+        while self._spares:
+            spare = self._spares.pop(0)
+            if spare.alive:
+                return spare
+        return None
 
     async def _shutdown(self, app: web.Application) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._refilling is not None:
+            self._refilling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refilling
         await self._close_sockets(lambda s: True, "the server is shutting down")
         # Each workstation quits (releasing its lease) before the server goes: none is orphaned.
-        await asyncio.gather(*(app.stop() for app in list(self._apps)))
+        spares, self._spares = self._spares, []
+        await asyncio.gather(*(app.stop() for app in [*self._apps, *spares]))
 
     @staticmethod
     def _asset(text: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -720,13 +818,21 @@ class WorkstationServer:
                 log.warning("websocket for %s refused: no matching session proof", session.reviewer)
                 await ws.close(message=b"this browser did not log in on this page's origin; log in again")
                 return ws
-            app = WorkstationProcess(self.app_command(session.reviewer), ws.send_bytes, ws.close, env=self.app_env())
-            self._apps.add(app)
-            await app.start(
-                _clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80),
-                _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24),
-            )
-            log.info("workstation started for %s", session.reviewer)
+            width = _clamp(request.query.get("width"), MIN_COLS, MAX_COLS, 80)
+            height = _clamp(request.query.get("height"), MIN_ROWS, MAX_ROWS, 24)
+            app = self._take_spare()
+            if app is not None:
+                self._apps.add(app)
+                await app.begin(ws.send_bytes, ws.close, reviewer=session.reviewer, width=width, height=height)
+                log.info("workstation (started ahead) handed to %s", session.reviewer)
+            else:
+                app = WorkstationProcess(
+                    self.app_command(session.reviewer), ws.send_bytes, ws.close, env=self.app_env()
+                )
+                self._apps.add(app)
+                await app.start(width, height)
+                log.info("workstation started for %s", session.reviewer)
+            self._refill()  # the next session finds one ready
             await self._relay(ws, app)
         finally:
             self._sockets.pop(ws, None)

@@ -202,6 +202,21 @@ def test_serve_hands_its_sla_to_every_workstation_it_starts(
     assert started == ["6.0"]
 
 
+def test_a_workstation_started_ahead_reads_the_deployments_sla(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve`'s spare workstations (review_app/warm.py) are not started through `review`: they read
+    the SLA serve put in their environment the same way, bad values refused alike."""
+    from review_app.cli.common import BadInput, deployment_sla_hours
+
+    monkeypatch.delenv("MEMDESK_SLA_HOURS", raising=False)
+    assert deployment_sla_hours() == DEFAULT_SLA_HOURS
+    monkeypatch.setenv("MEMDESK_SLA_HOURS", "6.0")
+    assert deployment_sla_hours() == 6.0
+    for bad in ("nan", "inf", "0", "soon"):
+        monkeypatch.setenv("MEMDESK_SLA_HOURS", bad)
+        with pytest.raises(BadInput, match="MEMDESK_SLA_HOURS"):
+            deployment_sla_hours()
+
+
 async def test_the_header_counts_past_the_configured_sla(tmp_path: Path) -> None:
     """The workstation's header, with the SLA a deployment gives it: an item 5 h old is late under
     a 2 h SLA and not under the default (the control)."""

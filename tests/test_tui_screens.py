@@ -24,9 +24,9 @@ from review_app.screens import knowledge as knowledge_screen
 from review_app.screens.help import HelpScreen
 from review_app.screens.knowledge import KnowledgeScreen
 from review_app.screens.queue import QueueScreen
-from review_app.screens.tombstones import TombstonesScreen
+from review_app.screens.tombstones import STATEMENT_WIDTH, TombstonesScreen
 from review_app.widgets.knowledge_correct import CorrectModal
-from review_app.widgets.literal import visible
+from review_app.widgets.literal import clipped, visible
 from review_app.widgets.stats_render import daily_series
 from tests.pilot_helpers import settle
 from tests.tui_seed import MARKUP_STATEMENT, SeededDb, fixed_clock
@@ -252,7 +252,10 @@ async def test_user_text_with_markup_is_shown_literally(tui_db: SeededDb) -> Non
         await open_mode(pilot, "3")
         stones = app.screen
         assert isinstance(stones, TombstonesScreen)
-        texts = [r for r in table_rows(stones.table).values() if r[2] == shown]
+        # the table cuts the statement to its column, visibly: "…" (issue 29.6), the detail has it whole
+        cut = clipped(MARKUP_STATEMENT, STATEMENT_WIDTH).plain
+        assert cut.endswith("…") and len(cut) == STATEMENT_WIDTH and shown.startswith(cut[:-1])
+        texts = [r for r in table_rows(stones.table).values() if r[2] == cut]
         assert texts and texts[0][3] == "[i]spam[/i]"
 
 

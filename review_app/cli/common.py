@@ -41,7 +41,9 @@ DEFAULT_DEMO_DB = "memdesk-demo.db"
 DEFAULT_CREDENTIALS = "memdesk-reviewers.toml"
 DEFAULT_SLA_HOURS = 48.0
 """MemoryConfig.review_sla_hours' default, written here so the option's help needs no engine import
-(tests/test_cli_package.py checks the two agree)."""
+(tests/test_cli_deployment.py checks the two agree)."""
+MAX_SLA_HOURS = 10_000_000
+"""Finite, and small enough for the microsecond arithmetic of the queue's age (about 1,100 years)."""
 
 
 def echo(text: str = "", err: bool = False) -> None:
@@ -365,11 +367,24 @@ def sla_option() -> Callable[[F], F]:
     return click.option(
         "--sla-hours",
         envvar="MEMDESK_SLA_HOURS",
-        type=FiniteHours(0, 10_000_000),  # finite, and small enough for microsecond arithmetic
+        type=FiniteHours(0, MAX_SLA_HOURS),
         default=DEFAULT_SLA_HOURS,
         show_default="$MEMDESK_SLA_HOURS or 48",
         help="Hours a pending item may wait before it counts as past the SLA.",
     )
+
+
+def deployment_sla_hours() -> float:
+    """$MEMDESK_SLA_HOURS as `--sla-hours` reads it (a finite number of hours), else 48: for the
+    workstations `memdesk serve` starts ahead of a session (review_app/warm.py), which are not
+    started through the `review` command and its option."""
+    raw = os.environ.get("MEMDESK_SLA_HOURS")
+    if raw is None or not raw.strip():
+        return DEFAULT_SLA_HOURS
+    try:
+        return float(FiniteHours(0, MAX_SLA_HOURS).convert(raw, None, None))
+    except click.BadParameter as exc:
+        raise BadInput(f"$MEMDESK_SLA_HOURS: {exc.message}") from None
 
 
 def env_db(db: str | None) -> str:

@@ -18,8 +18,12 @@ applied twice nor be applied to a candidate the reviewer has not seen. The engin
 `status = 'pending'` guard is the final word: a candidate decided elsewhere raises
 AlreadyDecidedError, shown as "already decided by X", and the list is refreshed.
 
-The parts: this screen keeps composition, bindings and actions; the list and how it looks is the
-`PendingList` widget (review_app/widgets/pending_list.py), the candidate's panes `CandidateDetail`.
+The parts: this screen keeps composition, bindings and actions and applies what its Textual-free
+controllers decide: where the cursor goes (`QueueCursor`, review_app/queue_cursor.py: it never moves
+by itself), which leases are held (`Leases`, review_app/leases.py, the app's one owner of them),
+when the list is read again (`QueueWatcher`, review_app/queue_watch.py) and the decisions in flight
+(`DecisionSession`). The list and how it looks is the `PendingList` widget
+(review_app/widgets/pending_list.py), the candidate's panes `CandidateDetail`.
 
 Workers follow the workstation's one policy (review_app/workers.py): reads are never cancelled;
 a read that a newer one supersedes drops its result (its `Reads` ticket), and changes go through
@@ -29,9 +33,7 @@ the session one at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -45,7 +47,7 @@ from textual.widgets import Input, Static
 
 from engine import QueueFilter
 from engine.errors import AlreadyDecidedError, ClaimedError, NotFoundError, SecondOpinionError
-from engine.models import Candidate, CandidateContext, QueueMark
+from engine.models import Candidate, CandidateContext
 from engine.review import replaces
 
 from ..decision_session import DecisionSession, Outcome
@@ -59,6 +61,20 @@ from ..modals import (
     ReasonResult,
     ReplaceChoiceModal,
 )
+from ..queue_cursor import (
+    NOTHING_HERE,
+    Gone,
+    Placement,
+    QueueCursor,
+    Refusal,
+    after_bulk,
+    bulk_plan,
+    gone_text,
+    holders,
+    lease_holder,
+    one_by_one_reason,
+)
+from ..queue_watch import QueueWatcher
 from ..widgets.candidate_detail import CandidateDetail, ChainLink
 from ..widgets.in_order_input import InOrderInput
 from ..widgets.keybar import APP_KEYS, KeyBar
@@ -69,11 +85,6 @@ from ..widgets.queue_filter import FilterModal
 from .base import WorkstationScreen
 from .queue_team import TEAM_BINDINGS, QueueTeamActions
 
-POLL_SECONDS = 2.0
-"""How often a store that cannot announce new candidates is asked for them."""
-LOOK_SETTLE = 0.25
-"""Announcements within this many seconds are looked into once (decisions elsewhere still leave the
-list well within the second issue 19 asks)."""
 PROGRESS_SETTLE = 1.0
 """After a decision the progress line is re-read once the reviewer pauses this long; the header's
 count is kept exact meanwhile from the screen's own decisions."""
@@ -89,7 +100,12 @@ REJECT_REASONS: tuple[str, ...] = (
     "Too vague to be useful",
     "Sensitive: must not be stored",
     "Temporary, not worth remembering",
+    "Already known: a duplicate",
+    "A hypothetical, a joke or a question",
+    "Wrong date or time",
+    "Misread: the user did not say this",
 )
+"""The reject dialog's numbered reasons, `1`-`9` as the README's key table says."""
 
 
 SORTS: tuple[str, ...] = ("age", "user", "kind", "confidence")
@@ -118,55 +134,7 @@ FOOTER_KEYS: tuple[str, ...] = (
 """What the footer shows, most important first, as far as the width allows; `?` lists the rest."""
 
 
-def one_by_one_reason(cand: Candidate) -> str:
-    """Why bulk approve leaves a candidate for its own decision."""
-    if cand.kind == "retraction":
-        return f"asks to retract fact #{cand.supersedes_id}"
-    if cand.supersedes_id is not None:
-        return f"would replace fact #{cand.supersedes_id}"
-    if cand.supersedes_candidate_id is not None:
-        return f"would replace candidate #{cand.supersedes_candidate_id}"
-    return f"is an {cand.kind}: supersede or keep both"
-
-
-def gone_text(cand: Candidate | None, cid: int) -> str:
-    """What happened to a candidate decided elsewhere while the reviewer was looking at it."""
-    if cand is None:
-        return f"Candidate {cid} was removed elsewhere."
-    how = {"approve": "approved", "reject": "rejected"}.get(cand.decision or "", cand.status)
-    return f"Candidate {cid} was {how} by {cand.decided_by or 'someone else'} meanwhile."
-
-
-def lease_holder(cand: Candidate, reviewer: str, now: datetime) -> str | None:
-    """Who else holds a live lease on `cand` (None: nobody, or this reviewer)."""
-    if cand.claimed_by and cand.claimed_by != reviewer and cand.claimed_until is not None and cand.claimed_until > now:
-        return cand.claimed_by
-    return None
-
-
-@dataclass(frozen=True)
-class Gone:
-    """A candidate decided (or erased) elsewhere while the reviewer looked at it."""
-
-    candidate_id: int
-    what: str
-    row: Candidate | None
-    """Its row to keep in place; None when it was erased (the list closes up)."""
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a row cannot be opened for a decision: decided, or claimed, elsewhere."""
-
-    why: str
-    holder: str | None = None
-    """The other reviewer holding its lease, to show on the row."""
-    toast: bool = False
-    decided: bool = False
-    """Decided elsewhere: the row leaves the list."""
-
-
-NOTHING_HERE = " Nothing here to decide: n or p moves on."
+__all__ = ["NOTHING_HERE", "Gone", "QueueScreen", "Refusal", "gone_text", "lease_holder", "one_by_one_reason"]
 
 
 class QueueScreen(QueueTeamActions, WorkstationScreen):
@@ -213,13 +181,20 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         self.flag_notes: dict[int, str] = {}
         """Who asked for a second opinion on a flagged candidate, and their note: shown under the list
         beside the item while it is on screen."""
-        self.deferred: list[int] = []
-        """Candidates skipped with `d` in this session, in the order they were: kept at the end of
-        the loaded list (after each further page too) until decided."""
-        self._unsubscribe: Callable[[], Awaitable[None]] | None = None
-        self._seen: QueueMark | None = None
-        self._look: Timer | None = None
-        """The pending count and newest pending id (under the filter) at the last look."""
+        self.cursor = QueueCursor()
+        self.watcher = QueueWatcher(
+            read_mark=lambda: self.review_app.memory.review.mark(filter=self.filter),
+            reload=self.reload,
+            busy=lambda: self.decisions.busy,
+            fresh=lambda: self.reads.since("list"),
+            spawn=self._spawn_look,
+            later=self._later,
+        )
+
+    @property
+    def deferred(self) -> list[int]:
+        """Candidates skipped with `d` in this session (`QueueCursor.deferred`)."""
+        return self.cursor.deferred
 
     @property
     def pending_list(self) -> PendingList:
@@ -230,7 +205,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         """The session's decisions (made at mount: it needs the app's open store)."""
         if self.session is None:
             app = self.review_app
-            self.session = DecisionSession(app.memory.review, app.reviewer, app.claimed)
+            self.session = DecisionSession(app.memory.review, app.reviewer, app.leases)
         return self.session
 
     # -- layout ------------------------------------------------------------------------------------
@@ -259,52 +234,22 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     @work(group="queue-subscribe", name="Listening for new candidates", exit_on_error=False)
     async def _subscribe(self) -> None:
-        """Candidates queued by another process (extraction, an agent, another workstation) appear
-        without a key press: the store announces them (PostgreSQL NOTIFY; SQLite's commit watcher).
-        A store that cannot announce is polled instead."""
-        try:
-            self._unsubscribe = await self.review_app.memory.subscribe_new_candidates(self._announced)
-        except NotImplementedError:
-            self.set_interval(POLL_SECONDS, self._check_new)
+        """Candidates queued or decided by another process appear without a key press (the
+        watcher, review_app/queue_watch.py)."""
+        if not await self.watcher.start(self.review_app.memory.subscribe_new_candidates):
+            raise RuntimeError("this store cannot announce new candidates; the list would never follow them")
 
     async def on_unmount(self) -> None:
-        stop, self._unsubscribe = self._unsubscribe, None
-        if stop is not None:
-            await stop()
+        await self.watcher.stop()
 
-    def _announced(self) -> None:
-        """The store says candidates may have arrived (from its listener): look on this screen's
-        own time, not inside the listener's callback, once for all the announcements of the next
-        LOOK_SETTLE seconds (SQLite's watcher reports every commit, this screen's own claims and
-        decisions included, and each look counts the queue)."""
-        if self._look is None:
-            self._look = self.set_timer(LOOK_SETTLE, self._check_new)
-
-    def _check_new(self) -> None:
-        self._look = None
-        if self.is_mounted:
-            self._recount()
-
-    @work(group="queue-recount", name="Looking for new candidates", exit_on_error=False)
-    async def _recount(self) -> None:
-        """Reload when the pending count or the newest pending id changed since the last look (a
-        candidate queued, or decided on another workstation: PostgreSQL NOTIFYs both, SQLite's
-        watcher reports every commit). An announcement may be spurious (this screen's own leases
-        commit too, and a reload at every lease would re-claim and so announce again), hence the
-        comparison; this screen's own decisions update the last look as they remove their row.
-        A candidate decided elsewhere under the reviewer's cursor stays in place, marked (see
-        `reload`), so no key lands on another candidate. While a decision is being saved the list
-        is about to change: look again a little later."""
-        if self.decisions.busy:
-            self.set_timer(POLL_SECONDS / 4, self._check_new)
+    def _spawn_look(self, look: Coroutine[Any, Any, None]) -> None:
+        if not self.is_mounted:
+            look.close()
             return
-        fresh = self.reads.since("list")
-        mark = await self.review_app.memory.review.mark(filter=self.filter)
-        if not fresh():  # a reload since has taken its own look
-            return
-        seen, self._seen = self._seen, mark
-        if seen is not None and mark != seen and not self.decisions.busy:
-            self.reload()
+        self.run_worker(look, group="queue-recount", name="Looking for new candidates", exit_on_error=False)
+
+    def _later(self, delay: float, callback: Callable[[], None]) -> Timer | None:
+        return self.set_timer(delay, callback) if self.is_mounted else None
 
     def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)
@@ -375,17 +320,14 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     # -- loading the list --------------------------------------------------------------------------
 
-    def _holders(self, page: Sequence[Candidate], now: datetime) -> dict[int, str]:
-        found = {c.id: lease_holder(c, self.review_app.reviewer, now) for c in page}
-        return {cid: holder for cid, holder in found.items() if holder is not None}
-
     def reload(self, select_id: int | None = None, *, first: bool = False) -> None:
-        """Reload the first page with the current filter and order, keeping the cursor where it was
+        """Reload the list with the current filter and order, the cursor on the candidate it is on
         (`first`: on the first row, as after a new search; `select_id`: on that candidate).
 
         The candidate under the cursor may have been decided elsewhere: its row stays at the
         cursor, marked with what happened (`gone`), and nothing is shown to decide until the
-        reviewer moves: the next key then lands on nothing rather than on the row that moved up."""
+        reviewer moves: the next key then lands on nothing rather than on the row that moved up
+        (`QueueCursor.place`)."""
         self.run_worker(
             self._reload(self.reads.ask("list"), select_id, first),
             group="queue-list",
@@ -396,42 +338,44 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     async def _reload(self, fresh: Callable[[], bool], select_id: int | None, first: bool) -> None:
         memory = self.review_app.memory
         rows = self.pending_list
+        under = None if first else rows.cursor_id
         previous_row = 0 if first else rows.cursor_row
-        keep = None if first else select_id if select_id is not None else self.current_id
+        keep = select_id if select_id is not None else under
+        # As many rows as are loaded: a cursor on row 350 is still on its candidate after a reload.
+        limit = max(PAGE_SIZE, -(-rows.row_count // PAGE_SIZE) * PAGE_SIZE) if not first else PAGE_SIZE
         mark = await memory.review.mark(filter=self.filter)
-        page = await memory.review.pending(limit=PAGE_SIZE, sort=self.sort, filter=self.filter)
-        gone = await self._decided_under_cursor(first or select_id is not None, rows.cursor_id, {c.id for c in page})
+        page = await memory.review.pending(limit=limit, sort=self.sort, filter=self.filter)
+        gone = await self._decided_under_cursor(first or select_id is not None, under, {c.id for c in page})
         empty = await self._empty_text() if not page and gone is None else ""
         if not fresh():  # a newer read was asked for: its result counts
             return
+        if not first and select_id is None and rows.cursor_id != under:
+            self.reload()  # the reviewer moved while this read: read again for where they are now
+            return
         now = self.review_app.now()
-        self._seen, self.total = mark, mark.count
-        later = {cid: n for n, cid in enumerate(self.deferred)}
-        shown: list[Candidate] = [c for c in page if c.id not in later]
-        shown += sorted((c for c in page if c.id in later), key=lambda c: later[c.id])
-        rows.gone = {}
+        self.watcher.saw(mark)
+        self.total = mark.count
+        above = rows.row_ids[: rows.cursor_row]
+        placed: Placement = self.cursor.place(page, keep=keep, previous_row=previous_row, gone=gone, above=above)
         if gone is not None:
+            self.review_app.leases.ended(gone.candidate_id)  # the decision elsewhere ended any lease
             if self.current_id == gone.candidate_id:
-                self.review_app.claimed.discard(gone.candidate_id)
                 self.current_id, self.current = None, None
+            if rows.cursor_id == gone.candidate_id:
                 self.query_one(CandidateDetail).show(None, gone.what + NOTHING_HERE)
-            if gone.row is not None:
-                rows.gone = {gone.candidate_id: gone.what}
-                shown.insert(min(previous_row, len(shown)), gone.row)
-                keep = gone.candidate_id
-        rows.holders = self._holders(page, now)
-        rows.all_loaded = len(page) < PAGE_SIZE
-        index = 0
-        ids = [c.id for c in shown]
-        if keep is not None and keep in ids:
-            index = ids.index(keep)
-        elif previous_row > 0:
-            index = min(previous_row, len(shown) - 1)
-        rows.load(shown, sort=self.sort, now=now, cursor=index)
+        rows.show(
+            placed.rows,
+            sort=self.sort,
+            now=now,
+            cursor=placed.index,
+            holders=holders(page, self.review_app.reviewer, now),
+            gone=placed.gone,
+            all_loaded=len(page) < limit,
+        )
         self._update_header()
         self._update_title()
         self._show_line()
-        if not shown:
+        if not placed.rows:
             await self._drop_current()
             self.query_one(CandidateDetail).show(None, empty)
             return
@@ -439,20 +383,19 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self._request(rows.cursor_id)
 
     async def _decided_under_cursor(self, skip: bool, under: int | None, listed: set[int]) -> Gone | None:
-        """The candidate the reviewer is looking at, when a reload finds it no longer pending
+        """The candidate under the reviewer's cursor, when a reload finds it no longer pending
         (decided elsewhere, or erased), and what happened to it; None otherwise (`skip`: the
         reload moves the cursor anyway). A row kept earlier is dropped once the cursor has left it."""
         rows = self.pending_list
-        kept = under if under is not None and under in rows.gone else self.current_id
-        if skip or kept is None or kept in listed:
+        if skip or under is None or under in listed:
             return None
         try:
-            cand: Candidate | None = await self.review_app.memory.review.get(kept)
+            cand: Candidate | None = await self.review_app.memory.review.get(under)
         except NotFoundError:  # erased meanwhile: no row to keep, the message says why
             cand = None
         if cand is not None and cand.status == "pending":  # merely outside the new filter
             return None
-        return Gone(kept, rows.gone.get(kept) or gone_text(cand, kept), cand)
+        return Gone(under, rows.gone.get(under) or gone_text(cand, under), cand)
 
     async def _empty_text(self) -> str:
         """What an empty list means: a finished queue, or a search or filter that matches nothing
@@ -491,10 +434,12 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             if not fresh():  # the list was read again meanwhile
                 return
             rows = self.pending_list
-            rows.all_loaded = len(page) < PAGE_SIZE
-            rows.holders.update(self._holders(page, self.review_app.now()))
-            rows.extend(page)
-            for cid in self.deferred:  # deferred rows stay after everything not deferred
+            rows.extend(
+                page,
+                holders=holders(page, self.review_app.reviewer, self.review_app.now()),
+                all_loaded=len(page) < PAGE_SIZE,
+            )
+            for cid in self.cursor.deferred:  # deferred rows stay after everything not deferred
                 if cid != rows.cursor_id:
                     rows.to_end(cid)
         finally:
@@ -553,7 +498,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             return Refusal(f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}.", exc.claimed_by, True)
         except AlreadyDecidedError as exc:
             why = f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}."
-            return Refusal(why, toast=True, decided=True)
+            return Refusal(why, toast=True, decided=True, by=exc.decided_by)
         return await self.review_app.memory.review.context(candidate_id)
 
     def _present(self, candidate_id: int, opened: CandidateContext | Refusal) -> None:
@@ -564,9 +509,9 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if isinstance(opened, Refusal):
             if opened.toast:
                 tell(self, opened.why, severity="warning")
-            if opened.decided:
-                self._remove_row(candidate_id)
-                return
+            if opened.decided:  # the row stays where the reviewer put the cursor, marked
+                self.review_app.leases.ended(candidate_id)
+                rows.mark_gone(candidate_id, opened.why, opened.by)
             if opened.holder is not None:
                 rows.set_holder(candidate_id, opened.holder)
             detail.show(None, opened.why + NOTHING_HERE)
@@ -617,8 +562,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if rows.remove_row(candidate_id) is None:
             return
         self.total = max(0, self.total - 1)
-        if self._seen is not None:  # this screen's own decision is not "fewer from elsewhere"
-            self._seen = QueueMark(max(0, self._seen.count - 1), self._seen.newest_id)
+        self.watcher.own_decision()  # not "fewer from elsewhere": no reload for it
         self._update_header(settle=PROGRESS_SETTLE)
         self._update_title()
         if rows.row_count == 0:
@@ -700,9 +644,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self.app.bell()
             tell(self, rows.gone[cid] + NOTHING_HERE, severity="warning")
             return None
-        if cid is not None and cid in rows.holders:
+        holder = rows.holder(cid) if cid is not None else None
+        if cid is not None and holder is not None:
             self.app.bell()
-            tell(self, f"Candidate {cid} is being reviewed by {rows.holders[cid]}.", severity="warning")
+            tell(self, f"Candidate {cid} is being reviewed by {holder}.{NOTHING_HERE}", severity="warning")
+            self._request(cid)  # try the lease again: if it was given back, the row opens now
             return None
         if self.current is None or self.current.candidate.id != cid:
             self.app.bell()
@@ -984,9 +930,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         if rows.row_count < 2:
             tell(self, "Nothing else is in the list to review first.", severity="warning")
             return
-        if cid in self.deferred:
-            self.deferred.remove(cid)
-        self.deferred.append(cid)
+        self.cursor.defer(cid)
         rows.to_end(cid)
         self._show_line()
         tell(self, f"Candidate {cid} deferred to the end of the list.")
@@ -1033,17 +977,29 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self._in_flight(
                 self.decisions.decide_many(ids, each, "Rejected"),
                 f"Rejecting {len(ids)} marked candidates",
-                self._finish_bulk,
+                self._finish_bulk(),
             )
 
         self.app.push_screen(modal, rejected)
 
-    async def _finish_bulk(self, outcome: Outcome) -> None:
-        if self.current_id in outcome.done:
-            self.current_id, self.current = None, None
-        self.pending_list.clear_marks()
-        self._say(outcome)
-        self.reload()
+    def _finish_bulk(self) -> Callable[[Outcome], Awaitable[None]]:
+        """What follows a bulk decision, bulk reject and bulk approve alike: the cursor stays on its
+        candidate, or, when that one was decided, on the first row after it left pending
+        (`after_bulk`): no row left pending is skipped. The list order is taken at the key press,
+        before any row leaves it."""
+        rows = self.pending_list
+        order = rows.row_ids
+
+        async def finish(outcome: Outcome) -> None:
+            done = set(outcome.done)
+            if self.current_id in done:
+                self.current_id, self.current = None, None
+            self.pending_list.clear_marks()
+            self._say(outcome)
+            keep = after_bulk(order, self.pending_list.cursor_id, done)
+            self.reload(select_id=keep)
+
+        return finish
 
     def action_undo(self) -> None:
         async def after(outcome: Outcome) -> None:
@@ -1063,14 +1019,19 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
 
     def action_search(self) -> None:
         box = self.query_one("#queue-search", Input)
+        if not self.filter.search:  # where Esc returns: the row the reviewer was on before searching
+            self.cursor.before_search = self.pending_list.cursor_id
         box.display = True
         box.focus()
 
     def action_leave_search(self) -> None:
-        """Esc: leave the search box AND clear the search (Enter keeps it)."""
+        """Esc: leave the search box AND clear the search (Enter keeps it); the cursor goes back to
+        the candidate it was on before the search."""
         box = self.query_one("#queue-search", Input)
         if box.value:
-            box.value = ""  # Input.Changed then reloads the unfiltered list
+            box.value = ""  # Input.Changed then reloads the unfiltered list, back where it was
+        elif self.filter.search:  # emptied by hand meanwhile: nothing is left to change
+            self._search_changed(Input.Changed(box, ""))
         box.display = False
         self.pending_list.focus()
 
@@ -1079,7 +1040,11 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         search = event.value.strip()
         if search != self.filter.search:
             self.filter = self.filter.with_search(search)
-            self.reload(first=True)
+            if search:
+                self.reload(first=True)
+            else:  # the search cleared: back on the candidate the cursor was on before it
+                back, self.cursor.before_search = self.cursor.before_search, None
+                self.reload(select_id=back, first=back is None)
 
     @on(Input.Submitted, "#queue-search")
     def _search_done(self, event: Input.Submitted) -> None:
@@ -1130,7 +1095,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
         they could read."""
         review = self.review_app.memory.review
         rows = self.pending_list
-        if rows.marked:
+        if rows.marked_count:
             chosen = [rows.candidates[c] for c in rows.marked_in_order() if c in rows.candidates]
             scope = f"the {len(chosen)} marked candidates"
         else:
@@ -1143,9 +1108,8 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                     break
                 offset += len(page)
             scope = f"the candidates matching the current filter ({self.filter.describe()})"
-        approve = [c for c in chosen if c.kind != "retraction" and not replaces(c)]
-        ids = [c.id for c in approve]
-        left_out = [c for c in chosen if c.id not in set(ids)]
+        plan = bulk_plan(chosen)
+        ids = plan.ids
         if not ids:
             tell(
                 self,
@@ -1153,19 +1117,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 severity="warning",
             )
             return
-        question = f"Approve {len(ids)} of {scope} as new facts? Exactly these, whatever arrives meanwhile:\n"
-        question += "\n".join(f"  #{c.id} {c.user_id}: {c.statement}" for c in approve)
-        if left_out:
-            question += f"\nLeft for one-by-one review ({len(left_out)}):\n" + "\n".join(
-                f"  #{c.id} {one_by_one_reason(c)}" for c in left_out
-            )
+        question = plan.question(scope)
 
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
 
             async def each(chosen: Sequence[int]) -> tuple[list[int], list[str]]:
-                await self._drop_current()
+                # The row under the cursor keeps its lease (the engine lets its holder decide it):
+                # the cursor stays there unless it was among those approved (`_finish_bulk`).
                 result = await review.bulk_approve(list(chosen), self.review_app.reviewer)
                 done = [f.candidate_id for f in result.approved if f.candidate_id is not None]
                 return done, [f"#{cid} {why}" for cid, why in result.skipped]
@@ -1173,7 +1133,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self._in_flight(
                 self.decisions.decide_many(ids, each, "Approved"),
                 f"Bulk approving {len(ids)} candidates",
-                self._finish_bulk,
+                self._finish_bulk(),
             )
 
         self.app.push_screen(ConfirmModal(question), answered)

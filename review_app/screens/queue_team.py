@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from ..decision_session import Outcome
 from ..modals import ConfirmModal
-from ..widgets.in_order_input import InOrderInput, KeepsTypedAhead
+from ..widgets.in_order_input import FIELDS_IN_ORDER, InOrderInput, KeepsTypedAhead
 from ..widgets.literal import literal, tell
 from ..widgets.progress import ProgressHeader
 from .second_review import SecondReviewScreen
@@ -54,6 +54,7 @@ class FlagModal(KeepsTypedAhead, ModalScreen["FlagResult | None"]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="flag.cancel"),
         Binding("ctrl+s", "submit", "Flag", id="flag.submit"),
+        *FIELDS_IN_ORDER,
     ]
 
     def __init__(self, cand: Candidate) -> None:
@@ -130,7 +131,7 @@ class QueueTeamActions:
             if outcome.decided_elsewhere:
                 screen.reload()
             elif outcome.ok:
-                app.claimed.discard(candidate_id)  # the engine released the lease with the flag
+                app.leases.ended(candidate_id)  # the engine released the lease with the flag
                 if screen.current_id == candidate_id:
                     screen.current_id, screen.current = None, None
                 screen.reload(select_id=following)

@@ -24,7 +24,7 @@ from engine.models import Tombstone
 from ..modals import ReasonModal, ReasonResult
 from ..widgets.keybar import APP_KEYS, KeyBar
 from ..widgets.knowledge_format import fmt_time
-from ..widgets.literal import literal, tell
+from ..widgets.literal import clipped, literal, tell
 from .user_list import UserListScreen
 
 LIFT_PRESETS = (
@@ -33,6 +33,10 @@ LIFT_PRESETS = (
     "The value changed meaning",
 )
 
+
+STATEMENT_WIDTH = 36
+REASON_WIDTH = 28
+"""The table's cut (cells end in "…" when cut); the row's detail below shows them in full."""
 
 FOOTER_KEYS: tuple[str, ...] = (
     "tombstones.lift",
@@ -75,8 +79,8 @@ class TombstonesScreen(UserListScreen):
         table = self.table
         table.add_column("#", key="id")
         table.add_column("User", key="user")
-        table.add_column("Statement", key="statement", width=36)
-        table.add_column("Reason", key="reason", width=28)
+        table.add_column("Statement", key="statement", width=STATEMENT_WIDTH)
+        table.add_column("Reason", key="reason", width=REASON_WIDTH)
         table.add_column("By", key="by")
         table.add_column("When (UTC)", key="when")
         table.add_column("Lifted", key="lifted", width=39)
@@ -110,8 +114,8 @@ class TombstonesScreen(UserListScreen):
             table.add_row(
                 str(t.id),
                 literal(t.user_id),
-                literal(t.statement),
-                literal(t.reason),
+                clipped(t.statement, STATEMENT_WIDTH),
+                clipped(t.reason, REASON_WIDTH),
                 literal(t.created_by),
                 fmt_time(t.created_at),
                 self._lifted_cell(t),

@@ -7,6 +7,14 @@ machine) are then applied out of order. "x", Backspace, "a", "b", "c" in one bur
 (Textualize/textual#6605; the fix proposed upstream, #6631, runs the widget's own bindings inline as
 this does). A reason or a corrected statement typed that way would be stored as something other
 than what the reviewer typed, so every text box of the workstation is this one.
+
+Moving between fields has the same race one level up: Tab is the screen's binding, run after the
+key has bubbled up from the text box, by when the keys typed after it have already been sent to
+that same box. "User has type 1 diabetes", Tab, "2026-11-03" in one burst stored "User has type 1
+diabetes2026-11-03" with no date. Every form therefore binds Tab and Shift+Tab as priority
+bindings (`FIELDS_IN_ORDER`, acted on by `FieldsInOrder`): Textual runs a priority binding as the
+key arrives, before it forwards the next key to whatever has focus, so each key lands in the field
+that had focus when it was typed.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from functools import cache
 from typing import TYPE_CHECKING, cast
 
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 if TYPE_CHECKING:
@@ -47,7 +55,32 @@ class InOrderInput(Input):
         await self.run_action(action)
 
 
-class KeepsTypedAhead:
+FIELDS_IN_ORDER: list[BindingType] = [
+    Binding("tab", "focus_in_order(1)", "Next field", show=False, priority=True, id="form.next_field"),
+    Binding("shift+tab", "focus_in_order(-1)", "Previous field", show=False, priority=True, id="form.previous_field"),
+]
+"""Tab and Shift+Tab of a form, run as they arrive (see the module docstring)."""
+
+_FOCUS_KEYS = {"tab": 1, "shift+tab": -1}
+
+
+class FieldsInOrder:
+    """The action of `FIELDS_IN_ORDER`, for a dialog (its BINDINGS add FIELDS_IN_ORDER)."""
+
+    def action_focus_in_order(self, step: int) -> None:
+        screen = cast("Screen[object]", self)
+        if screen.focused is None:
+            # Still composing: the keys typed before this Tab are queued for the dialog itself
+            # (`KeepsTypedAhead`); the Tab joins them there, so it moves focus after they landed.
+            screen.post_message(events.Key("tab" if step > 0 else "shift+tab", None))
+            return
+        if step > 0:
+            screen.focus_next()
+        else:
+            screen.focus_previous()
+
+
+class KeepsTypedAhead(FieldsInOrder):
     """For a dialog that opens with a text box focused: keys typed right after the key that opened
     it are typed into that box, in order.
 
@@ -60,9 +93,16 @@ class KeepsTypedAhead:
     before."""
 
     async def on_key(self, event: events.Key) -> None:
+        screen = cast("Screen[object]", self)
+        step = _FOCUS_KEYS.get(event.key)
+        if step is not None and screen.focused is not None:  # a Tab typed ahead, now in its turn
+            event.stop()
+            event.prevent_default()
+            self.action_focus_in_order(step)
+            return
         if not (event.is_printable or event.key in _editing_actions(InOrderInput)):
             return
-        target = cast("Screen[object]", self).focused
+        target = screen.focused
         if isinstance(target, Input):
             event.stop()
             event.prevent_default()

@@ -12,7 +12,10 @@ line/paragraph separators, space characters other than U+0020, blank-looking let
 braille blank), surrogates, private-use and unassigned code points. Otherwise a statement such as
 "Ana is ⟨U+202E⟩ nagev" (Trojan Source) would look to a reviewer like something other than what is
 stored, and a reviewer approves what is stored. `visible` is the one function every screen, dialog,
-toast and CLI line uses to show such text.
+toast and CLI line uses to show such text; it starts from the engine's `engine.text.reveal` (every
+Default_Ignorable_Code_Point that `canonical` drops, the Mongolian and supplementary variation
+selectors among them, which no category test here catches), so what the engine ignores when it
+judges is exactly what the reviewer is shown as ⟨U+XXXX⟩.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from rich.text import Text
 
 if TYPE_CHECKING:  # a type only: the command line shows text with `visible` and loads no Textual
     from textual.notifications import SeverityLevel
+
+from engine.text import reveal
 
 _KEEP = {"\n", "\t"}
 
@@ -50,7 +55,7 @@ def visible(value: str) -> str:
     """`value` as a reviewer must see it: C0 controls (except newline and tab) and DEL as symbols,
     C1 controls as �, and every invisible or space-like code point as `⟨U+XXXX⟩`."""
     out: list[str] = []
-    for ch in value:
+    for ch in reveal(value):
         code = ord(ch)
         if ch in _KEEP:
             out.append(ch)
@@ -70,6 +75,14 @@ def visible(value: str) -> str:
 def literal(value: str | None, style: str | Style = "") -> Text:
     """A Text that renders `value` as typed: no markup, no escapes."""
     return Text(visible(value or ""), style=style)
+
+
+def clipped(value: str | None, width: int, style: str | Style = "") -> Text:
+    """`literal(value)` cut to `width` cells with "…" when it is longer: a table column that cuts a
+    statement silently shows a different statement ("User is not" for "User is not vegan")."""
+    text = literal((value or "").replace("\n", " "), style)
+    text.truncate(width, overflow="ellipsis")
+    return text
 
 
 class _Notifier(Protocol):

@@ -11,13 +11,19 @@ The widget owns how the list looks: columns for the width, groups under the orde
 holders, rows kept in place for candidates decided elsewhere, deferred rows, paging state. It never
 touches the database: the screen gives it pages and is told (`Highlighted`, `NearEnd`) what the
 reviewer did.
+
+Its API is narrow: what it shows is read through read-only views (`candidates`, `marked`, `holders`,
+`gone`, `all_loaded`) and changed only through named methods (`show`, `extend`, `remove_row`,
+`to_end`, `toggle_mark`, `clear_marks`, `set_holder`, `mark_gone`, `update_row`, `move_cursor`),
+each of which redraws exactly the lines it changed; no caller writes its dicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -158,13 +164,13 @@ class PendingList(ScrollView, can_focus=True):
         self.columns: tuple[Column, ...] = COLUMNS
         self.sort = "age"
         self.now: datetime | None = None
-        self.candidates: dict[int, Candidate] = {}
-        self.marked: set[int] = set()
-        self.holders: dict[int, str] = {}
+        self._candidates: dict[int, Candidate] = {}
+        self._marked: set[int] = set()
+        self._holders: dict[int, str] = {}
         """Candidates leased by another reviewer, and who holds them."""
-        self.gone: dict[int, str] = {}
+        self._gone: dict[int, str] = {}
         """Rows kept in place for candidates decided elsewhere under the cursor, and what happened."""
-        self.all_loaded = False
+        self._all_loaded = False
         self._order: list[int] = []
         self._index: dict[int, int] = {}
         self._cursor = 0
@@ -173,6 +179,37 @@ class PendingList(ScrollView, can_focus=True):
         self._header: tuple[int, Strip] | None = None
 
     # -- reading -----------------------------------------------------------------------------------
+
+    @property
+    def candidates(self) -> Mapping[int, Candidate]:
+        """The listed candidates by id (read-only)."""
+        return MappingProxyType(self._candidates)
+
+    @property
+    def marked(self) -> frozenset[int]:
+        return frozenset(self._marked)
+
+    @property
+    def marked_count(self) -> int:
+        return len(self._marked)
+
+    @property
+    def holders(self) -> Mapping[int, str]:
+        """Rows leased by another reviewer, and who holds each (read-only)."""
+        return MappingProxyType(self._holders)
+
+    @property
+    def gone(self) -> Mapping[int, str]:
+        """Rows kept for candidates decided elsewhere, and what happened (read-only)."""
+        return MappingProxyType(self._gone)
+
+    @property
+    def all_loaded(self) -> bool:
+        """Whether the last page read was the queue's last."""
+        return self._all_loaded
+
+    def holder(self, candidate_id: int) -> str | None:
+        return self._holders.get(candidate_id)
 
     @property
     def row_count(self) -> int:
@@ -199,7 +236,8 @@ class PendingList(ScrollView, can_focus=True):
 
     def marked_in_order(self) -> list[int]:
         """The marked ids in list order: the order the reviewer saw them in."""
-        return sorted(self.marked, key=lambda cid: self._index.get(cid, len(self._order)))
+        end = len(self._order)
+        return sorted(self._marked, key=lambda cid: self._index.get(cid, end))
 
     def cells(self, candidate_id: int) -> dict[str, Text]:
         """The cells of a row as shown, by column key."""
@@ -217,23 +255,46 @@ class PendingList(ScrollView, can_focus=True):
             self.refresh()
 
     def load(self, rows: Sequence[Candidate], *, sort: str, now: datetime, cursor: int = 0) -> None:
-        """Show exactly `rows` (a fresh first page, in the order given), the cursor at `cursor`."""
+        """Show exactly `rows` (in the order given), the cursor at `cursor`, nobody else's leases."""
+        self.show(rows, sort=sort, now=now, cursor=cursor)
+
+    def show(
+        self,
+        rows: Sequence[Candidate],
+        *,
+        sort: str,
+        now: datetime,
+        cursor: int = 0,
+        holders: Mapping[int, str] | None = None,
+        gone: Mapping[int, str] | None = None,
+        all_loaded: bool = True,
+    ) -> None:
+        """Show exactly `rows` (a fresh read, in the order given), the cursor at `cursor`, with who
+        else holds which row and the rows kept for candidates decided elsewhere. Marks on rows still
+        listed stay."""
         self.sort, self.now = sort, now
-        self.candidates = {c.id: c for c in rows}
+        self._candidates = {c.id: c for c in rows}
         self._order = [c.id for c in rows]
+        self._holders = dict(holders or {})
+        self._gone = dict(gone or {})
+        self._all_loaded = all_loaded
         self._reindex()
-        self.marked &= set(self.candidates)
-        self._lines = {cid: line for cid, line in self._lines.items() if cid in self.candidates}
+        self._marked &= set(self._candidates)
+        self._lines = {cid: line for cid, line in self._lines.items() if cid in self._candidates}
         self._cursor = max(0, min(cursor, len(self._order) - 1))
         self._resized()
         self._scroll_to_cursor()
         self.refresh()
 
-    def extend(self, rows: Iterable[Candidate]) -> None:
-        """Append a further page (rows already listed are skipped)."""
+    def extend(
+        self, rows: Iterable[Candidate], *, holders: Mapping[int, str] | None = None, all_loaded: bool = False
+    ) -> None:
+        """Append a further page (rows already listed are skipped), with who else holds its rows."""
+        self._holders.update(holders or {})
+        self._all_loaded = all_loaded
         for cand in rows:
-            if cand.id not in self.candidates:
-                self.candidates[cand.id] = cand
+            if cand.id not in self._candidates:
+                self._candidates[cand.id] = cand
                 self._index[cand.id] = len(self._order)
                 self._order.append(cand.id)
         self._resized()
@@ -248,10 +309,10 @@ class PendingList(ScrollView, can_focus=True):
             return None
         del self._order[index]
         self._reindex(index)
-        self.candidates.pop(candidate_id, None)
-        self.marked.discard(candidate_id)
-        self.holders.pop(candidate_id, None)
-        self.gone.pop(candidate_id, None)
+        self._candidates.pop(candidate_id, None)
+        self._marked.discard(candidate_id)
+        self._holders.pop(candidate_id, None)
+        self._gone.pop(candidate_id, None)
         self._lines.pop(candidate_id, None)
         if index < self._cursor:  # a row above it left: the cursor stays on its candidate
             self._cursor -= 1
@@ -277,34 +338,46 @@ class PendingList(ScrollView, can_focus=True):
         self.refresh()
 
     def toggle_mark(self, candidate_id: int) -> None:
-        if candidate_id in self.marked:
-            self.marked.discard(candidate_id)
+        if candidate_id in self._marked:
+            self._marked.discard(candidate_id)
         else:
-            self.marked.add(candidate_id)
+            self._marked.add(candidate_id)
         self._refresh_row(candidate_id)
 
     def clear_marks(self) -> None:
-        self.marked.clear()
+        self._marked.clear()
         self.refresh()
+
+    def mark_gone(self, candidate_id: int, what: str, by: str | None = None) -> None:
+        """Keep a listed row in place for a candidate found decided elsewhere (by `by`), saying
+        what happened: the cursor stays on it and keys act on nothing there."""
+        listed = self._candidates.get(candidate_id)
+        if listed is not None:
+            if by is not None:
+                self._candidates[candidate_id] = replace(listed, decided_by=by)
+            self._gone[candidate_id] = what
+            self._marked.discard(candidate_id)
+            self._holders.pop(candidate_id, None)
+            self._refresh_row(candidate_id)
 
     def update_row(self, cand: Candidate) -> None:
         """Show a listed candidate as it is now: its kind or target may have changed since its page
         was read (the engine re-points a candidate when the fact it would replace becomes active)."""
-        listed = self.candidates.get(cand.id)
+        listed = self._candidates.get(cand.id)
         if listed is None:
             return
         # opening a row leases it (claimed_by/until): not a change the row shows, so no redraw
         if replace(cand, claimed_by=listed.claimed_by, claimed_until=listed.claimed_until) != listed:
-            self.candidates[cand.id] = cand
+            self._candidates[cand.id] = cand
             self._refresh_row(cand.id)
 
     def set_holder(self, candidate_id: int, holder: str | None) -> None:
         """Say who else holds `candidate_id`'s lease (None: nobody)."""
         if holder is None:
-            if self.holders.pop(candidate_id, None) is None:
+            if self._holders.pop(candidate_id, None) is None:
                 return
         else:
-            self.holders[candidate_id] = holder
+            self._holders[candidate_id] = holder
         self._refresh_row(candidate_id)
 
     def move_cursor(self, index: int) -> None:
@@ -383,12 +456,12 @@ class PendingList(ScrollView, can_focus=True):
         return [c.width or max(MIN_STATEMENT, width - fixed - 2) for c in self.columns]
 
     def _cells(self, index: int) -> list[Text]:
-        cand = self.candidates[self._order[index]]
+        cand = self._candidates[self._order[index]]
         narrow = self.columns is NARROW_COLUMNS
         kind = (NARROW_KIND if narrow else KIND_LABELS).get(cand.kind, cand.kind)
         kind += ("⚠" if cand.unsupported else "") + ("⚑" if cand.flagged_by else "") + ("≈" if cand.marks else "")
         cells = {
-            "mark": Text("●" if cand.id in self.marked else "", style="bold"),
+            "mark": Text("●" if cand.id in self._marked else "", style="bold"),
             "user": literal(cand.user_id),
             "kind": Text(kind),
             "conf": Text(confidence_text(cand)),
@@ -411,16 +484,16 @@ class PendingList(ScrollView, can_focus=True):
             return None
         if index == 0:
             return False
-        previous, cand = self.candidates[self._order[index - 1]], self.candidates[self._order[index]]
+        previous, cand = self._candidates[self._order[index - 1]], self._candidates[self._order[index]]
         return group_key(previous, self.sort, self.now) == group_key(cand, self.sort, self.now)
 
     def _statement(self, cand: Candidate) -> Text:
         cell = Text()
-        if cand.id in self.gone:
-            cell.append_text(literal(f"✓ {cand.decided_by or 'decided'}: ", "bold green"))
+        if cand.id in self._gone:
+            cell.append_text(literal(f"✓ decided by {cand.decided_by or 'someone else'}: ", "bold green"))
             cell.append_text(literal(cand.statement.replace("\n", " "), "dim strike"))
             return cell
-        holder = self.holders.get(cand.id)
+        holder = self._holders.get(cand.id)
         if holder is not None:
             cell.append_text(literal(f"⊘ {holder}: ", "bold yellow"))
         cell.append_text(literal(cand.statement.replace("\n", " ")))
@@ -429,14 +502,14 @@ class PendingList(ScrollView, can_focus=True):
     def _line_key(self, index: int, width: int) -> tuple[object, ...]:
         cid = self._order[index]
         return (
-            id(self.candidates[cid]),
+            id(self._candidates[cid]),
             width,
             self.columns,
             self.sort,
             self._continues_group(index),
-            cid in self.marked,
-            self.holders.get(cid),
-            self.gone.get(cid),
+            cid in self._marked,
+            self._holders.get(cid),
+            self._gone.get(cid),
         )
 
     def _join(self, cells: Sequence[Text], width: int) -> Strip:

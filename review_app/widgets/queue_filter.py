@@ -16,7 +16,7 @@ from engine import ANY_SPECIAL, CANDIDATE_KINDS, CATEGORIES, QueueFilter
 
 from ..modals import StateCheckbox
 from ..widgets.literal import literal
-from .in_order_input import InOrderInput
+from .in_order_input import FIELDS_IN_ORDER, FieldsInOrder, InOrderInput
 
 # Special categories the filter offers: "any" (every one) first, then each (engine.categories).
 CATEGORY_CHOICES: tuple[str, ...] = (ANY_SPECIAL, *CATEGORIES)
@@ -35,13 +35,14 @@ def _parse_confidence(raw: str, what: str) -> float | None:
     return value
 
 
-class FilterModal(ModalScreen["QueueFilter | None"]):
+class FilterModal(FieldsInOrder, ModalScreen["QueueFilter | None"]):
     """Edit the queue filter; Escape keeps the current one, "Clear" removes every filter."""
 
     CSS_PATH = "queue_filter.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="filter.cancel"),
         Binding("ctrl+s", "apply", "Apply", id="filter.apply"),
+        *FIELDS_IN_ORDER,
     ]
 
     def __init__(self, current: QueueFilter, users: list[str]) -> None:
