@@ -223,7 +223,7 @@ async def test_to_prompt_carries_validity_dates_and_status(mem: Memory, clock: C
     await mem.correct("ana", rome.id, "Ana lived in Rome and Milan", actor="s", reason="more precise")
 
     text = (await mem.retrieve("Ana Rome", user_id="ana", top_k=10, include_expired=True)).to_prompt()
-    assert "- Ana lived in Rome [bold] (2010-01-01 → 2012-06-30) [superseded]" in text
+    assert "- Ana lived in Rome [bold] (2010-01-01 → 2012-06-30) [corrected]" in text  # a correction says so (issue 29)
     assert "- Ana lived in Rome and Milan (2010-01-01 → 2012-06-30)\n" in text + "\n"
     assert "- Ana speaks Italian (always → now)" in text
     as_of = (await mem.retrieve("Ana Rome", user_id="ana", top_k=10, at_time=year(11))).to_prompt()
