@@ -314,11 +314,11 @@ class KnowledgeOps:
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
             (
-                check_statement(_statement(f.statement), self.ctx.config),
+                check_statement(_statement(f.statement), self.ctx.config, f"statement {n} of the import"),
                 *check_interval(f.valid_at, f.invalid_at),
                 f.confidence,
             )
-            for f in items
+            for n, f in enumerate(items, 1)
         ]
         out = AddedFacts()
         admission: Admission | None = None
@@ -689,7 +689,7 @@ class KnowledgeOps:
         of this user refuses it (TombstonedError); the same value as an active fact or a pending
         candidate of this user queues nothing and says which (duplicate_of). Refused over the
         statement size limit or past `max_pending_proposals_per_user` pending agent requests."""
-        text = check_statement(_statement(statement), self.ctx.config)
+        text = check_statement(_statement(statement), self.ctx.config, credentials=False)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:

@@ -20,7 +20,8 @@ def ids(result) -> list[int]:  # type: ignore[no-untyped-def]
 
 
 async def test_another_users_fact_is_never_returned_even_for_its_exact_text(mem: Memory, clock: Clock) -> None:
-    secret = "Ana's locker code at the Riverside gym is 4471"
+    # a private fact of ana's (not a credential: a door code would be refused at the door, issue 27)
+    secret = "Ana's locker at the Riverside gym is number 4471"
     fact = await mem.add_knowledge("ana", secret, actor="support")
     own = await mem.add_knowledge("bea", "Bea cycles to work", actor="support")
 
