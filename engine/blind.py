@@ -7,12 +7,15 @@ still active, nobody second-reviewed it), every read that passes `viewer=reviewe
 decision's traces redacted:
 
 - the fact it created: `created_by` (the approving reviewer) reads HIDDEN;
+- the candidate itself (`review.get`, `conversations`): `decided_by` reads HIDDEN, with no
+  `decision` (how: approved as it was, edited, as a supersession) and no `reason`;
 - its audit rows: every row the first decider wrote on that candidate or that fact, and every row
   they wrote in the decision's own transaction (same user, same instant: the supersession of the
   old fact, the lifted tombstone), reads actor HIDDEN with no reason, note, before or after.
 
-The rule lives here, not in a screen, so the Knowledge screen, `Memory.history`, `Memory.knowledge`
-and `Memory.versions` (each with `viewer=`) and anything built on them agree; it ends by itself
+The rule lives here, not in a screen, so the Knowledge screen, `Memory.history`, `Memory.knowledge`,
+`Memory.versions`, `Memory.conversations` and `review.get` (each with `viewer=`) and anything built
+on them agree; it ends by itself
 when the verdict is recorded (the item leaves the queue) or the fact is no longer active. Without
 `viewer` nothing is redacted (an administrator's or a script's read, which has no reviewer to
 blind). The spots are read in the caller's transaction, so they match the rows they redact.
@@ -24,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .models import AuditEvent, Knowledge
+from .models import AuditEvent, Candidate, Knowledge
 from .storage.rooms import BlindTx
 from .storage.sql.team import HASH_SPACE
 from .timeutil import to_us
@@ -75,6 +78,15 @@ class BlindSpots:
         return [
             replace(e, actor=HIDDEN, reason=None, note=None, before=None, after=None) if self.hides_event(e) else e
             for e in events
+        ]
+
+    def candidates(self, candidates: Iterable[Candidate]) -> list[Candidate]:
+        """`candidates` with the first decision of each one waiting for the viewer's review
+        redacted: who decided it, how, and why (that it was approved stays)."""
+        hidden = {(s.user_id, s.candidate_id) for s in self.spots}
+        return [
+            replace(c, decided_by=HIDDEN, decision=None, reason=None) if (c.user_id, c.id) in hidden else c
+            for c in candidates
         ]
 
     def facts(self, facts: Iterable[Knowledge]) -> list[Knowledge]:

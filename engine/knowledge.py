@@ -315,11 +315,11 @@ class KnowledgeOps:
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
             (
-                check_statement(_statement(f.statement), self.ctx.config),
+                check_statement(_statement(f.statement), self.ctx.config, f"statement {n} of the import"),
                 *check_interval(f.valid_at, f.invalid_at),
                 f.confidence,
             )
-            for f in items
+            for n, f in enumerate(items, 1)
         ]
         out = AddedFacts()
         admission: Admission | None = None
@@ -402,9 +402,13 @@ class KnowledgeOps:
         *,
         tombstone: bool = False,
         lift_tombstone: bool = False,
+        never_true: bool = True,
     ) -> Knowledge:
         """A new version that replaces the old one as a correction (the old one was never true:
-        end_reason `corrected`, and no as-of question reads it); the old row stays, as history. It
+        end_reason `corrected`, and no as-of question reads it); the old row stays, as history.
+        `never_true=False` is the support desk's other case, the world changed: the old version
+        ends `superseded`, its valid time closed where the new one starts (`valid_at`, else now),
+        so as-of questions before then still read it. It
         passes the one gate (engine.gate): DuplicateFactError when another active fact of the user
         already holds the new value, TombstonedError when a live tombstone blocks it (or lift it with
         `lift_tombstone=True`). `tombstone=True` also tombstones the old value, for a support agent
@@ -424,8 +428,9 @@ class KnowledgeOps:
                     "the corrected statement holds the same value as the old one: tombstoning the old value would"
                     " block the correction itself"
                 )
+            kept_start = old.valid_at if never_true else from_us(now_us)
             start, end = check_interval(
-                old.valid_at if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
+                kept_start if valid_at is KEEP else valid_at, old.invalid_at if invalid_at is KEEP else invalid_at
             )
             new = await activate(
                 tx,
@@ -439,7 +444,7 @@ class KnowledgeOps:
                 episode_id=old.episode_id,
                 reason=why,
                 replaces=old,
-                end_reason="corrected",
+                end_reason="corrected" if never_true else "superseded",
                 lift_tombstone=lift_tombstone,
             )
             if tombstone:
@@ -493,17 +498,21 @@ class KnowledgeOps:
             raise NotFoundError(f"user {uid} has no episode {episode_id}")
         return found
 
-    async def conversations(self, user_id: str, limit: int = 200) -> list[EpisodeYield]:
+    async def conversations(self, user_id: str, limit: int = 200, *, viewer: str | None = None) -> list[EpisodeYield]:
         """The user's newest `limit` episodes, oldest first, each with its messages, the candidates
         extracted from it and the statements its gates dropped: what a curator reads to find a fact
-        the extractor missed (and then adds with `add_knowledge`)."""
+        the extractor missed (and then adds with `add_knowledge`). `viewer`: the reviewer reading;
+        who decided a candidate waiting for their blind second review, and how, is redacted."""
         uid = _user(user_id)
         async with self._store.reading() as tx:
             ids = await tx.user_episode_ids(uid, limit)
             episodes = await tx.episodes_with_messages(ids)
             wanted = set(ids)
-            candidates = [c for c in await tx.user_candidates(uid) if c.episode_id in wanted]
+            spots = await blind_spots(tx, self.ctx.config, viewer, uid)
+            candidates = spots.candidates(c for c in await tx.user_candidates(uid) if c.episode_id in wanted)
             dropped = [d for d in await tx.list_discarded(uid, limit=1_000_000) if d.episode_id in wanted]
+            made = {c.knowledge_id for c in candidates if c.knowledge_id is not None}
+            labels = {k.id: k.label for k in await tx.list_knowledge(uid, include_expired=True) if k.id in made}
         out: list[EpisodeYield] = []
         for eid in ids:
             episode = episodes.get(eid)
@@ -513,6 +522,11 @@ class KnowledgeOps:
                         episode,
                         [c for c in candidates if c.episode_id == eid],
                         sorted((d for d in dropped if d.episode_id == eid), key=lambda d: d.id),
+                        {
+                            c.id: labels[c.knowledge_id]
+                            for c in candidates
+                            if c.episode_id == eid and c.knowledge_id in labels
+                        },
                     )
                 )
         return out
@@ -676,7 +690,7 @@ class KnowledgeOps:
         of this user refuses it (TombstonedError); the same value as an active fact or a pending
         candidate of this user queues nothing and says which (duplicate_of). Refused over the
         statement size limit or past `max_pending_proposals_per_user` pending agent requests."""
-        text = check_statement(_statement(statement), self.ctx.config)
+        text = check_statement(_statement(statement), self.ctx.config, credentials=False)
         uid = _user(user_id)
         now_us: int = to_us(self.ctx.now())
         if (refused := await refuse_credentials(self.ctx.store, uid, text, now_us, actor)) is not None:

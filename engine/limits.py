@@ -22,14 +22,29 @@ def _check(text: str, limit: int, what: str, setting: str) -> str:
     return text
 
 
-def check_statement(text: str, config: MemoryConfig, what: str = "the statement") -> str:
-    """The size limit, and something to see: a statement made only of invisible code points
-    (joiners, variation selectors, tag characters, whitespace) would be an empty value whose key
-    matches nothing a person can read or reject; refused with the code points shown."""
+def check_statement(text: str, config: MemoryConfig, what: str = "the statement", *, credentials: bool = True) -> str:
+    """The size limit, and (unless `credentials=False`, for a caller that answers a credential its
+    own way, as `Memory.propose` does) no credential: a statement holding one is refused with the
+    kinds named, never stored with a marker in place of what the person meant to say. Also
+    something to see: a statement made only of invisible code points would be an empty value
+    whose key matches nothing a person can read or reject; refused with the code points shown."""
     if not has_visible_text(text):
         shown = reveal(text.strip() or text)[:60]
         raise InvalidStatementError(f"{what} has no visible characters ({shown or 'empty'}): there is nothing to store")
-    return _check(text, config.max_statement_chars, what, "max_statement_chars")
+    _check(text, config.max_statement_chars, what, "max_statement_chars")
+    if credentials:
+        check_no_credential(text, what)
+    return text
+
+
+def check_no_credential(text: str, what: str = "the statement") -> str:
+    """Refuse text that holds a credential or a removal marker (engine.credentials)."""
+    from .credentials import holds_credential, redact
+
+    if holds_credential(text):
+        kinds = ", ".join(sorted(redact(text).kinds)) or "a removed credential"
+        raise UserInputError(f"{what} holds a credential ({kinds}); credentials are never stored: leave it out")
+    return text
 
 
 def check_message(text: str, config: MemoryConfig, what: str = "the message") -> str:

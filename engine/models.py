@@ -145,6 +145,16 @@ class Knowledge:
             return f"contradicted{by}"
         return f"superseded{by}"
 
+    @property
+    def label(self) -> str:
+        """One word for what the fact is now: active, corrected (it was never true), retracted,
+        superseded (the world changed), contradicted, or pending (a candidate shown beside facts).
+        The status alone cannot say it: a correction is stored as status `superseded` with end
+        reason `corrected`."""
+        if self.status in ("active", "pending", "retracted"):
+            return self.status
+        return self.end_reason if self.end_reason in ("corrected", "contradicted") else "superseded"
+
     def described(self) -> str:
         """The statement with its status note when it has ended: "User lives in Lisbon (superseded by #15)"."""
         note = self.status_note()
@@ -379,7 +389,7 @@ class RetrievalResult:
         lines = [head + "):"]
         for item in self.items:
             k = item.knowledge
-            status = "" if k.status == "active" else f" [{k.status}]"
+            status = "" if k.status == "active" else f" [{k.label}]"  # corrected, retracted, superseded
             lines.append(f"- {k.statement} ({k.interval_text()}){status}")
         return "\n".join(lines)
 
@@ -465,3 +475,7 @@ class EpisodeYield:
     episode: Episode
     candidates: list[Candidate]
     discarded: list[Discarded]
+    fact_labels: dict[int, str] = field(default_factory=dict)
+    """Candidate id -> what the fact its approval created is now (`Knowledge.label`: active,
+    corrected, retracted, superseded...), so an approval since undone by the support desk does not
+    read as plain "approved"."""

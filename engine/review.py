@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
+from .blind import blind_spots
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
@@ -40,6 +41,7 @@ from .errors import (
     UserInputError,
 )
 from .gate import (
+    SYSTEM_ACTOR,
     EndReason,
     activate,
     refuse_tombstone_over_active,
@@ -134,9 +136,15 @@ class ReviewService:
         async with self._store.reading() as tx:
             return QueueMark(*await tx.pending_mark(filter.for_user(user_id)))
 
-    async def get(self, candidate_id: int, user_id: str | None = None) -> Candidate:
+    async def get(self, candidate_id: int, user_id: str | None = None, *, viewer: str | None = None) -> Candidate:
+        """One candidate. `viewer`: the reviewer reading; when its approval waits for their blind
+        second review, who decided it, how and why read as hidden (engine/blind.py)."""
         async with self._store.reading() as tx:
-            return await tx.get_candidate(candidate_id, user_id)
+            cand = await tx.get_candidate(candidate_id, user_id)
+            if viewer is None:
+                return cand
+            [shown] = (await blind_spots(tx, self._ctx.config, viewer, cand.user_id)).candidates([cand])
+            return shown
 
     async def context(self, candidate_id: int, user_id: str | None = None) -> CandidateContext:
         """The candidate with its prediction, source messages and the fact it would supersede."""
@@ -179,6 +187,10 @@ class ReviewService:
 
     @staticmethod
     def _check_open(cand: Candidate, reviewer: str, now: datetime) -> None:
+        if reviewer.strip().casefold() == SYSTEM_ACTOR:
+            # a person under the engine's own name would make their claims and decisions read as the
+            # engine's in the audit log (the engine itself only undoes, under it: policies.py)
+            raise UserInputError(f"{reviewer!r} is the engine's own name in the audit log; a reviewer needs another")
         if cand.status != "pending":
             raise AlreadyDecidedError(cand.id, cand.status, cand.decided_by)
         if (

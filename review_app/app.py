@@ -247,9 +247,10 @@ class ReviewApp(App[None]):
         self.push_screen(ErrorModal(title, detail))
 
 
-def run_review(db_path: str, reviewer: str, keymap_path: str | None) -> None:
-    """Entry point of `memdesk review`: load the keymap (errors before the screen switches), run."""
+def run_review(db_path: str, reviewer: str, keymap_path: str | None, config: MemoryConfig | None = None) -> None:
+    """Entry point of `memdesk review`: load the keymap (errors before the screen switches), run.
+    `config`: the deployment's settings (the SLA the header counts against)."""
     from .keymap import load_keymap
 
     keymap = load_keymap(keymap_path) if keymap_path else None
-    ReviewApp(db_path, reviewer, keymap=keymap).run()
+    ReviewApp(db_path, reviewer, keymap=keymap, config=config).run()

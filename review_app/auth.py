@@ -55,6 +55,19 @@ def check_name(name: str) -> str:
             f"reviewer name {name!r} is not allowed: 1-64 letters, digits, '.', '_', '@' or '-', "
             "starting with a letter or digit"
         )
+    return check_not_reserved(name)
+
+
+def check_not_reserved(name: str) -> str:
+    """`name`, unless it is the engine's own actor (engine.gate.SYSTEM_ACTOR, "memdesk", in any
+    case): the audit log writes it for what the engine did by itself (a candidate retargeted, a
+    policy suspended), so a person under that name would make their decisions read as the engine's."""
+    from engine.gate import SYSTEM_ACTOR
+
+    if name.strip().casefold() == SYSTEM_ACTOR.casefold():
+        raise UserInputError(
+            f"{name!r} is the engine's own name in the audit log (what it does by itself); choose another name"
+        )
     return name
 
 

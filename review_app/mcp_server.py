@@ -77,7 +77,7 @@ def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServ
             return "No memories are stored for this user."
         lines = []
         for k in facts:
-            status = "" if k.status == "active" else f" [{k.status}]"
+            status = "" if k.status == "active" else f" [{k.label}]"  # corrected, retracted or superseded
             lines.append(f"[{k.id}] {k.statement} ({k.interval_text()}){status}")
         return "\n".join(lines)
 

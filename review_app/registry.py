@@ -22,7 +22,8 @@ from textual.widgets import DataTable, Tabs
 
 _PACKAGE = "review_app"
 _SKIP_MODULES = frozenset({"review_app.cli", "review_app.serve", "review_app.mcp_server", "review_app.demo"})
-"""Modules that define no key-bearing class (the command line, the web server, the MCP server)."""
+"""Modules (and packages, with everything under them) that define no key-bearing class (the command
+line, the web server, the MCP server)."""
 
 FOREIGN_SCOPES: tuple[type[Any], ...] = (DataTable, Tabs)
 """Textual's own widgets whose keys a reviewer uses (lists; the detail tabs of the narrow layout)."""
@@ -31,7 +32,7 @@ FOREIGN_SCOPES: tuple[type[Any], ...] = (DataTable, Tabs)
 def _import_all() -> None:
     package = importlib.import_module(_PACKAGE)
     for info in pkgutil.walk_packages(package.__path__, prefix=f"{_PACKAGE}."):
-        if info.name not in _SKIP_MODULES:
+        if not any(info.name == m or info.name.startswith(f"{m}.") for m in _SKIP_MODULES):
             importlib.import_module(info.name)
 
 

@@ -93,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    run_review(db, reviewer, args.keymap)
+    from engine.config import MemoryConfig
+
+    from .cli.common import deployment_sla_hours
+
+    # the deployment's SLA, as `memdesk review --sla-hours` would have it (serve sets it in the environment)
+    run_review(db, reviewer, args.keymap, config=MemoryConfig(review_sla_hours=deployment_sla_hours()))
     return 0
 
 

@@ -1,5 +1,8 @@
-"""The `memdesk` command line, each command run as a real subprocess (the console script of this
-venv) on a temporary database: the happy path, and the bad inputs a person actually types.
+"""The `memdesk` command line on a temporary database: the happy path, and the bad inputs a person
+actually types. `memdesk(...)` runs a command in this process through click's CliRunner (what most
+tests here and elsewhere use: no interpreter start per call); `memdesk_process(...)` runs the
+console script of this venv as a real subprocess, for the few smoke tests that must see what a
+shell sees (the entry point, exit codes through a real process, imports of a fresh interpreter).
 
 Exit codes are the contract: 0 ok, 1 the work failed, 2 bad input (and then nothing changed).
 Facts with known intervals and belief times are seeded in-process through the public API with a
@@ -9,10 +12,13 @@ fixed clock, so that --as-of and --known-at have exact answers.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,23 @@ from engine import Memory
 from tests.engine_helpers import sql
 
 MEMDESK = Path(sys.executable).parent / "memdesk"
-COMMANDS = ("demo", "review", "ingest", "process", "search", "stats", "export", "erase", "mcp")
+COMMANDS = (
+    "demo",
+    "review",
+    "ingest",
+    "process",
+    "search",
+    "stats",
+    "export",
+    "erase",
+    "mcp",
+    "add",
+    "correct",
+    "retract",
+    "history",
+    "digest",
+    "migrate",
+)
 
 T1 = datetime(2025, 1, 10, 9, 0, tzinfo=UTC)  # ana's Lisbon fact is recorded
 T2 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)  # ana's Lisbon fact is corrected to Porto
@@ -32,6 +54,39 @@ T2 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)  # ana's Lisbon fact is corrected to
 def memdesk(
     *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """One command in this process (CliRunner), answered as a subprocess would answer it: its exit
+    status, stdout and stderr, and an unexpected exception's traceback on stderr with status 1.
+    The caller's MEMDESK_* and OPENAI_* variables are hidden from the command, as for a subprocess.
+    Run in a thread of its own when the caller is inside an event loop (an async test), since every
+    command runs its own `asyncio.run`."""
+    argv = [str(a) for a in args]
+    cleared: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("MEMDESK_", "OPENAI_"))}
+    environment = {**cleared, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+
+    def invoke() -> subprocess.CompletedProcess[str]:
+        from click.testing import CliRunner
+
+        from review_app.cli import main
+
+        with contextlib.chdir(cwd or Path.cwd()):
+            result = CliRunner(env=environment).invoke(main, argv, input=stdin if stdin is not None else "")
+        stderr = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            stderr += "".join(traceback.format_exception(*result.exc_info))  # type: ignore[misc]
+        return subprocess.CompletedProcess(["memdesk", *argv], result.exit_code, result.stdout, stderr)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return invoke()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(invoke).result(timeout=120)
+
+
+def memdesk_process(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One command as a real subprocess of the installed console script (the smoke tests)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMDESK_", "OPENAI_"))}
     return subprocess.run(
         [str(MEMDESK), *map(str, args)],
@@ -117,11 +172,12 @@ def facts_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_help_on_every_command_exits_0() -> None:
-    top = memdesk("--help")
+    """A smoke test through the console script: the entry point, and every command's help."""
+    top = memdesk_process("--help")
     assert top.returncode == 0
     for command in COMMANDS:
         assert command in top.stdout
-        shown = memdesk(command, "--help")
+        shown = memdesk_process(command, "--help")
         assert shown.returncode == 0, (command, shown.stderr)
         assert f"Usage: memdesk {command}" in shown.stdout
 
@@ -165,13 +221,13 @@ def test_a_file_that_is_not_a_memdesk_database_is_exit_2(tmp_path: Path) -> None
 
 def test_ingest_jsonl_then_process_prints_every_gate(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    ingested = memdesk("ingest", db, jsonl(tmp_path / "in.jsonl", GOOD))
+    ingested = memdesk_process("ingest", db, jsonl(tmp_path / "in.jsonl", GOOD))
     assert ingested.returncode == 0, ingested.stderr
     assert "Ingested 4 exchanges for 2 users" in ingested.stdout
     assert exchanges_of(db) == {"ana": 3, "bob": 1}
     assert counts(db)["candidates"] == 0  # ingest never extracts
 
-    processed = memdesk("process", db)
+    processed = memdesk_process("process", db)
     assert processed.returncode == 0, processed.stderr
     lines = dict(line.rsplit("  ", 1) for line in processed.stdout.strip().splitlines())
     values = {label.strip(): int(n) for label, n in lines.items()}

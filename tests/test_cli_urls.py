@@ -290,7 +290,7 @@ def test_a_server_that_goes_away_mid_command_is_named_with_what_was_kept(pg_url:
     import asyncpg
     import click
 
-    from review_app.cli import _run
+    from review_app.cli.common import run_engine as _run
 
     async def interrupted() -> None:
         conn = await asyncpg.connect(pg_url)

@@ -205,14 +205,26 @@ def test_a_copy_that_does_not_match_fails_loudly(source: str, tmp_path: Path, mo
     assert not (tmp_path / "bad-cli.db").exists()
 
 
+def _assert_counts_printed(output: str, counts: dict[str, int]) -> None:
+    """Each table's row with its source count; `meta` (settings, some each store's own) never as a
+    row whose three figures differ (issue 29: "meta 2 / 2 / 3" under "Verified"), but as the
+    settings line; and the verified total is the sum of the table rows printed."""
+    lines = output.splitlines()
+    for table in TABLES:
+        if table == "meta":
+            continue
+        assert any(line.split()[:4] == [table, *[str(counts[table])] * 3] for line in lines), table
+    assert not any(line.split()[:1] == ["meta"] for line in lines), output
+    assert any(line.strip().startswith(f"settings (meta): the source's {counts['meta']} are in") for line in lines)
+    total = sum(n for table, n in counts.items() if table != "meta")
+    assert f"Verified: {total} rows in {len(TABLES) - 1} tables" in output, output
+
+
 def test_cli_migrate_prints_counts(source: str, tmp_path: Path) -> None:
     dst = tmp_path / "cli.db"
     result = CliRunner().invoke(main, ["migrate", source, str(dst)])
     assert result.exit_code == 0, result.output
-    counts = asyncio.run(_counts(source))
-    for table in TABLES:
-        assert any(line.split()[:2] == [table, str(counts[table])] for line in result.output.splitlines()), table
-    assert "Verified" in result.output
+    _assert_counts_printed(result.output, asyncio.run(_counts(source)))
 
     missing = CliRunner().invoke(main, ["migrate", str(tmp_path / "nope.db"), str(tmp_path / "x.db")])
     assert missing.exit_code == 2
@@ -220,6 +232,14 @@ def test_cli_migrate_prints_counts(source: str, tmp_path: Path) -> None:
 
 
 # -- through PostgreSQL (the session's server: tests/pg.py) ------------------------------------------
+
+
+def test_cli_migrate_into_postgresql_prints_table_rows_and_settings_apart(source: str, pg_url: str) -> None:
+    """Into PostgreSQL the destination's `meta` holds more rows than the source's (settings of its
+    own): the case that printed "meta 2 2 3" above "Verified"."""
+    result = CliRunner().invoke(main, ["migrate", source, pg_url])
+    assert result.exit_code == 0, result.output
+    _assert_counts_printed(result.output, asyncio.run(_counts(source)))
 
 
 def test_sqlite_to_postgres_and_back_keeps_every_row(source: str, pg_url: str, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine import Episode, Extraction, Knowledge, Message
+from engine.categories import category_of
 from engine.extraction.offline import OfflineExtractor, calibrated, claims_from_text
 from engine.extraction.offline_rules import parse_statement
 
@@ -526,3 +527,46 @@ async def test_stopping_a_habit_ends_it_in_the_habits_own_words() -> None:
     # and taking it up again replaces the end
     items = (await extract("I swim twice a week now.", [fact(1, "User no longer goes swimming")])).items
     assert [(i.kind, i.statement, i.supersedes) for i in items] == [("update", "User swims twice a week", "1")]
+
+
+# -- issue 27: special categories said in chat --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "statement", "category"),
+    [
+        ("I'm on insulin.", "User is on insulin", "health"),
+        ("We go to mosque on Fridays.", "User goes to mosque on Fridays", "religion"),
+        ("I'm in the union at work.", "User is in the union at work", "trade_union"),
+        ("I'm Muslim.", "User is Muslim", "religion"),
+        ("I'm gay.", "User is gay", "sexual_orientation"),
+        ("I'm pregnant!", "User is pregnant", "health"),
+        ("I go to Mass on Sundays.", "User goes to Mass on Sundays", "religion"),
+        ("I voted Labour.", "User voted Labour", "political_opinion"),
+        ("I'm a Unite rep.", "User is a Unite rep", "trade_union"),
+        ("I pray five times a day.", "User prays five times a day", "religion"),
+        ("We celebrate Diwali.", "User celebrates Diwali", "religion"),
+        ("I was in prison for 2 years.", "User was in prison", "criminal_record"),
+    ],
+)
+async def test_special_categories_said_in_chat_become_candidates_with_their_category(
+    text: str, statement: str, category: str
+) -> None:
+    out = await extract(text)
+    assert [(i.statement, i.category or category_of(i.statement)) for i in out.items] == [(statement, category)]
+    assert not any(i.statement.startswith("User's name is") for i in out.items)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm Ana.", ["User's name is Ana"]),  # a name is still a name
+        ("I'm on holiday.", []),
+        ("I'm in the choir.", []),
+        ("I was in Paris last year.", []),
+        ("I cook dinner every night.", ["User cooks dinner every night"]),
+        ("I'm allergic to cats.", ["User is allergic to cats"]),  # the general rule keeps its claim
+    ],
+)
+def test_special_rules_leave_other_clauses_to_the_general_rules(text: str, expected: list[str]) -> None:
+    assert statements(text) == expected

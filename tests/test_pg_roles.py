@@ -311,9 +311,53 @@ async def test_an_agents_proposal_stands_while_policies_run_and_a_reviewer_judge
     assert await fetch(roles["owner"], verdicts) == [(1,)]
 
 
+async def test_an_agents_proposal_holding_a_credential_is_refused_with_its_reason(roles: Urls, tmp_path: Path) -> None:
+    """Issue 27: under the README's roles, a proposal holding a credential answers why it was not
+    taken (the audit row naming the kinds is one the agent role may write), through the engine and
+    through MCP, as on SQLite; the agent still cannot write any other audit row of that action."""
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.test_mcp import MEMDESK, call
+
+    async with _open(roles["agent"]) as mem:
+        outcome = await mem.propose("ana", "password: hunter2", actor="agent:mcp")
+    assert outcome.candidate_id is None and outcome.credentials_removed == {"password": 1}
+    params = StdioServerParameters(
+        command=str(MEMDESK),
+        args=["mcp", roles["agent"], "--user", "ana"],
+        env={**os.environ, "MEMDESK_EMBEDDER": "hashing"},  # the embedder the owner built the store with
+    )
+    with (tmp_path / "server.err").open("w+") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            text, is_error = await call(
+                client, "propose_memory", statement="User's stripe key is sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+            )
+            plain, plain_error = await call(client, "propose_memory", statement="Ana keeps bees")
+    assert not is_error and "credential" in text and "Stripe secret key" in text, text
+    assert not plain_error and "Proposed" in plain  # positive control: an ordinary proposal is queued
+    rows = await fetch(
+        roles["owner"], "SELECT entity_id, after::text FROM audit_log WHERE action = 'credential_removed' ORDER BY id"
+    )
+    assert [r[0] for r in rows] == [None, None] and all("hunter2" not in r[1] and "sk_live" not in r[1] for r in rows)
+    # the policy admits that one row shape only: not a removal "about" a candidate, not another action
+    await refused(
+        roles["agent"],
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+        " VALUES (0, 'agent', 'credential_removed', 'ana', 'candidate', 1)",
+        "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id)"
+        " VALUES (0, 'agent', 'credential_removed', 'ana', 'knowledge', NULL)",
+    )
+
+
 async def test_an_agent_inserts_only_a_bare_proposal(roles: Urls) -> None:
     """Issue 28: with the README's block, the agent's login inserts a pending `proposed` (or
-    `retraction`) row with no confidence, no category, no run and no rule; nothing dressed up."""
+    `retraction`) row with no confidence, no run and no rule; nothing dressed up. (A category is
+    admitted: the engine derives it for a special-category proposal, and it only ever sends the
+    candidate to a person; issue 27, test below.)"""
     await seeded(roles["owner"])
     columns = "user_id, statement, key, kind, status, created_at, created_by"
     await refused(
@@ -323,8 +367,6 @@ async def test_an_agent_inserts_only_a_bare_proposal(roles: Urls) -> None:
         f"INSERT INTO candidates({columns}) VALUES ('ana', 'Ana is a pilot', 'x', 'new', 'pending', 0, 'agent')",
         f"INSERT INTO candidates({columns}, confidence) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
         " 0, 'agent', 0.99)",
-        f"INSERT INTO candidates({columns}, category) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
-        " 0, 'agent', 'health')",
         f"INSERT INTO candidates({columns}, rule) VALUES ('ana', 'Ana is a pilot', 'x', 'proposed', 'pending',"
         " 0, 'agent', 'home.live')",
     )
@@ -393,3 +435,13 @@ async def test_no_role_but_the_owner_makes_a_fact_active_without_an_audit_row(ro
         cid = await mem.queue_candidate("ana", "Ana keeps goats", actor="agent")
         await mem.review.approve(cid, "ana-reviewer")
     assert ("Ana keeps goats", "active") in await fetch(roles["owner"], "SELECT statement, status FROM knowledge")
+
+
+async def test_an_agents_special_category_proposal_is_queued(roles: Urls) -> None:
+    """An agent's proposal about a special category is queued under the agent's login (the engine
+    writes the category it derives; a person must see it) and stays special for every policy."""
+    async with _open(roles["agent"]) as mem:
+        outcome = await mem.propose("ana", "Ana takes sertraline", actor="agent:mcp")
+    assert outcome.candidate_id is not None
+    rows = await fetch(roles["owner"], "SELECT category FROM candidates WHERE id = $1", outcome.candidate_id)
+    assert rows == [("health",)]

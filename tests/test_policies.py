@@ -105,7 +105,10 @@ async def test_slots_and_agents_are_checked_when_a_policy_is_added(new_target: C
     ("statement", "why"),
     [
         ("User enjoys going to mosque", "special category religion"),
-        ("User works at the HIV clinic", "special category health"),
+        # a condition named only as the user's workplace: the detector is unsure (issue 27), and
+        # unsure is special for every policy
+        ("User works at the HIV clinic", "special category unsure"),
+        ("User has HIV", "special category health"),
         ("User lives in Leeds, password: hunter2horse", "credential-like phrase in the statement"),
         ("User lives in Leeds [credential removed: AWS access key]", "credential-like phrase"),
         ("User does not live in Leeds", "negated"),

@@ -408,7 +408,7 @@ def test_the_cli_move_survives_a_signal_and_resumes(new_target: Callable[[str], 
 def test_the_workstation_refuses_another_embedders_store_with_the_message_not_a_traceback(
     store_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from review_app.cli import _can_open
+    from review_app.cli.workstation import can_open as _can_open
 
     db = store_target
     asyncio.run(build(db, HashingEmbedder()))

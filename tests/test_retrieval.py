@@ -20,7 +20,8 @@ def ids(result) -> list[int]:  # type: ignore[no-untyped-def]
 
 
 async def test_another_users_fact_is_never_returned_even_for_its_exact_text(mem: Memory, clock: Clock) -> None:
-    secret = "Ana's locker code at the Riverside gym is 4471"
+    # a private fact of ana's (not a credential: a door code would be refused at the door, issue 27)
+    secret = "Ana's locker at the Riverside gym is number 4471"
     fact = await mem.add_knowledge("ana", secret, actor="support")
     own = await mem.add_knowledge("bea", "Bea cycles to work", actor="support")
 
@@ -222,7 +223,7 @@ async def test_to_prompt_carries_validity_dates_and_status(mem: Memory, clock: C
     await mem.correct("ana", rome.id, "Ana lived in Rome and Milan", actor="s", reason="more precise")
 
     text = (await mem.retrieve("Ana Rome", user_id="ana", top_k=10, include_expired=True)).to_prompt()
-    assert "- Ana lived in Rome [bold] (2010-01-01 → 2012-06-30) [superseded]" in text
+    assert "- Ana lived in Rome [bold] (2010-01-01 → 2012-06-30) [corrected]" in text  # a correction says so (issue 29)
     assert "- Ana lived in Rome and Milan (2010-01-01 → 2012-06-30)\n" in text + "\n"
     assert "- Ana speaks Italian (always → now)" in text
     as_of = (await mem.retrieve("Ana Rome", user_id="ana", top_k=10, at_time=year(11))).to_prompt()

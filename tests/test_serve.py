@@ -8,7 +8,8 @@ Three layers:
   session's reviewer, not the one the query string names;
 - a real headless Chromium (Debian's `chromium`, driven by playwright) against the real
   `memdesk serve` command: log in through the form, approve one candidate and reject another with
-  the keyboard, check the database, save screenshots/browser.png. Skipped, with the reason printed,
+  the keyboard, check the database, take a screenshot (into screenshots/browser.png with
+  MEMDESK_SCREENSHOTS=1). Skipped, with the reason printed,
   only where no Chromium executable exists (.ci/run installs it).
 
 The terminal is drawn on a canvas, so "wait for text" reads the websocket's byte stream (what the
@@ -724,7 +725,10 @@ def test_in_chromium_a_reviewer_logs_in_approves_and_rejects_with_the_keyboard(
                 mark = stream.mark()
                 page.keyboard.type("typed in the browser")
                 stream.wait_for(page, "typed in the browser", since=mark)
-                page.screenshot(path=str(ROOT / "screenshots" / "browser.png"))
+                # The tracked screenshot is refreshed only when asked (MEMDESK_SCREENSHOTS=1): a test
+                # run leaves the tree as it found it.
+                shots = ROOT / "screenshots" if os.environ.get("MEMDESK_SCREENSHOTS") == "1" else tmp_path
+                page.screenshot(path=str(shots / "browser.png"))
                 page.keyboard.press("Enter")
                 poll(
                     lambda: (

@@ -291,8 +291,11 @@ def _prediction(claims: list[SourcedClaim], facts: list[_Fact[Knowledge]]) -> st
             said.extend(s for s in found if s not in said)
         else:
             unknown.append(rules.describe_slot(slot))
-    n = len(facts)
-    lines = [f"From the {n} fact{'s' if n != 1 else ''} already known, this conversation was expected to say:"]
+    # A pending candidate is not known yet: counted apart, so "facts already known" counts facts.
+    waiting = sum(1 for f in facts if str(f.ref.status) == "pending")
+    n = len(facts) - waiting
+    beside = f" (and {waiting} candidate{'s' if waiting != 1 else ''} pending review)" if waiting else ""
+    lines = [f"From the {n} fact{'s' if n != 1 else ''} already known{beside}, this conversation was expected to say:"]
     lines.extend(f"- {s.rstrip('.')}." for s in said)
     if not said:
         lines.append("- nothing already known about what the user talks about here.")

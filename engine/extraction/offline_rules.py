@@ -1660,7 +1660,16 @@ def _relative(rel: str, name: str | None, verb: str, raw: str) -> list[Claim]:
 
 
 def clause_claims(clause: str) -> list[Claim]:
-    """The claims of one normalised clause ("I ..." / "my ..."), in the order a reader would list them."""
+    """The claims of one normalised clause ("I ..." / "my ..."), in the order a reader would list them:
+    the general rules' own, unless they read none or only a name, where a special-category
+    claim ("I'm Muslim": a belief, not a name) is taken instead (`special_claims`)."""
+    general = _general_claims(clause)
+    if general and not any(c.subject == "name" for c in general):
+        return general
+    return special_claims(clause) or general
+
+
+def _general_claims(clause: str) -> list[Claim]:
     out: list[Claim] = []
     if m := R_NAME.match(clause):
         v = _trim(m.group("v"))
@@ -2248,3 +2257,97 @@ def parse_statement(statement: str) -> Claim | None:
     if not value and verb not in _HABIT_BASE:
         return None
     return Claim(subj, verb, value, negated)
+
+
+# -- special categories (engine.categories): health, belief, orientation, origin, union, ... ----------
+# Read before the general rules, and only when the claim they would make IS a special category by
+# engine.categories' own lists: "I'm Muslim" is a belief, never a name; "I'm on insulin" a medicine;
+# "we go to mosque on Fridays" a practice; "I'm in the union at work" a membership. A clause these
+# rules read but whose claim is not special falls through to the general rules unchanged.
+R_SPECIAL_IS = _rule(
+    r"^I am (?P<art>a |an )?(?:(?:practising|practicing|devout|observant|non-practising|proud|openly|born-again|"
+    r"lapsed|strict|registered|card-carrying) )?(?P<v>[\w'-]+(?: [\w'-]+){0,2})$"
+)
+R_SPECIAL_ON = _rule(rf"^I am (?:now |currently )?on {_V}")
+R_SPECIAL_GO = _rule(
+    r"^I (?P<verb>go to|attend|pray at|worship at|go on|march at|marched at|marched in|went to|volunteer for"
+    r"|campaign for|campaigned for|canvass for|vote|voted|vote for|voted for) (?P<v>.+)"
+)
+R_SPECIAL_IN = _rule(r"^I am (?P<verb>in|a member of|part of|a steward in|a rep for|a rep in) (?P<v>.+)")
+R_SPECIAL_HAVE = _rule(
+    r"^I (?P<verb>have|have got|was diagnosed with|am diagnosed with|suffer from|live with|take|use|wear|need"
+    r"|am recovering from|am expecting|had|am having) (?P<v>.+)"
+)
+R_SPECIAL_WAS = _rule(rf"^I was {_V}")
+R_SPECIAL_VERB = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<v>.+))?$")
+_SPECIAL_VERB = {
+    "go to": "goes to",
+    "attend": "attends",
+    "pray at": "prays at",
+    "worship at": "worships at",
+    "go on": "goes on",
+    "march at": "marches at",
+    "went to": "went to",
+    "volunteer for": "volunteers for",
+    "campaign for": "campaigns for",
+    "canvass for": "canvasses for",
+    "vote": "votes",
+    "vote for": "votes for",
+    "have": "has",
+    "have got": "has",
+    "am diagnosed with": "is diagnosed with",
+    "suffer from": "suffers from",
+    "live with": "lives with",
+    "take": "takes",
+    "use": "uses",
+    "wear": "wears",
+    "need": "needs",
+    "am recovering from": "is recovering from",
+    "am expecting": "is expecting",
+    "am having": "is having",
+    "in": "is in",
+    "a member of": "is a member of",
+    "part of": "is part of",
+    "a steward in": "is a steward in",
+    "a rep for": "is a rep for",
+    "a rep in": "is a rep in",
+}
+
+
+def _special(statement: str) -> bool:
+    from ..categories import UNSURE, offline_category
+
+    found = offline_category(statement)
+    return found is not None and found != UNSURE
+
+
+def special_claims(clause: str) -> list[Claim]:
+    """The special-category claim of a clause, or [] (see the block comment above)."""
+    if m := R_SPECIAL_IS.match(clause):
+        v = f"{m.group('art') or ''}{m.group('v')}"
+        if _special(f"User is {v}"):
+            return [Claim("", "is", v)]
+    if m := R_SPECIAL_ON.match(clause):
+        v = _trim(m.group("v"))
+        if v and _special(f"User takes {v}"):
+            return [Claim("", "takes", v)]
+    if m := R_SPECIAL_WAS.match(clause):
+        v = _trim(m.group("v"))
+        if v and _special(f"User was {v}"):
+            return [Claim("", "was", v)]
+    for rule in (R_SPECIAL_GO, R_SPECIAL_IN, R_SPECIAL_HAVE):
+        if m := rule.match(clause):
+            verb = " ".join(m.group("verb").lower().split())
+            v = m.group("v").strip().rstrip(".!,;")
+            if rule is not R_SPECIAL_GO and rule is not R_SPECIAL_IN:
+                v = _trim(v)
+            said = _SPECIAL_VERB.get(verb, verb)
+            if v and _special(f"User {said} {v}"):
+                return [Claim("", said, v)]
+    # any other verb ("I pray five times a day", "we celebrate Diwali"): taken only when special
+    if (m := R_SPECIAL_VERB.match(clause)) and m.group("verb").lower() not in ("am", "was", "have", "had"):
+        said = third_person(m.group("verb").lower())
+        v = _trim(m.group("v") or "")
+        if _special(f"User {said} {v}".rstrip()):
+            return [Claim("", said, v)]
+    return []

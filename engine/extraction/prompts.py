@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..claims import slot_names
 from ..models import Knowledge, Message
 
-PROMPT_VERSION = "2026-12-05"
+PROMPT_VERSION = "2026-12-05.2"
 
 EXCLUSIONS = """Never extract:
 - general knowledge or facts about the world that are not about this user;
@@ -46,10 +46,11 @@ ITEM_SCHEMA = f"""Each item is an object:
   "invalid_at": the ISO date (YYYY-MM-DD) from which it stops being true, or null;
   "evidence": a VERBATIM quote, copied exactly from one of the USER's messages, that states it;
   "category": optional; when the statement reveals health, religion or belief, sexual orientation or
-              sex life, racial or ethnic origin, political opinions, trade-union membership, genetic
-              or biometric data, or a criminal record, one of "health", "religion",
-              "sexual_orientation", "ethnic_origin", "political_opinion", "trade_union",
-              "genetic_biometric", "criminal_record"; otherwise null;
+              sex life, gender identity, racial or ethnic origin, political opinions, trade-union
+              membership, genetic or biometric data, or a criminal record, one of "health",
+              "religion", "sexual_orientation", "gender_identity", "ethnic_origin",
+              "political_opinion", "trade_union", "genetic_biometric", "criminal_record"; "unsure"
+              when it may reveal one of these; otherwise null;
   "slot": optional; what the statement is about, when it is one of: {SLOTS}
           ("favourite_<thing>" for a favourite, e.g. "favourite_food"; "contact_<role>" for the
           user's manager, doctor, dentist, landlord..., e.g. "contact_dentist"); otherwise null.

@@ -43,13 +43,13 @@ class GateTx(KnowledgeOps, TombstoneOps, QueueOps, Protocol):
     facts a new one replaces, and re-points the pending candidates that would replace it."""
 
 
-class ReviewTx(ContextOps, KnowledgeOps, QueueOps, TombstoneOps, Protocol):
-    """engine/review.py: decides candidates (queue), creates and ends facts (knowledge), writes and
-    lifts tombstones, shows a candidate's context."""
-
-
 class BlindTx(TeamOps, PolicyOps, Protocol):
     """engine/blind.py: the sampled second review's figures, at the policies' sample rates."""
+
+
+class ReviewTx(ContextOps, KnowledgeOps, QueueOps, TombstoneOps, BlindTx, Protocol):
+    """engine/review.py: decides candidates (queue), creates and ends facts (knowledge), writes and
+    lifts tombstones, shows a candidate's context, and reads it as a blind reviewer may (`get`)."""
 
 
 class KnowledgeTx(KnowledgeOps, QueueOps, TombstoneOps, CaptureOps, BlindTx, Protocol):

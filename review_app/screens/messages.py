@@ -2,7 +2,8 @@
 
 A fact the extractor missed is found by reading the conversation, not the queue: the queue shows
 only what was extracted. Here each message of the user's newest episodes (`Memory.conversations`)
-is listed with the candidates that quote it (their status: pending, approved, rejected) and the
+is listed with the candidates that quote it (their status: pending, approved, rejected; an approval
+whose fact has since ended says how: "approved → corrected", "→ retracted", "→ superseded") and the
 statements a gate dropped from it; a user message that yielded nothing is marked `∅`, so a curator
 scanning for "I moved to Glasgow" sees at once that nothing came of it, and `n` adds the fact
 through the engine's one way in (`add_knowledge`, audited under the reviewer).
@@ -53,6 +54,8 @@ class MessageRow:
     items: list[Item] = field(default_factory=list)
     episode_unplaced: int = 0
     """Items of this message's episode that quote no message."""
+    fact_labels: dict[int, str] = field(default_factory=dict)
+    """Candidate id -> what its fact is now (EpisodeYield.fact_labels)."""
 
     @property
     def yielded_nothing(self) -> bool:
@@ -63,7 +66,7 @@ def message_rows(episodes: list[EpisodeYield]) -> list[MessageRow]:
     """Every message of `episodes` in order, each item beside the user message its evidence quotes."""
     out: list[MessageRow] = []
     for ep in episodes:
-        rows = [MessageRow(m, ep.episode.id) for m in ep.episode.messages]
+        rows = [MessageRow(m, ep.episode.id, fact_labels=ep.fact_labels) for m in ep.episode.messages]
         unplaced = 0
         items: list[Item] = [*ep.candidates, *ep.discarded]
         for item in items:
@@ -82,12 +85,15 @@ def message_rows(episodes: list[EpisodeYield]) -> list[MessageRow]:
     return out
 
 
-def item_text(item: Item) -> Text:
-    """ "#12 pending: User lives in Porto" for a candidate; "dropped (predicted): …" for a discard."""
+def item_text(item: Item, fact_label: str | None = None) -> Text:
+    """ "#12 pending: User lives in Porto" for a candidate; "#12 approved → corrected: …" when the
+    fact its approval made has ended since (`fact_label`); "dropped (predicted): …" for a discard."""
     if isinstance(item, Candidate):
         style = {"pending": "yellow", "approved": "green", "rejected": "red"}.get(item.status, "")
         out = Text(f"#{item.id} ", style="dim")
         out.append(item.status, style=style)
+        if item.status == "approved" and fact_label not in (None, "active"):
+            out.append(f" → {fact_label}", style="magenta")
         out.append(": ")
     else:
         out = Text(f"dropped ({item.gate}): ", style="dim")
@@ -95,11 +101,15 @@ def item_text(item: Item) -> Text:
     return out
 
 
+def _label(row: MessageRow, item: Item) -> str | None:
+    return row.fact_labels.get(item.id) if isinstance(item, Candidate) else None
+
+
 def extracted_cell(row: MessageRow) -> Text:
     if row.message.role != "user":
         return Text("")
     if row.items:
-        out = item_text(row.items[0])
+        out = item_text(row.items[0], _label(row, row.items[0]))
         if len(row.items) > 1:
             out.append(f"  +{len(row.items) - 1}", style="bold")
         return out
@@ -163,7 +173,7 @@ class MessagesScreen(WorkstationScreen):
         )
 
     async def _load(self, select: int | None, fresh: Callable[[], bool]) -> None:
-        episodes = await self.memory.conversations(self.user_id, limit=EPISODES)
+        episodes = await self.memory.conversations(self.user_id, limit=EPISODES, viewer=self.reviewer)
         if not fresh():  # a newer read was asked for (review_app/workers.py)
             return
         self.rows = message_rows(episodes)
@@ -207,7 +217,7 @@ class MessagesScreen(WorkstationScreen):
         out.append_text(literal(row.message.content))
         for item in row.items:
             out.append("\n→ ")
-            out.append_text(item_text(item))
+            out.append_text(item_text(item, _label(row, item)))
         if row.yielded_nothing:
             out.append(f"\n{NOTHING} from this message: n adds a fact for {self.user_id}", style="yellow")
         elif row.message.role == "user" and not row.items:

@@ -103,12 +103,22 @@ def prediction_text(ctx: CandidateContext) -> Text:
     out = Text()
     out.append("The model expected, from what was already known:\n\n", style="dim")
     out.append_text(literal(ctx.prediction))
-    if ctx.existing:
+    # pending candidates are shown to the extractor beside facts, under negative ids: listed apart,
+    # so a candidate nobody has approved is never read as one of the facts already known
+    facts = [k for k in ctx.existing if k.id > 0 and k.status != "pending"]
+    waiting = [k for k in ctx.existing if not (k.id > 0 and k.status != "pending")]
+    if facts:
         out.append("\n\nPredicted from these facts:\n", style="dim")
-        for fact in ctx.existing:
-            # pending candidates are shown to the extractor beside facts, under negative ids
-            out.append(f"  #{fact.id} " if fact.id > 0 else f"  candidate #{-fact.id} ", style="dim")
+        for fact in facts:
+            out.append(f"  #{fact.id} ", style="dim")
             out.append_text(literal(fact.described()))
+            out.append("\n")
+    if waiting:
+        gap = "\n" if facts else "\n\n"  # the list of facts above ends its last line already
+        out.append(f"{gap}Beside these candidates, still pending review (not facts):\n", style="dim")
+        for other in waiting:
+            out.append(f"  candidate #{abs(other.id)} ", style="dim")
+            out.append_text(literal(other.described()))
             out.append("\n")
     return out
 

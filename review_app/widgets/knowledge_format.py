@@ -24,7 +24,14 @@ def fmt_time(value: datetime | None, empty: str = "") -> str:
 
 
 def status_text(status: str) -> Text:
-    style = {"active": "green", "superseded": "yellow", "retracted": "red"}.get(status, "")
+    """A status or a label (`Knowledge.label`: corrected, retracted, superseded, ...), coloured."""
+    style = {
+        "active": "green",
+        "superseded": "yellow",
+        "contradicted": "yellow",
+        "corrected": "magenta",
+        "retracted": "red",
+    }.get(status, "")
     return Text(status, style=style)
 
 
@@ -33,12 +40,32 @@ COMPACT_BELOW = 130
 a five-column table in 38 columns cut the statement to nothing and the audit action to "c…"."""
 
 
+_END_WORDS = frozenset({"superseded", "corrected", "contradicted", "retracted"})
+
+
 def _status_with_reason(version: Knowledge) -> Text:
-    status = status_text(version.status)
-    if version.end_reason and version.end_reason != version.status:
-        status.append(" · ")
-        status.append_text(literal(version.end_reason))
+    """The label with its successor ("corrected by #15"): short, so it fits a no-wrap column."""
+    status = status_text(version.label)
+    if version.superseded_by is not None and version.label != "active":
+        status.append(f" by #{version.superseded_by}", style="dim")
     return status
+
+
+def _why(version: Knowledge) -> str | None:
+    """A retraction's reason (free text a person wrote), shown under the statement where it may
+    wrap: in the no-wrap status column a long reason took the whole width, and the # and
+    Statement columns of the Versions pane shrank to nothing."""
+    reason = version.end_reason
+    return reason if reason and reason not in _END_WORDS else None
+
+
+def _statement_cell(version: Knowledge, style: str = "") -> Text:
+    cell = literal(version.statement, style)
+    why = _why(version)
+    if why is not None:
+        cell.append("\nwhy: ", style="dim")
+        cell.append_text(literal(why, "dim"))
+    return cell
 
 
 def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bool = False) -> RenderableType:
@@ -50,7 +77,7 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bo
             if i:
                 out.append("\n")
             out.append("▶ " if version.id == selected.id else "  ", style="bold")
-            out.append_text(literal(version.statement, "bold" if version.id == selected.id else ""))
+            out.append_text(_statement_cell(version, "bold" if version.id == selected.id else ""))
             out.append(f"\n  #{version.id} ", style="dim")
             out.append_text(_status_with_reason(version))
             out.append(f" · {version.interval_text()}", style="dim")
@@ -64,7 +91,7 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bo
     for version in chain:
         marker = Text("▶", style="bold") if version.id == selected.id else Text("")
         versions.add_row(
-            marker, str(version.id), literal(version.statement), _status_with_reason(version), version.interval_text()
+            marker, str(version.id), _statement_cell(version), _status_with_reason(version), version.interval_text()
         )
     return versions
 

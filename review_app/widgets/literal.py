@@ -21,11 +21,13 @@ judges is exactly what the reviewer is shown as ⟨U+XXXX⟩.
 from __future__ import annotations
 
 import unicodedata
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.style import Style
 from rich.text import Text
-from textual.notifications import SeverityLevel
+
+if TYPE_CHECKING:  # a type only: the command line shows text with `visible` and loads no Textual
+    from textual.notifications import SeverityLevel
 
 from engine.text import reveal
 

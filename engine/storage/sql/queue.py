@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ...categories import ANY_SPECIAL, category_of
+from ...categories import ANY_SPECIAL, category_of, gender_facts, names_partner, normalised
 from ...errors import NotFoundError, UserInputError
 from ...models import (
     Candidate,
@@ -131,6 +131,7 @@ class QueueOps(TxCore, Protocol):
         """One pending candidate; `category` is the extractor's label, checked and else derived from
         the statement (engine.categories), so every path that queues sets it the same way; `marks`
         what the intake noticed (engine.gate)."""
+        category = await self._category_of(user_id, statement, category)
         cur = await self.conn.execute(
             "INSERT INTO candidates(user_id, episode_id, run_id, statement, key, evidence, kind, supersedes_id,"
             " confidence, valid_at, invalid_at, unsupported, status, created_at, created_by, reason,"
@@ -153,11 +154,21 @@ class QueueOps(TxCore, Protocol):
                 created_by,
                 reason,
                 supersedes_candidate_id,
-                category_of(statement, category),
+                category,
                 marks_to_json(marks),
             ),
         )
         return await returned_id(cur)
+
+    async def _category_of(self, user_id: str, statement: str, label: object) -> str | None:
+        """`category_of`, with the user's active facts as context when the statement names a
+        gendered partner (only then does the user's own gender matter: engine.categories)."""
+        if normalised(label) is None and names_partner(statement):
+            rows = await fetchall(
+                self.conn, "SELECT statement FROM knowledge WHERE user_id = ? AND status = 'active'", (user_id,)
+            )
+            return category_of(statement, label, gender_facts(str(r[0]) for r in rows))
+        return category_of(statement, label)
 
     async def insert_candidates_many(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Pending candidates from dicts of `insert_candidate`'s keyword arguments, in one executemany
@@ -172,6 +183,7 @@ class QueueOps(TxCore, Protocol):
             await source.reserve(len(rows))  # one fetch for the batch (one sequence call on PostgreSQL)
             ids = [source.take() for _ in rows]
         names = ", ".join(_CANDIDATE_INSERT_FIELDS)
+        categories = [await self._category_of(row["user_id"], row["statement"], row.get("category")) for row in rows]
         await self.conn.executemany(
             f"INSERT INTO candidates(id, key, status, {names}) VALUES (?, ?, 'pending', "
             f"{', '.join('?' * len(_CANDIDATE_INSERT_FIELDS))})",
@@ -182,7 +194,7 @@ class QueueOps(TxCore, Protocol):
                     *(
                         int(bool(row.get(f)))
                         if f == "unsupported"
-                        else category_of(row["statement"], row.get(f))
+                        else category
                         if f == "category"
                         else marks_to_json(row.get(f) or ())
                         if f == "marks"
@@ -190,7 +202,7 @@ class QueueOps(TxCore, Protocol):
                         for f in _CANDIDATE_INSERT_FIELDS
                     ),
                 )
-                for cid, row in zip(ids, rows, strict=True)
+                for cid, row, category in zip(ids, rows, categories, strict=True)
             ],
         )
         return ids

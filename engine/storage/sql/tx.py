@@ -27,6 +27,7 @@ from .capture import CaptureOps
 from .conn import SqlConn
 from .context import ContextOps
 from .core import TxCore
+from .guard import guarded
 from .knowledge import KnowledgeOps
 from .policies import PolicyOps
 from .queue import QueueOps
@@ -43,11 +44,12 @@ class SqlTx(
 
     `conn` is the transaction's connection (`SqlConn`: aiosqlite's cursor API, which the SQLite
     backend passes as it is and the PostgreSQL backend provides over asyncpg). `text_stats` is the
-    store's per-connection cache of BM25 statistics (`user_text_stats`)."""
+    store's per-connection cache of BM25 statistics (`user_text_stats`). The connection is wrapped
+    in the credential guard (sql/guard.py): no write of any room can store a secret."""
 
     backend = "sql"
 
     def __init__(self, conn: SqlConn, text_stats: dict[str, _UserStats] | None = None) -> None:
-        self.conn = conn
+        self.conn = guarded(conn)
         self.events: list[Audited] = []
         self.text_stats: dict[str, _UserStats] = {} if text_stats is None else text_stats
