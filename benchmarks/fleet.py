@@ -412,6 +412,9 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
                             await mem.review.reject(cand.id, "r1", "cannot approve as it is")
                         except MemdeskError:
                             continue
+                    # the policies' look after a person's decision runs in the background; the
+                    # simulated person waits for it, so the figures stay those of one decision at a time
+                    await mem.policies.settled()
                     res.queue_decisions += 1
             if mode != "policy":
                 return

@@ -31,6 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import ConfigurationError, ModelError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# The hashing embedder's stop words: part of its vector function, so frozen with the vectors
+# stored by it (a change would need `memdesk reembed`). The text arm's query list
+# (engine/retrieval.py `_STOP`) differs on purpose; its comment says why.
 _STOP = frozenset(
     (
         "a",
@@ -171,10 +174,6 @@ class WordLlamaEmbedder:
         if len(texts) > _INLINE_TEXTS:  # a bulk insert or a re-embed: keep the event loop responsive
             return await asyncio.to_thread(model.embed, texts)
         return model.embed(texts)
-
-    def embed_sync(self, texts: list[str]) -> list[list[float]]:
-        """The same vectors without an event loop (benchmarks, scripts)."""
-        return _load_wordllama(self.dimensions).embed(texts)
 
 
 _INLINE_TEXTS = 64

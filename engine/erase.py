@@ -44,9 +44,6 @@ class ErasureReport:
     audit_id: int
     wal_truncated: bool
 
-    def as_dict(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
 
 async def erase_user(mem: EngineContext, user_id: str, actor: str, *, compact: bool = True) -> ErasureReport:
     """Erase every trace of `user_id` but the (redacted) audit rows; audited as `erase` by `actor`.

@@ -55,6 +55,7 @@ from .models import (
     Mark,
     ProposalOutcome,
     Tombstone,
+    UnsetType,
 )
 from .stated import candidate_stated_at
 from .storage.rooms import GateTx, KnowledgeTx, Rooms
@@ -396,8 +397,8 @@ class KnowledgeOps:
         statement: str,
         actor: str,
         reason: str,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         tombstone: bool = False,
         lift_tombstone: bool = False,

@@ -80,7 +80,7 @@ class Memory(KnowledgeOps):
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
         self.policies = PolicyService(self.ctx, self.review)
-        self.review.after_decision = self.policies.after_decision
+        self._disconnect: Callable[[], None] | None = None
         self._pipeline: Pipeline | None = None
 
     @property
@@ -112,6 +112,8 @@ class Memory(KnowledgeOps):
                 embedder=embedder_name(self.embedder),
                 verify=self._check_embedder if check_embedder else None,
             )
+        # the policies' look after a person's decision, once it has committed (engine/second_look.py)
+        self._disconnect = self.store.events.connect(self.policies.second_look.on_commit)
         if check_embedder:
             try:
                 async with self.store.reading() as tx:
@@ -126,6 +128,13 @@ class Memory(KnowledgeOps):
         if self._pipeline is not None:
             await self._pipeline.shutdown(wait=wait)
             self._pipeline = None
+        if wait:
+            await self.policies.settled()
+        else:
+            await self.policies.second_look.cancel()
+        if self._disconnect is not None:
+            self._disconnect()
+            self._disconnect = None
         if self.ctx._store is not None:
             await self.ctx._store.close()
             self.ctx._store = None

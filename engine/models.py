@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
+from enum import Enum
 from typing import Any, Final, Literal
 
 Role = Literal["user", "assistant"]
@@ -23,10 +24,6 @@ CandidateStatus = Literal["pending", "approved", "rejected"]
 KnowledgeStatus = Literal["active", "superseded", "retracted", "pending"]
 # The gates of the write path, in order, as `Discarded.gate` names them.
 Gate = Literal["predicted", "below_confidence", "invalid", "tombstoned", "duplicate"]
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -343,13 +340,6 @@ class QueueMark:
     count: int
     newest_id: int
 
-    def has_news_since(self, last: QueueMark) -> bool:
-        """More pending than at `last`, or a candidate newer than any then. Ids grow with time
-        (AUTOINCREMENT; on PostgreSQL an identity sequence, where a transaction that drew its id
-        earlier may commit later: such a candidate is missed only if a candidate is also decided
-        elsewhere before the next look, and shows at the next reload)."""
-        return self.count > last.count or self.newest_id > last.newest_id
-
 
 @dataclass(slots=True)
 class ProposalOutcome:
@@ -461,12 +451,18 @@ class ReembedReport:
     audit_id: int | None  # None: nothing to do
 
 
-class _Keep:
+class UnsetType(Enum):
+    """The type of `KEEP`, a value of its own (as httpx's `UnsetType`), so that a signature says
+    `valid_at: datetime | None | UnsetType = KEEP` and mypy checks what callers pass, where
+    `Any = KEEP` checked nothing; `x is KEEP` narrows the type."""
+
+    KEEP = "KEEP"
+
     def __repr__(self) -> str:
         return "KEEP"
 
 
-KEEP: Final[Any] = _Keep()
+KEEP: Final = UnsetType.KEEP
 """Default for the interval of an edit: keep the candidate's value (None means an open end)."""
 
 

@@ -46,6 +46,7 @@ service and so through the one activation gate (engine.gate).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -55,7 +56,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from . import claims
+# The claims package by its full name: `from . import claims` would import `engine` itself, whose
+# __init__ imports this module (tests/test_layers.py finds no import circle).
+import engine.claims as claims
+
 from .categories import category_of
 from .context import EngineContext
 from .credentials import credential_like
@@ -63,6 +67,7 @@ from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
 from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
 from .limits import check_reason
 from .models import Candidate
+from .second_look import SecondLook
 from .storage.rooms import PolicyTx, Rooms
 from .storage.sql.policies import POLICY_KEY, SAMPLED, UNSAMPLED
 from .timeutil import from_us, to_us
@@ -359,6 +364,15 @@ class PolicyService:
         self._checked: dict[str, tuple[int, int]] = {}  # policy actor: second-review stamp last tested
         self._alert: dict[str, set[str]] = {}  # policy actor: scopes with an overturn in their window
         self._live_scopes: dict[str, set[str]] = {}  # policy actor: scopes whose record proved ready
+        self._judging = asyncio.Lock()
+        self.second_look = SecondLook(self.after_decision)
+        """After a person's decision commits, `after_decision` in the background (engine/second_look.py;
+        `Memory` connects it to the store's commit events)."""
+
+    async def settled(self) -> None:
+        """Wait until the policies' look after every decision committed so far has run: what a
+        script or a test awaits before reading what the policies decided after a person."""
+        await self.second_look.settled()
 
     # -- settings ---------------------------------------------------------------------------------
 
@@ -636,8 +650,8 @@ class PolicyService:
     async def after_decision(self, user_id: str) -> PolicyRun:
         """A person's decision may make more of a user's candidates a policy's to decide (a chain
         a rejection cut back to `new`, a candidate the gate re-pointed). The enabled policies judge
-        the user's pending candidates again, as `run` would. `review` calls this after each
-        decision of a person has committed; one read, and nothing more, when no policy is enabled."""
+        the user's pending candidates again, as `run` would. Run by `second_look` in the background
+        once a person's decision has committed; one read, and nothing more, when no policy is enabled."""
         from .review import ReviewService
 
         out = PolicyRun()
@@ -655,28 +669,32 @@ class PolicyService:
     async def _judge(self, policies: list[Policy], batch: list[Candidate], out: PolicyRun, *, every: bool) -> None:
         """Record each policy's verdicts on `batch` (once per candidate) and let the enabled ones
         decide it. `every`: count every candidate of the batch in `out` (a `run`), not only the
-        ones judged for the first time."""
-        async with self._store.reading() as tx:
-            evidence = await tx.rule_evidence([c.id for c in batch])
-        rules = {cid: rule for cid, (rule, _n) in evidence.items()}
-        verdicts: dict[str, dict[int, Verdict]] = {}
-        fresh_ids: set[int] = set()
-        for policy in policies:
-            verdicts[policy.name], fresh = await self._record_verdicts(policy, batch, rules)
-            fresh_ids |= fresh
-        enabled = [p for p in policies if p.mode == "enabled"]
-        decided = await self._decide(batch, enabled, verdicts, rules, out) if enabled else {}
-        # what this pass judged: what it saw first, what an enabled policy decided on, or all (`run`)
-        counted = [c for c in batch if every or c.id in fresh_ids or c.id in decided]
-        out.judged += len(counted)
-        for cand in counted:
-            why = decided.get(cand.id)
-            if why == "":
-                continue  # approved (in out.approved)
-            if why is None:  # no enabled policy looked at it: a shadow verdict, or it left the queue
-                whys = [(p.name, verdicts[p.name][cand.id].why) for p in policies]
-                why = "shadow: " + (whys[0][1] if len(whys) == 1 else "; ".join(f"{n}: {w}" for n, w in whys))
-            out.left.append((cand.id, why))
+        ones judged for the first time. One pass at a time in this process: the look after a
+        person's decision runs in the background (engine/second_look.py) and must not interleave
+        with `after_queue` or `run` (each reads what a policy has judged, then records it:
+        interleaved, a verdict would be recorded twice)."""
+        async with self._judging:
+            async with self._store.reading() as tx:
+                evidence = await tx.rule_evidence([c.id for c in batch])
+            rules = {cid: rule for cid, (rule, _n) in evidence.items()}
+            verdicts: dict[str, dict[int, Verdict]] = {}
+            fresh_ids: set[int] = set()
+            for policy in policies:
+                verdicts[policy.name], fresh = await self._record_verdicts(policy, batch, rules)
+                fresh_ids |= fresh
+            enabled = [p for p in policies if p.mode == "enabled"]
+            decided = await self._decide(batch, enabled, verdicts, rules, out) if enabled else {}
+            # what this pass judged: what it saw first, what an enabled policy decided on, or all (`run`)
+            counted = [c for c in batch if every or c.id in fresh_ids or c.id in decided]
+            out.judged += len(counted)
+            for cand in counted:
+                why = decided.get(cand.id)
+                if why == "":
+                    continue  # approved (in out.approved)
+                if why is None:  # no enabled policy looked at it: a shadow verdict, or it left the queue
+                    whys = [(p.name, verdicts[p.name][cand.id].why) for p in policies]
+                    why = "shadow: " + (whys[0][1] if len(whys) == 1 else "; ".join(f"{n}: {w}" for n, w in whys))
+                out.left.append((cand.id, why))
 
     async def _record_verdicts(
         self, policy: Policy, batch: list[Candidate], rules: dict[int, str]

@@ -28,6 +28,12 @@ TEXT_EVIDENCE = 1e-3
 floor IDF (1e-6 each, terms in half or more of the user's facts) can add up to."""
 MAX_TOP_K = 1000
 _TERM = re.compile(r"\w+", re.UNICODE)
+# The words of a QUESTION the text arm does not look for. Not the embedder's list
+# (engine/embedders.py `_STOP`), on purpose: that one is part of the hashing embedder's vector
+# function, so every stored vector was made with it and it cannot change without `memdesk
+# reembed`; this one only shapes a query, and differs where questions differ from statements: it
+# drops question words ("what", "who", "does", "do"), which no stated fact holds, and keeps
+# "this", "that", "its", "been", "am", whose rarity among a user's facts BM25 weighs for itself.
 _STOP = frozenset(
     (
         "a",

@@ -20,14 +20,11 @@ The decision rules (the README's "Decision rules" states them for reviewers):
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from . import team
 from .blind import blind_spots
 from .context import EngineContext
 from .errors import (
@@ -44,53 +41,27 @@ from .errors import (
     UserInputError,
 )
 from .gate import (
-    GATE_RETARGET,
-    POLICY_ACTOR_PREFIX,
     SYSTEM_ACTOR,
-    Admission,
     EndReason,
     activate,
-    point_pending_at,
     refuse_tombstone_over_active,
     requeued,
-    same_state,
 )
 from .knowledge import retract_in, write_tombstone
 from .limits import check_reason, check_statement
-from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone
+from .may_decide import check_may_decide
+from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone, UnsetType
 from .queue_filter import ALL_PENDING, QueueFilter
 from .stated import candidate_stated_at
 from .storage.rooms import ReviewTx, Rooms
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
+from .undo import Undo, inverse_of
 
 SUPERSEDING_KINDS = ("update", "contradiction")
 _log = logging.getLogger("memdesk")
 _T = TypeVar("_T")
-CHAIN_ACTIONS = ("chain_repoint", "chain_unlink", GATE_RETARGET)
 _REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
-# What a later decision, and its undo, write on a row an earlier decision wrote: when the row is
-# back as the earlier decision left it after only these, nothing later depends on it any more.
-_UNDOABLE_ACTIONS = frozenset(
-    {
-        "approve",
-        "edit_approve",
-        "keep_both",
-        "confirm_supersession",
-        "confirm_correction",
-        "reject",
-        "approve_retraction",
-        "undo",
-        "chain_repoint",
-        "chain_unlink",
-        "undo_chain",
-        "supersede",
-        "correct",
-        "undo_supersede",
-        "retract",
-        "undo_retract",
-    }
-)
 
 
 def replaces(cand: Candidate) -> bool:
@@ -109,14 +80,24 @@ def _target_text(cand: Candidate) -> str:
     return "an earlier value (it is an update)"
 
 
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """What a reviewer's decision sets as it accepts a candidate (approve, keep both, confirm a
+    supersession or a correction): one value handed from the four public methods, which keep their
+    keyword signatures, to the one transaction that decides (`_accept`). `KEEP` keeps the
+    candidate's own valid time; None is an open end."""
+
+    statement: str | None = None
+    valid_at: datetime | UnsetType | None = KEEP
+    invalid_at: datetime | UnsetType | None = KEEP
+    reason: str | None = None
+    note: str | None = None
+    lift_tombstone: bool = False
+
+
 class ReviewService:
     def __init__(self, ctx: EngineContext) -> None:
         self._ctx = ctx
-        self.after_decision: Callable[[str], Awaitable[object]] | None = None
-        """Set by `Memory`: the enabled review policies' second look at a user's pending candidates
-        once a person's decision has committed (engine.policies.PolicyService.after_decision): an
-        update whose target the person just approved, or a chain a rejection cut back to `new`,
-        may now be a policy's to decide. Review imports nothing of the policies."""
 
     @property
     def _store(self) -> Rooms[ReviewTx]:
@@ -219,7 +200,7 @@ class ReviewService:
             and cand.claimed_until > now
         ):
             raise ClaimedError(cand.id, cand.claimed_by)
-        team.check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
+        check_may_decide(cand, reviewer)  # second-opinion flags and assignments (engine/team.py)
 
     # -- decisions --------------------------------------------------------------------------------
 
@@ -228,8 +209,8 @@ class ReviewService:
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -246,18 +227,16 @@ class ReviewService:
             return await self._approve_retraction(cand, reviewer, reason, note)
         if replaces(cand):
             raise DecisionRequiredError(cand.id, _target_text(cand))
-        made = await self._accept(
-            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="approve", lift=lift_tombstone
-        )
-        return await self._then(cand.user_id, reviewer, made)
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._accept(cand, reviewer, edit, mode="approve")
 
     async def keep_both(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -273,18 +252,16 @@ class ReviewService:
             raise UserInputError("keep both applies to an update or contradiction, not a retraction request")
         if not replaces(cand):
             raise UserInputError(f"candidate {candidate_id} replaces nothing: approve it instead")
-        made = await self._accept(
-            cand, reviewer, statement, valid_at, invalid_at, reason, note, mode="keep_both", lift=lift_tombstone
-        )
-        return await self._then(cand.user_id, reviewer, made)
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._accept(cand, reviewer, edit, mode="keep_both")
 
     async def confirm_supersession(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -300,17 +277,16 @@ class ReviewService:
         candidate's episode; its creation time when it came from no conversation). As-of questions
         about the old fact's period still read it. A candidate chained to a candidate still pending
         is refused (ChainOrderError)."""
-        return await self._replace(
-            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "confirm", lift_tombstone
-        )
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._replace(candidate_id, reviewer, edit, user_id, "confirm")
 
     async def confirm_correction(
         self,
         candidate_id: int,
         reviewer: str,
         statement: str | None = None,
-        valid_at: Any = KEEP,
-        invalid_at: Any = KEEP,
+        valid_at: datetime | UnsetType | None = KEEP,
+        invalid_at: datetime | UnsetType | None = KEEP,
         *,
         reason: str | None = None,
         note: str | None = None,
@@ -321,23 +297,10 @@ class ReviewService:
         corrected ("it was a misdiagnosis"). Unlike a supersession the old fact's interval is left
         alone and no as-of question ever reads it again; the new fact keeps the candidate's own
         interval (no stated-at start: a correction says what was always the case)."""
-        return await self._replace(
-            candidate_id, reviewer, statement, valid_at, invalid_at, reason, note, user_id, "correct", lift_tombstone
-        )
+        edit = Edit(statement, valid_at, invalid_at, reason, note, lift_tombstone)
+        return await self._replace(candidate_id, reviewer, edit, user_id, "correct")
 
-    async def _replace(
-        self,
-        candidate_id: int,
-        reviewer: str,
-        statement: str | None,
-        valid_at: Any,
-        invalid_at: Any,
-        reason: str | None,
-        note: str | None,
-        user_id: str | None,
-        mode: str,
-        lift: bool,
-    ) -> Knowledge:
+    async def _replace(self, candidate_id: int, reviewer: str, edit: Edit, user_id: str | None, mode: str) -> Knowledge:
         cand = await self.get(candidate_id, user_id)
         self._check_open(cand, reviewer, self._ctx.now())
         if (
@@ -348,8 +311,8 @@ class ReviewService:
             raise UserInputError(
                 f"candidate {candidate_id} is a {cand.kind!r} candidate with no fact to replace; approve it instead"
             )
-        made = await self._accept(cand, reviewer, statement, valid_at, invalid_at, reason, note, mode=mode, lift=lift)
-        return await self._then(cand.user_id, reviewer, made)
+        made = await self._accept(cand, reviewer, edit, mode=mode)
+        return made
 
     async def _target(self, tx: ReviewTx, cand: Candidate) -> Knowledge:
         """The active fact a confirmed supersession ends: supersedes_id, or the fact a chained
@@ -372,17 +335,6 @@ class ReviewService:
             )
         return old
 
-    async def _then(self, user_id: str, reviewer: str, result: _T) -> _T:
-        """After a person's decision has committed: the policies' second look (`after_decision`).
-        Not after a policy's own (its pass looks again itself), and never undoing the decision: a
-        failure there is logged, and the candidates stay for people."""
-        if self.after_decision is not None and not reviewer.startswith(POLICY_ACTOR_PREFIX):
-            try:
-                await self.after_decision(user_id)
-            except Exception:
-                _log.exception("the review policies' look at %r after a decision failed", user_id)
-        return result
-
     def _check_note(self, reason: str | None, note: str | None) -> tuple[str | None, str | None]:
         if reason is not None:
             check_reason(reason, self._ctx.config)
@@ -391,22 +343,11 @@ class ReviewService:
             note = note.strip() or None
         return reason, note
 
-    async def _accept(
-        self,
-        cand: Candidate,
-        reviewer: str,
-        statement: str | None,
-        valid_at: Any,
-        invalid_at: Any,
-        reason: str | None,
-        note: str | None,
-        *,
-        mode: str,
-        lift: bool = False,
-    ) -> Knowledge:
+    async def _accept(self, cand: Candidate, reviewer: str, edit: Edit, *, mode: str) -> Knowledge:
         """approve / keep_both / confirm / correct: one transaction that makes the fact active
         through engine.gate.activate (I1-I5), decides the candidate and re-points its chain."""
-        reason, note = self._check_note(reason, note)
+        statement, valid_at, invalid_at, lift = edit.statement, edit.valid_at, edit.invalid_at, edit.lift_tombstone
+        reason, note = self._check_note(edit.reason, edit.note)
         text = (statement if statement is not None else cand.statement).strip()
         if not text:
             raise InvalidStatementError("the statement is empty")
@@ -610,7 +551,7 @@ class ReviewService:
                 reason=why,
                 note=note,
             )
-        return await self._then(current.user_id, reviewer, stone)
+        return stone
 
     async def bulk_approve(self, candidate_ids: list[int], reviewer: str, *, note: str | None = None) -> BulkResult:
         """Approve exactly these ids, in order, each in its own transaction; never a filter
@@ -619,6 +560,10 @@ class ReviewService:
         supersede/keep-both choice), a retraction request, an id listed twice, unknown, already
         decided or leased to another reviewer."""
         self._check_note(None, note)
+        async with self._ctx.store.events.held():  # the policies look once, after the last item
+            return await self._bulk_approve(candidate_ids, reviewer, note)
+
+    async def _bulk_approve(self, candidate_ids: list[int], reviewer: str, note: str | None) -> BulkResult:
         result = BulkResult()
         seen: set[int] = set()
         for cid in candidate_ids:
@@ -720,7 +665,7 @@ class ReviewService:
         deleted, the fact it superseded comes back (valid time reopened), the chain links it
         re-pointed or cut are restored. Undo follows the rules of deciding: the flagger of a second
         opinion cannot undo another reviewer's decision on the item, and while its user is assigned
-        only the assignee may undo (team.check_may_decide). A fact it brings back passes the gate
+        only the assignee may undo (check_may_decide). A fact it brings back passes the gate
         (I1, I2: engine.gate). Refused when anything the decision wrote is not as the decision left
         it (a later correction, supersession, lift, a re-pointed candidate decided...); a later
         change that was itself undone leaves it as it was, so a chain unwinds in reverse order."""
@@ -730,182 +675,17 @@ class ReviewService:
             cand = await tx.get_candidate(candidate_id, user_id)
             if cand.status == "pending":
                 raise UndoRefusedError(f"candidate {candidate_id} is pending: there is no decision to undo")
-            team.check_may_decide(cand, reviewer)
+            check_may_decide(cand, reviewer)
             row = await tx.decision_audit_row(candidate_id, cand.decision or "")
             if row is None or row[1] is None:
                 raise UndoRefusedError(f"no recorded decision for candidate {candidate_id}")
             decision_row = row[0]
             before = candidate_from_row_json(row[1])
-
-            async def untouched(entity: str, entity_id: int) -> None:
-                later = await tx.later_audit_actions(entity, entity_id, decision_row)
-                if not later:
-                    return
-                left = None
-                if set(later) <= _UNDOABLE_ACTIONS:  # only changes that undo can take back
-                    left = await tx.audit_state(entity, entity_id, decision_row)
-                now_state: Any = None
-                if entity == "candidate":
-                    now_state = await tx.get_candidate(entity_id)
-                elif entity == "knowledge":
-                    now_state = await tx.get_knowledge(uid, entity_id)
-                if left is None or now_state is None or not same_state(entity, json.loads(left), now_state):
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: {entity} {entity_id} "
-                        "was changed after it, and undo never rewrites later history"
-                    )
-
-            async def unreferenced(knowledge_id: int) -> None:
-                # Deleting the fact would leave another candidate's supersedes_id dangling (and the
-                # foreign key would refuse the DELETE with a bare IntegrityError). A PENDING
-                # candidate naming it (queued after the approval, or back in the queue because its
-                # own decision was undone first: a chain unwinding in reverse order) is re-pointed
-                # at this candidate instead, the inverse of the chain re-point an approval does;
-                # a decided one is history that names the fact, so undo is refused.
-                naming = [
-                    await tx.get_candidate(i) for i in await tx.candidates_naming(knowledge_id, excluding=candidate_id)
-                ]
-                decided = [c.id for c in naming if c.status != "pending"]
-                if decided:
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: candidate(s)"
-                        f" {', '.join(map(str, decided))} refer to fact {knowledge_id}, which it created"
-                    )
-                for waiting in naming:
-                    await tx.set_candidate_target(
-                        waiting.id, kind=waiting.kind, supersedes_id=None, supersedes_candidate_id=candidate_id
-                    )
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_chain",
-                        user_id=uid,
-                        entity="candidate",
-                        entity_id=waiting.id,
-                        before=waiting,
-                        after=await tx.get_candidate(waiting.id),
-                        reason=f"fact {knowledge_id} is undone: now replaces candidate {candidate_id}",
-                        note=note,
-                    )
-
+            inverse = inverse_of(cand)  # one inverse per decision (engine/undo.py)
+            undo = Undo(tx, cand, decision_row, reviewer, now_us, note)
+            await undo.unchain()
+            await inverse(undo)
             uid = cand.user_id
-            # the chain links this decision re-pointed or cut: its own transaction's rows, between
-            # the candidate's previous audit row and its decision row
-            for later_id, later_json in await tx.chain_audit_rows(
-                candidate_id, decision_row, CHAIN_ACTIONS, made=cand.knowledge_id
-            ):
-                await untouched("candidate", later_id)
-                was = candidate_from_row_json(later_json)
-                now_row = await tx.get_candidate(int(later_id))
-                await tx.set_candidate_target(
-                    was.id,
-                    kind=was.kind,
-                    supersedes_id=was.supersedes_id,
-                    supersedes_candidate_id=was.supersedes_candidate_id,
-                )
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_chain",
-                    user_id=uid,
-                    entity="candidate",
-                    entity_id=was.id,
-                    before=now_row,
-                    after=await tx.get_candidate(was.id),
-                    note=note,
-                )
-            if cand.decision == "reject":
-                stone = await tx.tombstone_for(candidate_id=candidate_id)
-                if stone is not None:
-                    await untouched("tombstone", stone.id)
-                    await tx.delete_tombstone(stone.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_create",
-                        user_id=uid,
-                        entity="tombstone",
-                        entity_id=stone.id,
-                        before=stone,
-                        note=note,
-                    )
-            elif cand.decision == "approve_retraction":
-                target = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
-                await untouched("knowledge", target.id)
-                stone = await tx.tombstone_for(candidate_id=candidate_id)
-                if stone is not None:
-                    await untouched("tombstone", stone.id)
-                    await tx.delete_tombstone(stone.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_create",
-                        user_id=uid,
-                        entity="tombstone",
-                        entity_id=stone.id,
-                        before=stone,
-                        note=note,
-                    )
-                (await Admission.read(tx, uid)).check(target.statement, excluding={target.id})
-                await tx.reactivate_knowledge(target.id)
-                back = await tx.get_knowledge(uid, target.id)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_retract",
-                    user_id=uid,
-                    entity="knowledge",
-                    entity_id=target.id,
-                    before=target,
-                    after=back,
-                    note=note,
-                )
-                await point_pending_at(tx, back, now_us, deciding=None)  # I5 for a fact back in force
-            else:
-                created = await tx.get_knowledge(uid, cand.knowledge_id)  # type: ignore[arg-type]
-                await untouched("knowledge", created.id)
-                await unreferenced(created.id)
-                replaced = await tx.replaced_by(created.id)
-                mine = [
-                    k
-                    for k in replaced
-                    if cand.decision in ("confirm_supersession", "confirm_correction")
-                    and k.expired_at == cand.decided_at
-                ]
-                if len(replaced) > len(mine):
-                    later = next(k for k in replaced if k not in mine)
-                    raise UndoRefusedError(
-                        f"cannot undo the decision on candidate {candidate_id}: fact {later.id} was marked"
-                        f" superseded by fact {created.id} afterwards"
-                    )
-                for old in mine:
-                    await untouched("knowledge", old.id)
-                    (await Admission.read(tx, uid)).check(old.statement, excluding={created.id, old.id})
-                    await tx.reactivate_knowledge(old.id)
-                    back = await tx.get_knowledge(uid, old.id)
-                    await tx.audit(
-                        at=now_us,
-                        actor=reviewer,
-                        action="undo_supersede",
-                        user_id=uid,
-                        entity="knowledge",
-                        entity_id=old.id,
-                        before=old,
-                        after=back,
-                        note=note,
-                    )
-                    await point_pending_at(tx, back, now_us, deciding=None)
-                await tx.delete_knowledge(created.id)
-                await tx.audit(
-                    at=now_us,
-                    actor=reviewer,
-                    action="undo_create",
-                    user_id=uid,
-                    entity="knowledge",
-                    entity_id=created.id,
-                    before=created,
-                    note=note,
-                )
             await tx.restore_candidate(before)
             restored = await tx.get_candidate(candidate_id)
             await tx.audit(
@@ -923,4 +703,4 @@ class ReviewService:
             # back in the queue, it meets the facts active now (I5): one made active since it was
             # decided may be what it would replace
             restored = await requeued(tx, restored, now_us)
-        return await self._then(restored.user_id, reviewer, restored)
+        return restored

@@ -50,15 +50,14 @@ from .blind import SAMPLED_DECISIONS, BlindSpots, blind_spots, sample_bound
 from .context import EngineContext
 from .errors import (
     AlreadyDecidedError,
-    AssignedError,
     ClaimedError,
     NotFoundError,
-    SecondOpinionError,
     UserInputError,
 )
 from .gate import POLICY_ACTOR_PREFIX
 from .knowledge import retract_in
 from .limits import check_reason
+from .may_decide import check_may_decide
 from .models import Candidate, Message
 from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
@@ -91,19 +90,6 @@ def sample_point(candidate_id: int) -> float:
 def sampled(candidate_id: int, rate: float) -> bool:
     """True when an approval of this candidate is in the second-review sample at `rate`."""
     return sample_point(candidate_id) < rate
-
-
-def check_may_decide(cand: Candidate, reviewer: str) -> None:
-    """Called by ReviewService._check_open before every claim and decision (inside its transaction,
-    on the row it just re-read): the flagger of a second opinion and anyone but the assignee of
-    the candidate's user are refused. A flag outranks the assignment: when the assignee asks for a
-    second opinion, someone else must be able to give it."""
-    if cand.flagged_by is not None:
-        if cand.flagged_by == reviewer:
-            raise SecondOpinionError(cand.id, cand.flagged_by)
-        return
-    if cand.assigned_to is not None and cand.assigned_to != reviewer:
-        raise AssignedError(cand.id, cand.user_id, cand.assigned_to)
 
 
 # -- records ----------------------------------------------------------------------------------------

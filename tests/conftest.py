@@ -15,10 +15,40 @@ import pytest
 
 from engine import Memory
 from tests.engine_helpers import Clock, open_memory
-from tests.pg import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
+from tests.pg import pg_quiet, pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL, a database per test)
 from tests.tui_seed import seed_sync
 
 BACKENDS = ("sqlite", "postgres")
+
+# The inner loop's fast subset is `uv run pytest -m "not slow"` (README "The tests"): these are the
+# files that start processes (the CLI, workers, a browser, lint-imports) or drive the workstation
+# (Pilot sessions, snapshots), marked `slow` here in one place rather than test by test.
+SLOW_FILES = (
+    "test_cli.py",
+    "test_cli_urls.py",
+    "test_concurrency.py",
+    "test_dependencies.py",
+    "test_gate_concurrency.py",
+    "test_hostile_cli.py",
+    "test_layers.py",
+    "test_mcp.py",
+    "test_mcp_agent.py",
+    "test_pending_list.py",
+    "test_process_faults.py",
+    "test_serve.py",
+    "test_team_tui.py",
+    "test_typed_decisions.py",
+    "test_whole_queue.py",
+    "test_wordllama_embedder.py",
+)
+SLOW_PREFIXES = ("test_tui_", "test_snapshots_")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        if name in SLOW_FILES or name.startswith(SLOW_PREFIXES):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(params=BACKENDS)

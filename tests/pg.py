@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
@@ -124,18 +125,41 @@ class PgServer:
 
         _run(go)
 
+    @contextlib.contextmanager
+    def _cluster_lock(self, kind: int) -> Iterator[None]:
+        """An advisory file lock shared by every session on this server (pytest-xdist's workers are
+        processes of their own): CREATE and DROP DATABASE hold it shared, `quiet()` exclusively."""
+        tag = hashlib.sha1(self.url.encode()).hexdigest()[:8]
+        path = Path(tempfile.gettempdir()) / f"memdesk-test-pg-{tag}.lock"
+        with path.open("a") as handle:
+            fcntl.flock(handle, kind)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """While held, no session makes or drops a database on this server: a test that reads the
+        server's data files after VACUUM FULL (erasure, compact) found the dead rows still there
+        when another worker's DROP DATABASE ran meanwhile."""
+        with self._cluster_lock(fcntl.LOCK_EX):
+            yield
+
     def create_database(self) -> str:
         """A new empty database (pgvector installed, no memdesk schema yet); its URL."""
         with self._lock:
             name = f"{_PREFIX}{_HOST}_{os.getpid()}_{next(self._counter)}"
-        _run(lambda: _admin(self.url, f'CREATE DATABASE "{name}"'))
+        with self._cluster_lock(fcntl.LOCK_SH):
+            _run(lambda: _admin(self.url, f'CREATE DATABASE "{name}"'))
         return with_database(self.url, name)
 
     def drop_database(self, url: str) -> None:
         name = urlsplit(url).path.lstrip("/")
         if not name.startswith(_PREFIX):
             raise ValueError(f"refusing to drop {name!r}: not a test database")
-        _run(lambda: _admin(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        with self._cluster_lock(fcntl.LOCK_SH):
+            _run(lambda: _admin(self.url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     @contextlib.contextmanager
     def database(self) -> Iterator[str]:
@@ -218,3 +242,11 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     """The URL of a fresh empty database on the session's server, dropped after the test."""
     with pg_server.database() as url:
         yield url
+
+
+@pytest.fixture
+def pg_quiet(pg_server: PgServer, pg_url: str) -> Iterator[None]:
+    """For the test's duration (after its own database was made: `pg_url`), no database is made or
+    dropped on the server by any worker (`PgServer.quiet`)."""
+    with pg_server.quiet():
+        yield

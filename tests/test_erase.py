@@ -215,7 +215,7 @@ def _data_files_holding(data_dir: Path, words: list[str]) -> dict[str, list[str]
     return found
 
 
-async def test_erasure_on_postgresql_leaves_no_text_in_the_data_directory(pg_url: str) -> None:
+async def test_erasure_on_postgresql_leaves_no_text_in_the_data_directory(pg_url: str, pg_quiet: None) -> None:
     """Issue 18, failure 6: 30 exchanges and 30 facts for the victim among 30 other users,
     VACUUM ANALYZE, erasure, CHECKPOINT: `pg_statistic` (base/<db>/2619) held the victim's
     statements, readable through pg_stats. Paired with the same search finding them before."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -55,7 +56,7 @@ async def roles(pg_url: str) -> AsyncIterator[Urls]:
     """URLs by capability ("owner", "agent", "worker", "reviewer", "erase") on a fresh database
     whose schema the owner made, with the README's block applied (role names made unique: roles
     belong to the whole server); "names" maps each capability to its role name."""
-    n = f"{next(_suffix)}_{id(pg_url) % 10_000}"
+    n = f"{os.getpid()}_{next(_suffix)}"  # the process too: pytest-xdist workers share the server
     names = {role: f"{role}_{n}" for role in ROLES}
     database = urlsplit(pg_url).path.lstrip("/")
     script = readme_grants().replace("DATABASE memdesk ", f'DATABASE "{database}" ')

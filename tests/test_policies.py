@@ -406,3 +406,32 @@ async def test_a_scopes_first_overturn_draws_its_recent_approvals_into_second_re
         queue = {r.candidate_id for r in await mem.team.second_review_queue("ana", limit=100)}
         assert set(later) <= queue  # the overturned scope's recent approvals, drawn again
         assert not queue & set(jobs)  # the clean scope's are not
+
+
+async def test_a_bulk_approval_gives_the_policies_one_look(
+    new_target: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policies' look after a person's decision runs in the background once the decision has
+    committed (engine/second_look.py): not yet when the decision returns. A bulk approval is one
+    transaction per item, and the policies look at the user once, after the last; the control:
+    the same approvals one by one, each settled, are one look each."""
+    async with open_memory(new_target("m"), Clock(), config=CONFIG) as mem:
+        looked: list[str] = []
+        look = mem.policies.after_decision
+
+        async def counting(user_id: str) -> object:
+            looked.append(user_id)
+            return await look(user_id)
+
+        monkeypatch.setattr(mem.policies.second_look, "_look", counting)
+        ids = [await propose(mem, "u1", f"User owns a boat named Wave{i}") for i in range(6)]
+        result = await mem.review.bulk_approve(ids[:3], "ana")
+        assert len(result.approved) == 3
+        assert looked == []  # the decision returned before the look ran
+        await mem.policies.settled()
+        assert looked == ["u1"]
+        looked.clear()
+        for cid in ids[3:]:
+            await mem.review.approve(cid, "ana")
+            await mem.policies.settled()
+        assert looked == ["u1", "u1", "u1"]

@@ -319,7 +319,7 @@ def _file_holds(data_dir: Path, relpaths: list[str], needle: bytes) -> bool:
     return found
 
 
-async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_server: Any) -> None:
+async def test_compact_leaves_no_deleted_text_in_table_files(pg_url: str, pg_server: Any, pg_quiet: None) -> None:
     """A deleted row's text stays in the table's file after a plain DELETE (the positive control),
     and is gone from every file of the table and its indexes after compact()."""
     import os

@@ -261,7 +261,8 @@ async def test_the_policies_look_after_a_decision_never_holds_the_key_press(tmp_
         return None
 
     app = ReviewApp(target, "bo", clock=fixed_clock)
-    app.memory.review.after_decision = slow_look
+    # the engine runs the look in the background once the decision commits (engine/second_look.py)
+    app.memory.policies.second_look._look = slow_look
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(40):
             await pilot.pause()

@@ -42,17 +42,43 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..models import ProposalOutcome
 from ..text import canonical
 from .detect import Finding, findings
 from .prose import _COMPOUND
 
-if TYPE_CHECKING:
-    from ..storage import Store
-    from ..storage.sql.core import TxCore
+
+class TxCore(Protocol):
+    """What the audit of a removal needs of a transaction (`engine.storage.sql.core.TxCore`). A
+    Protocol here rather than an import: the storage layer's credential guard (sql/guard.py)
+    imports this package, so this package imports nothing of storage (tests/test_layers.py finds
+    no import circle, annotations included)."""
+
+    async def audit(
+        self,
+        *,
+        at: int,
+        actor: str,
+        action: str,
+        user_id: str,
+        entity: str,
+        entity_id: int | None,
+        before: Any = None,
+        after: Any = None,
+        reason: str | None = None,
+        note: str | None = None,
+    ) -> int: ...
+
+
+class Store(Protocol):
+    """What `refuse_credentials` needs of a store (`engine.storage.Store`): a write transaction."""
+
+    def transaction(self) -> AbstractAsyncContextManager[TxCore]: ...
+
 
 MARKER = "⟨credential removed: {kind}⟩"
 MARKER_PREFIX = "⟨credential removed:"

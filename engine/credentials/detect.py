@@ -13,8 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+# The modules by their full names, not `from . import`: that form imports the package, whose
+# __init__ imports this module (tests/test_layers.py finds no import circle).
+import engine.credentials.prose as prose
+import engine.credentials.structured as structured
+import engine.credentials.vendor as vendor
+
 from ..text import canonical
-from . import prose, structured, vendor
 from .view import view_of
 
 Detector = Callable[[str], Iterable[tuple[int, int, str]]]

@@ -37,9 +37,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, TypeVar
 
+# The module by its full name, not `from . import`: that form imports the package, whose
+# __init__ imports this module (tests/test_layers.py keeps the engine free of import circles).
+import engine.extraction.offline_rules as rules
+
 from ..models import CoveredClaim, Episode, Extraction, GapItem, GapKind, Knowledge
 from ..text import value_key
-from . import offline_rules as rules
 from .offline_rules import Claim, TimeSpan
 
 

@@ -26,7 +26,7 @@ from ..errors import ConfigurationError, MalformedModelOutputError, ModelError, 
 from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
 from ..openai_compat import call_with_retries, make_client
 from ..timeutil import parse_datetime
-from . import prompts
+from .prompts import PROMPT_VERSION, calibration_messages, cold_start_messages, prediction_messages
 
 _HANDLE = re.compile(r"^\[?\s*[Kk]\s*(\d+)\s*\]?$")
 
@@ -130,7 +130,7 @@ class OpenAIExtractor:
 
     name = "openai"
     model: str | None = None  # set in __init__ (argument, $MEMDESK_MODEL, or what the endpoint serves)
-    prompt_version: str | None = prompts.PROMPT_VERSION
+    prompt_version: str | None = PROMPT_VERSION
 
     def __init__(
         self,
@@ -166,14 +166,14 @@ class OpenAIExtractor:
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         if not existing:
-            answer = await self._ask(prompts.cold_start_messages(episode.messages), ColdStartAnswer, "cold start")
+            answer = await self._ask(cold_start_messages(episode.messages), ColdStartAnswer, "cold start")
             return Extraction(prediction="", items=[i.to_gap_item() for i in answer.items])
         predicted = await self._ask(
-            prompts.prediction_messages(existing, episode.title, episode.messages), PredictionAnswer, "prediction"
+            prediction_messages(existing, episode.title, episode.messages), PredictionAnswer, "prediction"
         )
         prediction = predicted.prediction.strip()
         calibrated = await self._ask(
-            prompts.calibration_messages(existing, prediction, episode.messages), CalibrationAnswer, "calibration"
+            calibration_messages(existing, prediction, episode.messages), CalibrationAnswer, "calibration"
         )
         return Extraction(
             prediction=prediction,

@@ -8,13 +8,15 @@ implement it; nothing outside `engine/storage` imports a database driver.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from .sql.reembed import VectorSwap
+from .events import CommitEvents, candidate_users
 from .sql.tx import SqlTx
+from .sql.vector_swap import VectorSwap
 
 # Every logical table, parents before children (the order `memdesk migrate` copies them in).
 TABLES: tuple[str, ...] = (
@@ -50,6 +52,8 @@ AUDITED_TABLES: dict[str, str] = {
     "assignment": "assignments",
 }
 
+log = logging.getLogger(__name__)
+
 NEW_CANDIDATES = "memdesk_candidates"
 """The channel a store announces new pending candidates on (the payload is the user id)."""
 
@@ -60,9 +64,47 @@ class Store(ABC):
     target: str
     """Where the store is, for messages: a path, or a URL with its password masked."""
 
+    _events: CommitEvents | None = None
+
+    @property
+    def events(self) -> CommitEvents:
+        """The handlers called with the audit events of each committed write transaction."""
+        if self._events is None:
+            self._events = CommitEvents()
+        return self._events
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlTx]:
+        """One write transaction: committed when the block ends, rolled back on any exception.
+        The one place both backends hand on the audit events it wrote (engine/storage/events.py):
+        as its last statements, `tx.announce` (PostgreSQL queues a NOTIFY per user whose
+        candidates changed, which the server delivers at COMMIT and never for a rollback); once
+        it has committed, and only then, this store's `announce_here` (SQLite tells this
+        process's subscribers) and `events`' handlers."""
+        async with self._write() as tx:
+            yield tx
+            users = candidate_users(tx.events)
+            if users:
+                await tx.announce(users)
+        events, tx.events = tx.events, []
+        if events:
+            if users:
+                try:
+                    self.announce_here(users)
+                except Exception:  # committed: a subscriber's failure changes nothing stored
+                    log.exception("a subscriber to the candidates of %s failed", ", ".join(users))
+            await self.events.dispatch(events)
+
     @abstractmethod
-    def transaction(self) -> AbstractAsyncContextManager[SqlTx]:
-        """One write transaction: committed when the block ends, rolled back on any exception."""
+    def _write(self) -> AbstractAsyncContextManager[SqlTx]:
+        """The backend's write transaction: committed when the block ends, rolled back on any
+        exception (`transaction` wraps it)."""
+
+    @abstractmethod
+    def announce_here(self, user_ids: Sequence[str]) -> None:
+        """After a commit that changed these users' candidates: tell this process's subscribers,
+        where the backend's own announcement does not reach them (SQLite; PostgreSQL's NOTIFY
+        reaches every listener, this process's included)."""
 
     @abstractmethod
     def reading(self) -> AbstractAsyncContextManager[SqlTx]:

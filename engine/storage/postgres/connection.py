@@ -128,11 +128,6 @@ class PgCursor:
         self._pos += 1
         return row
 
-    async def fetchmany(self, size: int = 1) -> list[asyncpg.Record]:
-        rows = self._rows[self._pos : self._pos + size]
-        self._pos += len(rows)
-        return rows
-
     def __aiter__(self) -> PgCursor:
         return self
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..sql.reembed import STAGING, VectorSwap
+from ..sql.vector_swap import STAGING, VectorSwap
 
 
 class PostgresVectorSwap(VectorSwap):

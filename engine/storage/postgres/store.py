@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from .. import masked
 from ..base import TABLES, Store
-from ..sql.reembed import VectorSwap
+from ..sql.vector_swap import VectorSwap
+from ..urls import masked
 from . import schema
 from .connection import Conn, PgConn, connect, create_pool
 
@@ -131,12 +131,16 @@ class PostgresStore(Store):
     # -- transactions ---------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[PostgresTx]:
+    async def _write(self) -> AsyncIterator[PostgresTx]:
         """One write transaction on a pooled connection, READ COMMITTED; committed on exit, rolled
         back on any exception (a cancelled caller included: asyncpg resets the connection before
         the pool hands it out again)."""
         async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
             yield self._tx(conn, writing=True)
+
+    def announce_here(self, user_ids: Sequence[str]) -> None:
+        """Nothing more: the transaction's NOTIFY (`PostgresTx.announce`) reaches this process's
+        listeners as it reaches every other's."""
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[PostgresTx]:

@@ -108,19 +108,12 @@ class PostgresTx(SqlTx):
 
     # -- decisions wake open workstations --------------------------------------------------------------
 
-    async def audit(self, **row: Any) -> int:
-        """Append the audit row; a candidate's decision (or its undo) also NOTIFYs the channel the
-        insert trigger uses, so every open list drops (or shows again) the candidate within a
-        second. Sent at COMMIT, never for a rolled-back decision; no schema change needed."""
-        audit_id = await super().audit(**row)
-        if row.get("entity") == "candidate":
-            await self.conn.execute("SELECT pg_notify(?, ?)", (NEW_CANDIDATES, row["user_id"]))
-        return audit_id
-
-    async def audit_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Bulk form of `audit`: one NOTIFY per user whose candidates were decided."""
-        await super().audit_many(rows)
-        for user_id in sorted({r["user_id"] for r in rows if r.get("entity") == "candidate"}):
+    async def announce(self, user_ids: Sequence[str]) -> None:
+        """NOTIFY the channel the insert trigger uses, once per user whose candidates changed
+        (`Store.transaction` calls this as the transaction's last statement): every open list
+        drops, or shows again, a decided or undone candidate within a second. The server delivers
+        it at COMMIT, folded with the trigger's identical one, and never for a rollback."""
+        for user_id in user_ids:
             await self.conn.execute("SELECT pg_notify(?, ?)", (NEW_CANDIDATES, user_id))
 
     # -- serialising a user's writes ----------------------------------------------------------------

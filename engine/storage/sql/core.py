@@ -11,6 +11,7 @@ touch (engine/storage/rooms.py), so mypy holds it to them. STORAGE.md maps each 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from ...models import (
     AuditEvent,
     to_jsonable,
 )
+from ..events import Audited
 from .conn import SqlConn
 from .records import (
     AUDIT_COLS,
@@ -40,7 +42,7 @@ USER_TABLES = (
 )
 
 
-class IdSource:
+class IdSource(ABC):
     """Ids for rows one write transaction inserts with explicit ids (see `SqlTx.id_source`):
     `reserve(n)` makes n more available (it may reach the database), `take()` hands one out
     without awaiting, so the pipeline's gates can number survivors as they pass."""
@@ -53,8 +55,9 @@ class IdSource:
         if missing > 0:
             self._ready.extend(await self._fetch(missing))
 
+    @abstractmethod
     async def _fetch(self, n: int) -> list[int]:
-        raise NotImplementedError
+        """`n` new ids from the database (the backend's sequence or counter)."""
 
     def take(self) -> int:
         if not self._ready:
@@ -85,9 +88,18 @@ async def recorded_embedder(tx: TxCore) -> tuple[str, int | None]:
 
 
 class TxCore(Protocol):
-    """The connection and the audit log; `SqlTx.__init__` sets `conn`."""
+    """The connection and the audit log; `SqlTx.__init__` sets `conn` and `events`."""
 
     conn: SqlConn
+    events: list[Audited]
+    """The audit rows this transaction wrote, as typed events: `Store.transaction()` hands them on
+    after the commit (engine/storage/events.py)."""
+
+    async def announce(self, user_ids: Sequence[str]) -> None:
+        """Before the commit of a transaction that changed these users' candidates: what the
+        backend sends from inside it (PostgreSQL's NOTIFY, postgres/tx.py). Nothing on SQLite,
+        whose store tells its own process's subscribers after the commit."""
+        return None
 
     async def lock_user(self, user_id: str) -> None:
         """Hold `user_id`'s write lock until this transaction ends. SQLite's BEGIN IMMEDIATE already
@@ -95,9 +107,9 @@ class TxCore(Protocol):
         user's advisory lock (postgres/tx.py)."""
         return None  # a body, so that the Protocol does not read the method as abstract
 
+    @abstractmethod
     def id_source(self, table: str) -> IdSource:
         """Ids for rows this transaction will insert with explicit ids (the pipeline's batches)."""
-        raise NotImplementedError
 
     async def erase_user_rows(self, user_id: str, redacted_at: int) -> None:
         """Delete every row of the user and redact the text of their audit rows (the one UPDATE
@@ -151,6 +163,7 @@ class TxCore(Protocol):
         note: str | None = None,
     ) -> int:
         """Append one audit row; `note` is the reviewer's optional free-text note on a decision."""
+        self.events.append(Audited(action, actor, user_id, entity, entity_id))
         cur = await self.conn.execute(
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -171,6 +184,9 @@ class TxCore(Protocol):
 
     async def audit_many(self, rows: Sequence[dict[str, Any]]) -> None:
         """Bulk form of `audit`: each dict holds audit()'s keyword arguments."""
+        self.events.extend(
+            Audited(r["action"], r["actor"], r["user_id"], r["entity"], r.get("entity_id")) for r in rows
+        )
         await self.conn.executemany(
             "INSERT INTO audit_log(at, actor, action, user_id, entity, entity_id, before, after, reason, note)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

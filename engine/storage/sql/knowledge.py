@@ -8,6 +8,7 @@ engine/review.py, engine/knowledge.py and engine/team.py); it ends through the g
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -28,6 +29,7 @@ from .text_arm import STILL_TRUE_SQL
 class KnowledgeOps(TxCore, Protocol):
     """Facts: the rows retrieval reads."""
 
+    @abstractmethod
     async def insert_knowledge(
         self,
         *,
@@ -44,8 +46,8 @@ class KnowledgeOps(TxCore, Protocol):
     ) -> int:
         """A new active fact with its search and vector data; returns its id (never one an undone
         or erased fact had: AUTOINCREMENT / an identity column)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def insert_knowledge_many(
         self,
         rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
@@ -55,8 +57,8 @@ class KnowledgeOps(TxCore, Protocol):
     ) -> list[int]:
         """Bulk `insert_knowledge` for (user_id, statement, embedding, valid_at, invalid_at,
         confidence) rows, ids in row order."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def vector_arm(
         self,
         user_id: str,
@@ -72,7 +74,6 @@ class KnowledgeOps(TxCore, Protocol):
         first, with every predicate applied BEFORE k is cut (top_k is always full). `max_distance`
         (cosine distance, 1 - similarity): the nearest facts farther than that are left out (the
         relevance floor), so the list may then be shorter than k."""
-        raise NotImplementedError
 
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""

@@ -12,50 +12,16 @@ vector is written, how the vectors are swapped) is a `VectorSwap` of the backend
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from ...embedders import Embedder, embedder_name
 from ...models import ReembedReport
+from ..base import Store
 from .core import fetchall, recorded_embedder
+from .vector_swap import STAGING, VectorSwap
 
-if TYPE_CHECKING:
-    from ..base import Store
-
-STAGING = "reembed_staging"
 Progress = Callable[[int, int], None]
-
-
-class VectorSwap(ABC):
-    """A backend's part of a re-embedding: its staging table, how it stages vectors, and how it
-    swaps them in."""
-
-    id_type: str
-    vector_type: str
-    """The staging table's column types in this backend (its ids, a staged vector)."""
-
-    @property
-    def staging_ddl(self) -> str:
-        return (
-            f"CREATE TABLE {STAGING} (knowledge_id {self.id_type} PRIMARY KEY"
-            f" REFERENCES knowledge(id) ON DELETE CASCADE, embedding {self.vector_type} NOT NULL)"
-        )
-
-    @abstractmethod
-    async def stage(self, conn: Any, rows: Sequence[tuple[int, list[float]]]) -> None:
-        """Stage (or replace) the vectors of facts that still exist (one may have been erased
-        since it was read)."""
-
-    @abstractmethod
-    async def hold_writes(self, conn: Any) -> None:
-        """At the start of the switch: keep facts from being written until it commits (a fact
-        written meanwhile would get a vector of the old width)."""
-
-    @abstractmethod
-    async def swap(self, conn: Any, width: int) -> None:
-        """Every fact's vector replaced by its staged one, the store's vectors now `width` wide
-        (the staging table is dropped afterwards by the caller)."""
 
 
 async def _count(conn: Any, sql: str) -> int:

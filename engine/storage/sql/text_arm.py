@@ -13,6 +13,7 @@ import heapq
 import math
 import re
 import unicodedata
+from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -174,17 +175,18 @@ class TextArmOps(Protocol):
         if missing:
             stats.terms.update(zip(missing, await self.term_documents(user_id, missing), strict=True))
 
+    @abstractmethod
     async def store_generation(self) -> Any:
         """A value that changes whenever anything was committed since it was last read, or None
         when the backend cannot tell cheaply (then the statistics are counted again each query)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def term_documents(self, user_id: str, terms: Sequence[str]) -> list[int]:
         """For each search token of `terms`, how many of this user's facts (any status) hold it:
         one statement for all of them (a round trip each was most of a small user's query on
         PostgreSQL)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def text_rows(
         self,
         user_id: str,
@@ -196,7 +198,6 @@ class TextArmOps(Protocol):
         """(id, statement, length in words) of the user's facts holding ANY of the search tokens
         `terms` and NONE of `excluding` (rows the text arm has already scored) that satisfy
         `condition` (the belief filter on `k`, with its `args`)."""
-        raise NotImplementedError
 
     async def text_arm(
         self,

@@ -22,6 +22,7 @@ Services annotate their `tx` with the rooms they use (engine/storage/rooms.py).
 
 from __future__ import annotations
 
+from ..events import Audited
 from .capture import CaptureOps
 from .conn import SqlConn
 from .context import ContextOps
@@ -50,4 +51,5 @@ class SqlTx(
 
     def __init__(self, conn: SqlConn, text_stats: dict[str, _UserStats] | None = None) -> None:
         self.conn = guarded(conn)
+        self.events: list[Audited] = []
         self.text_stats: dict[str, _UserStats] = {} if text_stats is None else text_stats

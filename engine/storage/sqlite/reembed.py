@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlite_vec
 
-from ..sql.reembed import STAGING, VectorSwap
+from ..sql.vector_swap import STAGING, VectorSwap
 from .schema import VEC_COLUMNS, create_vec_table
 
 

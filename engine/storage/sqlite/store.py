@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigurationError, NotFoundError
-from ..base import TABLES, Store, Verify
+from ..base import NEW_CANDIDATES, TABLES, Store, Verify
 from ..sql.core import fetchall
-from ..sql.reembed import VectorSwap
 from ..sql.text_arm import _UserStats
+from ..sql.vector_swap import VectorSwap
 from .connection import Database
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .tx import SqliteTx
@@ -41,6 +41,7 @@ class SqliteStore(Store):
         for reader in readers:
             self._free.put_nowait(reader)
         self._stats: dict[int, dict[str, _UserStats]] = {}
+        self._here: list[Callable[[str], None]] = []  # this process's subscribers (announce_here)
 
     @classmethod
     async def open(cls, path: str, *, dimensions: int, embedder: str, verify: Verify | None = None) -> SqliteStore:
@@ -69,7 +70,7 @@ class SqliteStore(Store):
         return SqliteTx(db.conn, self._stats.setdefault(id(db), {}))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqliteTx]:
+    async def _write(self) -> AsyncIterator[SqliteTx]:
         async with self._writer.transaction():
             yield self._tx(self._writer)
 
@@ -140,11 +141,21 @@ class SqliteStore(Store):
 
     # -- new work for open workstations ---------------------------------------------------------------
 
+    def announce_here(self, user_ids: Sequence[str]) -> None:
+        """This process's own commits reach its subscribers at once, each user whose candidates
+        changed (another process's commits, from the data_version watcher below)."""
+        for callback in list(self._here):
+            for user_id in user_ids:
+                callback(user_id)
+
     async def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
         """One file on one host has no server to announce anything: a watcher reads PRAGMA
         data_version (which moves when another connection commits) twice a second and calls
-        `callback("")` when it moved. Cheap: no query of any table."""
+        `callback("")` when it moved. Cheap: no query of any table. This process's own commits
+        are announced at once, with the user (`announce_here`)."""
         watcher = await Database.open(self.path) if self.path != ":memory:" else None
+        if channel == NEW_CANDIDATES:
+            self._here.append(callback)
 
         async def watch() -> None:
             if watcher is None:
@@ -160,6 +171,8 @@ class SqliteStore(Store):
         task = asyncio.get_running_loop().create_task(watch())
 
         async def stop() -> None:
+            if callback in self._here:
+                self._here.remove(callback)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
