@@ -84,8 +84,7 @@ def record(text: str) -> dict[str, Any]:
     parsed = rules.parse_statement(text)
     return {
         "claims": [
-            [*_claim(s.claim), s.evidence, s.confidence, str(s.span.valid_at), str(s.span.invalid_at)]
-            for s in sourced
+            [*_claim(s.claim), s.evidence, s.confidence, str(s.span.valid_at), str(s.span.invalid_at)] for s in sourced
         ],
         "clauses": clauses,
         "parsed": _claim(parsed) if parsed is not None else None,
