@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.extraction import offline_rules as rules
 from engine.extraction.offline import claims_from_text
-from engine.extraction.offline_rules import clause_claims
+from engine.extraction.rules import clause_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "offline_rules_golden.json"
@@ -45,10 +45,8 @@ def _strings(value: Any) -> list[str]:
 def corpus() -> list[str]:
     """Every distinct text, sorted, so the record does not depend on file order."""
     texts: set[str] = set()
-    for path in sorted((ROOT / "benchmarks" / "data").glob("*.json*")) + [
-        ROOT / "engine" / "data" / "conversations.jsonl",
-        ROOT / "engine" / "data" / "expected.json",
-    ]:
+    bundled = [ROOT / "engine" / "data" / "conversations.jsonl", ROOT / "engine" / "data" / "expected.json"]
+    for path in [*sorted((ROOT / "benchmarks" / "data").glob("*.json*")), *bundled]:
         raw = path.read_text(encoding="utf-8")
         if path.suffix == ".jsonl":
             for line in raw.splitlines():
