@@ -44,7 +44,7 @@ RULES = (
         "habit_ing",
         R_HABIT_ING,
         _habit_ing,
-        (ex("I have been swimming twice a week", "User swims twice a week"), ex("I am cooking dinner")),
+        (ex("I have been swimming twice a week", "User goes swimming twice a week"), ex("I am cooking dinner")),
         why_here="before habit: 'I am cooking dinner' stops here, said now, not a habit",
     ),
     Rule(

@@ -86,7 +86,7 @@ RULES = (
         _like,
         (
             ex("I love Indian food", "User loves Indian food"),
-            ex("I am a huge fan of Arsenal", "User is a big fan of Arsenal"),
+            ex("I am into climbing", "User is into climbing"),
             ex("I like it"),
         ),
         why_here="before the habit rules: 'I love hiking' is a liking, not a habit of loving",
