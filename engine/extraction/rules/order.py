@@ -10,28 +10,36 @@ below happen to be contiguous; the comments at each family mark where a reason c
 from __future__ import annotations
 
 from ..offline_rules import Claim
-from . import habits, health, identity, likes, partners, places, special, things, work
+from .habits import RULES as HABITS
+from .health import RULES as HEALTH
+from .identity import RULES as IDENTITY
+from .likes import RULES as LIKES
+from .partners import RULES as PARTNERS
+from .places import RULES as PLACES
 from .registry import Rule, first_match
+from .special import RULES as SPECIAL
+from .things import RULES as THINGS
+from .work import RULES as WORK
 
 ORDER: tuple[Rule, ...] = (
     # names first: "my name is", "I am Quinn", a relative's name before what the relative does
-    *identity.RULES,
+    *IDENTITY,
     # allergies and diets before "I am a ..." (work.am_a) reads them as a job
-    *health.RULES,
+    *HEALTH,
     # "I got married" before "I got ..." (things.have)
-    *partners.RULES,
-    *places.RULES,
+    *PARTNERS,
+    *PLACES,
     # "I quit X" before the habit rules; "I am a nurse" after the narrower "I am ..." rules above
-    *work.RULES,
+    *WORK,
     # cars before pets and children; pets and children before the habits
-    *things.RULES,
-    *likes.RULES,
+    *THINGS,
+    *LIKES,
     # the habits last: their patterns read any "I <verb> ..." clause
-    *habits.RULES,
+    *HABITS,
 )
 
 # The special-category rules, tried in this order when the general rules read nothing or only a name.
-SPECIAL_ORDER: tuple[Rule, ...] = special.RULES
+SPECIAL_ORDER: tuple[Rule, ...] = SPECIAL
 
 RULES: tuple[Rule, ...] = ORDER + SPECIAL_ORDER
 
