@@ -7,6 +7,13 @@ last month are compared as (slot, value key, polarity), so "I'm a nurse" is reco
 "User works as a nurse" already says, and "I moved to Porto" as an update of "User lives in Lisbon".
 The rules are deliberately narrow: a sentence they cannot read yields nothing (a miss costs recall,
 which the ablation measures), never a guessed fact.
+
+Where things are: the rules that read one clause (each an id, a pattern, a handler and examples,
+in one documented order) are the registry `engine.extraction.rules`; the word lists are data files
+in `engine.extraction.wordlists`. This module keeps what those rules share with the statement
+reader: the lexicons loaded from those files, clause splitting and normalising, dates, `Claim`,
+`classify`, and the value helpers (`_trim`, `_pets`, `_kids`, `_habit`, ...). It imports nothing
+of the registry, which imports it.
 """
 
 from __future__ import annotations
