@@ -44,6 +44,7 @@ import engine.extraction.offline_rules as rules
 from ..models import CoveredClaim, Episode, Extraction, GapItem, GapKind, Knowledge
 from ..text import value_key
 from .offline_rules import Claim, TimeSpan
+from .rules import clause_claims
 
 
 @dataclass(slots=True)
@@ -75,12 +76,12 @@ def claims_from_text(text: str, at: datetime, names: dict[str, str] | None = Non
             if normal is None:
                 continue
             text_, negated = normal
-            claims = rules.clause_claims(text_)
+            claims = clause_claims(text_)
             if not claims and not negated and (resumed := rules.with_earlier_object(text_, found)) is not None:
                 # "I'm into climbing, I go most Thursdays": the habit, said of the earlier object,
                 # is the fact; the liking it restates is dropped.
                 again, liking = resumed
-                if claims := rules.clause_claims(again):
+                if claims := clause_claims(again):
                     found.remove(liking)
             for claim in map(rules.tidy, claims):
                 if negated:

@@ -7,6 +7,13 @@ last month are compared as (slot, value key, polarity), so "I'm a nurse" is reco
 "User works as a nurse" already says, and "I moved to Porto" as an update of "User lives in Lisbon".
 The rules are deliberately narrow: a sentence they cannot read yields nothing (a miss costs recall,
 which the ablation measures), never a guessed fact.
+
+Where things are: the rules that read one clause (each an id, a pattern, a handler and examples,
+in one documented order) are the registry `engine.extraction.rules`; the word lists are data files
+in `engine.extraction.wordlists`. This module keeps what those rules share with the statement
+reader: the lexicons loaded from those files, clause splitting and normalising, dates, `Claim`,
+`classify`, and the value helpers (`_trim`, `_pets`, `_kids`, `_habit`, ...). It imports nothing
+of the registry, which imports it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from ..text import is_typo, key_to_match, value_key
+from .wordlists import words
 
 # The version of this rule table, recorded on every extraction run (the offline counterpart of a
 # prompt version): approval rates are compared across rule changes with it.
@@ -27,306 +35,22 @@ PLAN_CONFIDENCE = 0.4
 
 # -- lexicons ---------------------------------------------------------------------------------------
 
-DIETS = {
-    "vegan",
-    "vegetarian",
-    "pescatarian",
-    "pescetarian",
-    "flexitarian",
-    "keto",
-    "paleo",
-    "carnivore",
-    "gluten-free",
-    "lactose-free",
-    "dairy-free",
-    "halal",
-    "kosher",
-}
-PET_SPECIES = {
-    "dog",
-    "puppy",
-    "husky",
-    "greyhound",
-    "kelpie",
-    "labrador",
-    "poodle",
-    "beagle",
-    "terrier",
-    "collie",
-    "spaniel",
-    "dachshund",
-    "pug",
-    "retriever",
-    "whippet",
-    "cat",
-    "kitten",
-    "parrot",
-    "hamster",
-    "rabbit",
-    "bunny",
-    "turtle",
-    "tortoise",
-    "fish",
-    "goldfish",
-    "snake",
-    "lizard",
-    "gecko",
-    "horse",
-    "pony",
-    "ferret",
-    "guinea pig",
-    "budgie",
-    "canary",
-    "chinchilla",
-    "rat",
-    "mouse",
-    "hedgehog",
-    "iguana",
-    "pig",
-    "goat",
-    "chicken",
-    "duck",
-}
-RELATIONS = {
-    "sister",
-    "brother",
-    "mother",
-    "mum",
-    "mom",
-    "father",
-    "dad",
-    "wife",
-    "husband",
-    "partner",
-    "girlfriend",
-    "boyfriend",
-    "son",
-    "daughter",
-    "cousin",
-    "aunt",
-    "uncle",
-    "grandmother",
-    "grandfather",
-    "grandma",
-    "grandpa",
-    "niece",
-    "nephew",
-    "fiancé",
-    "fiance",
-    "fiancée",
-    "fiancee",
-    "best friend",
-    "roommate",
-    "flatmate",
-    "boss",
-    "stepmother",
-    "stepfather",
-    "stepsister",
-    "stepbrother",
-    "twin",
-    "parents",
-    "grandparents",
-    "mother-in-law",
-    "father-in-law",
-    "sister-in-law",
-    "brother-in-law",
-    "twin brother",
-    "twin sister",
-    "colleague",
-    "coworker",
-    "manager",
-    "neighbour",
-    "neighbor",
-    "friend",
-}
+DIETS = words("diets")
+PET_SPECIES = words("pet_species")
+RELATIONS = words("relations")
 # Subjects that take plural verbs ("User's parents live in Osaka").
 PLURAL_RELATIONS = {"parents", "grandparents"}
 # Words between "my" and the relation that do not change who is meant ("my older daughter Mia").
 _REL_ADJ = r"(?:(?:older|younger|eldest|oldest|youngest|little|big|baby|elder|late)\s+)?"
-JOB_NOUNS = {
-    "nurse",
-    "teacher",
-    "doctor",
-    "engineer",
-    "developer",
-    "programmer",
-    "designer",
-    "architect",
-    "lawyer",
-    "accountant",
-    "analyst",
-    "scientist",
-    "researcher",
-    "chef",
-    "cook",
-    "baker",
-    "barista",
-    "waiter",
-    "waitress",
-    "plumber",
-    "electrician",
-    "carpenter",
-    "mechanic",
-    "pilot",
-    "driver",
-    "farmer",
-    "dentist",
-    "pharmacist",
-    "therapist",
-    "psychologist",
-    "journalist",
-    "writer",
-    "editor",
-    "photographer",
-    "artist",
-    "musician",
-    "student",
-    "librarian",
-    "professor",
-    "lecturer",
-    "consultant",
-    "manager",
-    "director",
-    "cashier",
-    "clerk",
-    "firefighter",
-    "paramedic",
-    "veterinarian",
-    "vet",
-    "surgeon",
-    "midwife",
-    "translator",
-    "tutor",
-    "salesperson",
-    "recruiter",
-    "secretary",
-    "receptionist",
-    "cleaner",
-    "freelancer",
-    "entrepreneur",
-    "founder",
-    "officer",
-    "soldier",
-    "police officer",
-    "nanny",
-    "hairdresser",
-    "tailor",
-    "butcher",
-    "gardener",
-    "builder",
-    "technician",
-    "administrator",
-    "intern",
-    "retiree",
-    "physiotherapist",
-    "optician",
-    "economist",
-    "biologist",
-    "chemist",
-    "physicist",
-    "miner",
-    "judge",
-    "flight attendant",
-    "physio",
-    "bus driver",
-    "phd student",
-    "attorney",
-    "banker",
-    "data scientist",
-    "software developer",
-    "graphic designer",
-    "art director",
-    "social worker",
-    "paralegal",
-    "sailor",
-    "fisherman",
-    "postman",
-    "courier",
-    "coach",
-    "trainer",
-}
+JOB_NOUNS = words("job_nouns")
 # "Students" are not "working as": their statement reads "User is a PhD student in Seoul".
 STUDENT_NOUNS = {"student", "phd student", "pupil"}
 # "I live in hope", "I live in the library basically": a home must look like a place.
-IDIOM_PLACES = {
-    "hope",
-    "fear",
-    "denial",
-    "a bubble",
-    "the moment",
-    "the past",
-    "the future",
-    "the present",
-    "sin",
-    "luxury",
-    "dread",
-    "peace",
-    "harmony",
-    "my head",
-    "a dream",
-    "a dream world",
-    "la la land",
-    "the library",
-    "the gym",
-    "the office",
-    "my car",
-    "the cloud",
-    "the shadows",
-    "squalor",
-    "poverty",
-    "style",
-    "comfort",
-}
+IDIOM_PLACES = words("idiom_places")
 # Activities people "go" to; "I stopped swimming" reads as "User no longer goes swimming".
-GO_ACTIVITIES = {
-    "swimming",
-    "fishing",
-    "bouldering",
-    "climbing",
-    "running",
-    "jogging",
-    "skiing",
-    "hiking",
-    "cycling",
-    "surfing",
-    "sailing",
-    "skating",
-    "rowing",
-    "dancing",
-    "walking",
-    "camping",
-    "diving",
-    "snowboarding",
-    "kayaking",
-    "riding",
-    "bowling",
-}
+GO_ACTIVITIES = words("go_activities")
 # Verbs that state a habit on their own ("I surf", "I don't surf anymore").
-ACTIVITY_VERBS = {
-    "surf",
-    "swim",
-    "run",
-    "jog",
-    "cycle",
-    "bike",
-    "ski",
-    "hike",
-    "climb",
-    "boulder",
-    "cook",
-    "bake",
-    "paint",
-    "knit",
-    "sing",
-    "dance",
-    "row",
-    "box",
-    "skate",
-    "sail",
-    "fish",
-    "meditate",
-    "garden",
-}
+ACTIVITY_VERBS = words("activity_verbs")
 # Verbs of a habit sentence ("I drink about five coffees a day", "I go fishing every Sunday").
 HABIT_VERBS = ACTIVITY_VERBS | {
     "go",
@@ -356,137 +80,10 @@ IDENTITY_NOUNS = {"night owl", "early bird", "morning person", "introvert", "ext
 # What people say they are allergic to: the vocabulary an allergy's value is spell-checked against
 # (with PET_SPECIES in the plural). A closed class the rules own, so a correction can only yield a
 # value this slot expects; an allergen not listed is kept as written.
-ALLERGENS = {
-    "penicillin",
-    "amoxicillin",
-    "antibiotics",
-    "aspirin",
-    "ibuprofen",
-    "codeine",
-    "morphine",
-    "sulfa",
-    "sulfonamides",
-    "latex",
-    "nickel",
-    "peanuts",
-    "peanut",
-    "nuts",
-    "tree nuts",
-    "almonds",
-    "cashews",
-    "walnuts",
-    "hazelnuts",
-    "pistachios",
-    "pecans",
-    "shellfish",
-    "shrimp",
-    "prawns",
-    "lobster",
-    "crab",
-    "fish",
-    "eggs",
-    "milk",
-    "dairy",
-    "lactose",
-    "gluten",
-    "wheat",
-    "soy",
-    "soya",
-    "sesame",
-    "mustard",
-    "celery",
-    "lupin",
-    "sulphites",
-    "sulfites",
-    "pollen",
-    "hay fever",
-    "grass",
-    "ragweed",
-    "dust",
-    "dust mites",
-    "mould",
-    "mold",
-    "bees",
-    "wasps",
-    "bee stings",
-    "wasp stings",
-    "strawberries",
-    "kiwi",
-    "mango",
-    "pineapple",
-    "tomatoes",
-    "garlic",
-    "onions",
-    "chocolate",
-    "coconut",
-    "avocado",
-    "bananas",
-    "oats",
-    "corn",
-    "perfume",
-    "fragrance",
-}
+ALLERGENS = words("allergens")
 # Languages, for the values of "speaks", "is learning", "studies", "teaches": spell-checked against
 # this list and written with a capital ("english and welsh" -> "English and Welsh").
-LANGUAGES = {
-    "english",
-    "spanish",
-    "french",
-    "german",
-    "italian",
-    "portuguese",
-    "dutch",
-    "swedish",
-    "norwegian",
-    "danish",
-    "finnish",
-    "icelandic",
-    "polish",
-    "czech",
-    "slovak",
-    "russian",
-    "ukrainian",
-    "greek",
-    "turkish",
-    "arabic",
-    "hebrew",
-    "persian",
-    "farsi",
-    "hindi",
-    "urdu",
-    "bengali",
-    "punjabi",
-    "tamil",
-    "telugu",
-    "gujarati",
-    "marathi",
-    "nepali",
-    "chinese",
-    "mandarin",
-    "cantonese",
-    "japanese",
-    "korean",
-    "vietnamese",
-    "thai",
-    "indonesian",
-    "malay",
-    "tagalog",
-    "swahili",
-    "amharic",
-    "welsh",
-    "irish",
-    "gaelic",
-    "catalan",
-    "basque",
-    "galician",
-    "romanian",
-    "hungarian",
-    "croatian",
-    "serbian",
-    "bulgarian",
-    "latin",
-    "esperanto",
-}
+LANGUAGES = words("languages")
 # Words that make a sentence a joke or sarcasm; its claims are not firm.
 _JOKE = re.compile(
     r"\b(?:lol|lmao|rofl|haha+|hehe|jk|just kidding|only joking|kidding|yeah right|said no one|not really)\b"
@@ -503,39 +100,7 @@ _RETRACT = re.compile(
 )
 # "I said married, we got engaged, not married": the word after "not" is taken back.
 _CORRECTION = re.compile(r"\b(?:I said|I meant|I mean)\b.*?\bnot (?:a |an |the )?(?P<w>[\w-]+)", re.IGNORECASE)
-CAR_MAKES = {
-    "tesla",
-    "honda",
-    "toyota",
-    "ford",
-    "bmw",
-    "audi",
-    "volkswagen",
-    "vw",
-    "mercedes",
-    "kia",
-    "hyundai",
-    "nissan",
-    "mazda",
-    "subaru",
-    "volvo",
-    "renault",
-    "peugeot",
-    "fiat",
-    "skoda",
-    "seat",
-    "chevrolet",
-    "jeep",
-    "porsche",
-    "mini",
-    "lexus",
-    "polestar",
-    "rivian",
-    "dacia",
-    "citroen",
-    "citroën",
-    "opel",
-}
+CAR_MAKES = words("car_makes")
 NUMBER_WORDS = {
     "a": 1,
     "an": 1,
@@ -573,7 +138,7 @@ MONTHS.update({name[:3]: num for name, num in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
 # Slots that hold several values at once: another value is a new fact, not an update.
-MULTI_SLOTS = {"pet", "allergy", "hobby", "language", "learning", "former_employer", "former_home", "uses"}
+MULTI_SLOTS = words("multi_slots")
 
 # Statement verbs, longest first so that "is allergic to" wins over "is".
 VERBS = [
@@ -650,45 +215,7 @@ VERBS = [
 # -- sentence-level patterns -----------------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_INTERROGATIVES = {
-    "what",
-    "where",
-    "when",
-    "who",
-    "whom",
-    "whose",
-    "why",
-    "how",
-    "which",
-    "do",
-    "does",
-    "did",
-    "is",
-    "are",
-    "was",
-    "were",
-    "can",
-    "could",
-    "should",
-    "would",
-    "will",
-    "shall",
-    "may",
-    "am",
-    "have",
-    "has",
-    "had",
-    "isn't",
-    "aren't",
-    "don't",
-    "doesn't",
-    "didn't",
-    "won't",
-    "wouldn't",
-    "shouldn't",
-    "can't",
-    "couldn't",
-}
+_INTERROGATIVES = words("interrogatives")
 _HEDGE = re.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|i think i|i guess|i suppose|not sure|thinking (?:about|of)"
     r"|considering|someday|some day|one day|hopefully|want to|wants to|plan to|planning to|hope to|would like to)\b",
@@ -1212,27 +739,7 @@ _FAN_VALUE = re.compile(r"^an? (?:big |huge |massive )?fan of (.+)$")
 _RELATIONS_LONGEST = sorted(RELATIONS, key=len, reverse=True)
 _REL_RE = "|".join(re.escape(r) for r in _RELATIONS_LONGEST)
 _NAME = r"(?P<nm>(?-i:[A-Z])[\w'-]+)"
-_NOT_NAMES = {
-    "Is",
-    "Was",
-    "Lives",
-    "Works",
-    "Has",
-    "And",
-    "But",
-    "The",
-    "Who",
-    "Just",
-    "Still",
-    "Also",
-    "Now",
-    "Got",
-    "Moved",
-    "Studies",
-    "Are",
-    "Live",
-    "Work",
-}
+_NOT_NAMES = words("not_names")
 _APPOSITIVE = re.compile(rf"\bmy {_REL_ADJ}(?P<rel>{_REL_RE}),? {_NAME}\b", re.IGNORECASE)
 # The subject is lazy, so it grows word by word until a known verb follows ("User's favourite
 # food is ..."); verbs are tried longest first.
@@ -1241,192 +748,12 @@ _STATEMENT = re.compile(
     re.IGNORECASE,
 )
 
-# First-person rules. Each pattern is matched at the start of a normalised clause ("I ..." or
-# "my ..."), case-insensitively; `v` is the raw value, trimmed afterwards.
-_V = r"(?P<v>.+)"
 
-
-def _rule(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
-
-
-R_NAME = _rule(rf"^(?:my name is|call me|people call me) {_V}")
-R_IAM_NAME = re.compile(r"^I am (?P<nm>[A-Z][\w'-]+)(?:,? (?P<rest>an? .+))?$")
-R_FAV = _rule(rf"^my (?:favou?rite|fave?) (?P<what>[\w ]{{1,30}}?) (?:is|are) {_V}")
-R_MY_PET = _rule(rf"^my (?P<sp>{_SPECIES_RE})(?:'s name is| is (?:called|named)) (?P<v>(?-i:[A-Z])[\w'-]+)")
-R_REL_NAME = _rule(rf"^my {_REL_ADJ}(?P<rel>{_REL_RE})(?:'s name is| is (?:called|named)) {_V}")
-R_HAVE_REL = _rule(
-    rf"^I (?:have|have got) an? {_REL_ADJ}(?P<rel>{_REL_RE})(?: (?:called|named) {_V}|, (?P<nm>(?-i:[A-Z])[\w'-]+)$)"
-)
-R_REL_PRED = _rule(
-    rf"^my {_REL_ADJ}(?P<rel>{_REL_RE})(?:,? (?P<nm>(?-i:[A-Z])[\w'-]+),?)? "
-    rf"(?P<verb>lives in|live in|is living in|works at|work at|works for|work for|works as|work as"
-    rf"|got a (?:new )?job at|studies|study|is|are) {_V}"
-)
-R_LIVE = _rule(rf"^I (?:live|am living|have lived|have been living|reside|am based|am settled) in {_V}")
-R_MOVE = _rule(rf"^I (?:moved|have moved|am moving|relocated|move|moving) (?:back )?(?:from (?P<old>.+?) )?to {_V}")
-R_LIVED = _rule(rf"^I (?:lived|used to live) in {_V}")
-R_FROM = _rule(rf"^I (?:am from|come from|grew up in|was born in) {_V}")
-R_STAY = _rule(rf"^I am staying in {_V}")
-R_WORK_AT = _rule(r"^I (?:work|am working|have worked|have been working) (?:at|for) (?P<v>.+?)(?: as (?P<job>.+))?$")
-R_WORK_AS = _rule(r"^I (?:work|am working|have worked|have been working) as (?P<v>.+?)(?: (?:at|for) (?P<emp>.+))?$")
-R_WORK_HOME = _rule(r"^I (?:work|am working) from home\b")
-R_WORKED = _rule(rf"^I (?:worked|used to work) (?:at|for) {_V}")
-R_BECAME = _rule(r"^I (?:became|got a job as|started working as|am working as) (?P<v>an? .+)")
-R_PROMOTED = _rule(rf"^I (?:got|was|have been) promoted to {_V}")
-R_JOINED = _rule(rf"^I (?:joined|started (?:a new job |working )?at|got a (?:new )?job at) {_V}")
-R_QUIT = _rule(rf"^I (?:quit|left) (?:my job at )?{_V}")
-R_AM_A = _rule(r"^I (?:am|have been) (?P<v>an? .+)")
-R_AM_DIET = _rule(r"^I am (?:a |an )?(?P<v>" + "|".join(sorted(DIETS, key=len, reverse=True)) + r")\b")
-R_WENT_DIET = _rule(
-    r"^I (?:switched|switch|went|have gone|turned|changed|have switched) (?:to )?(?:an? |fully )?(?P<v>"
-    + "|".join(sorted(DIETS, key=len, reverse=True))
-    + r")\b"
-)
-R_AM_WORD = _rule(r"^I am (?:a |an )?(?P<v>[a-z][a-z-]+)$")
-R_INTOLERANT = _rule(r"^I am (?P<v>(?:lactose|gluten|fructose|histamine|wheat) intolerant)\b")
-R_DIABETIC = _rule(r"^I am (?:an? )?(?P<v>diabetic|coeliac|celiac|asthmatic|epileptic)\b")
-R_SWITCH = _rule(rf"^I (?:switched|switch|have switched|changed|change) (?:from (?P<old>.+?) )?to {_V}")
-R_ALLERGIC = _rule(rf"^I am (?:very |severely |mildly |a bit )?allergic to {_V}")
-R_ALLERGY = _rule(r"^I (?:have|have got) an? (?P<v>.+?) allergy\b")
-R_HAVE = _rule(rf"^I (?:have got|have|got|own|adopted|adopt|get) {_V}")
-R_PLAY = _rule(rf"^I (?:play|have played|have been playing|am playing) {_V}")
-R_LIKE = _rule(
-    r"^I (?P<verb>love|adore|really like|like|hate|detest|cannot stand|prefer|am crazy about|am obsessed with"
-    r"|am mad about|am (?:a |an )?(?:big |huge |massive )?fan of|am into) (?P<v>.+)"
-)
-_LANGUAGES = re.compile(r"(?-i:[A-Z])\w+(?:(?:, | and | & )(?-i:[A-Z])\w+)+")
-R_SPEAK = _rule(rf"^I (?:speak|can speak) {_V}")
-R_LEARN = _rule(rf"^I (?:am learning|have been learning|started learning|began learning|learn|started to learn) {_V}")
-R_STUDY = _rule(rf"^I (?:am studying|study|am a student of) {_V}")
-R_TEACH = _rule(rf"^I (?:teach|am teaching) {_V}")
-R_SUPPORT = _rule(rf"^I (?:support|root for) {_V}")
-R_TRAINING = _rule(rf"^I am training for {_V}")
-R_DRIVE = _rule(r"^I (?:drive|have|own) (?P<v>an? .+)")
-R_AGE = _rule(r"^I am (?P<v>\d{1,3})(?: years old| yrs old| y/?o)?$")
-R_TURNED = _rule(r"^I (?:turned|am turning) (?P<v>\d{1,3})\b")
-R_MARRIED = _rule(rf"^I (?:am|have been) married to {_V}")
-R_GOT_MARRIED = _rule(r"^I (?:got|have got|have just got) (?P<what>married|engaged)(?: to (?P<v>.+))?")
-R_BROKE_UP = _rule(rf"^I (?:broke up|split up|have broken up) with {_V}")
-R_CUT_DOWN = _rule(rf"^I (?:have )?(?:cut down|cut back) to {_V}")
-R_HABIT_ING = _rule(r"^I (?P<aux>have been|am|started|began|took up|have started) (?P<w>[a-z]+ing)\b(?P<rest>.*)$")
-R_HABIT = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<rest>.+))?$")
-
-_STOP_ING = {
-    "play",
-    "learn",
-    "work",
-    "live",
-    "eat",
-    "drive",
-    "speak",
-    "study",
-    "run",
-    "swim",
-    "cook",
-    "use",
-    "paint",
-    "write",
-    "read",
-    "sing",
-    "dance",
-    "climb",
-    "hike",
-    "bike",
-    "ski",
-    "surf",
-    "teach",
-    "cycle",
-    "boulder",
-    "fish",
-    "drink",
-    "smoke",
-    "do",
-    "go",
-    "jog",
-    "skate",
-    "sail",
-    "row",
-    "knit",
-    "bake",
-}
-_NOT_OBJECTS = {
-    "it",
-    "that",
-    "this",
-    "these",
-    "those",
-    "you",
-    "your",
-    "them",
-    "him",
-    "her",
-    "how",
-    "what",
-    "when",
-    "where",
-    "why",
-    "which",
-    "who",
-    "so",
-    "all",
-    "everything",
-    "nothing",
-    "something",
-    "anything",
-    "one",
-    "the idea",
-    "the way",
-    "too",
-    "being",
-    "having",
-    "online",
-    "outside",
-    "together",
-    "well",
-    "a lot",
-}
+_STOP_ING = words("stop_ing")
+_NOT_OBJECTS = words("not_objects")
 _NON_NAME_ENDINGS = ("ish", "ese", "ian", "ean", "ic", "ed", "ing", "ful", "ous", "ive")
-_FIELDS = {
-    "management",
-    "marketing",
-    "sales",
-    "finance",
-    "teaching",
-    "nursing",
-    "consulting",
-    "engineering",
-    "design",
-    "research",
-    "law",
-    "medicine",
-    "journalism",
-    "accounting",
-    "it",
-    "hr",
-    "retail",
-    "banking",
-}
-_EVALUATIVE = {
-    "terrible",
-    "great",
-    "good",
-    "bad",
-    "awful",
-    "amazing",
-    "decent",
-    "lousy",
-    "horrible",
-    "excellent",
-    "brilliant",
-    "rubbish",
-    "hopeless",
-    "best",
-    "worst",
-    "professional",
-    "total",
-    "wannabe",
-}
+_FIELDS = words("fields")
+_EVALUATIVE = words("evaluative")
 _NUMBER_AGE = re.compile(
     r"^(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)(?: years old)?\b", re.IGNORECASE
 )
@@ -1659,204 +986,6 @@ def _relative(rel: str, name: str | None, verb: str, raw: str) -> list[Claim]:
     return []
 
 
-def clause_claims(clause: str) -> list[Claim]:
-    """The claims of one normalised clause ("I ..." / "my ..."), in the order a reader would list them:
-    the general rules' own, unless they read none or only a name, where a special-category
-    claim ("I'm Muslim": a belief, not a name) is taken instead (`special_claims`)."""
-    general = _general_claims(clause)
-    if general and not any(c.subject == "name" for c in general):
-        return general
-    return special_claims(clause) or general
-
-
-def _general_claims(clause: str) -> list[Claim]:
-    out: list[Claim] = []
-    if m := R_NAME.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("name", "is", v)] if v else []
-    if (m := R_IAM_NAME.match(clause)) and m.group("nm") not in _NOT_NAMES and m.group("nm") != "I":
-        name = m.group("nm")
-        if not name.casefold().endswith(_NON_NAME_ENDINGS) and name.casefold() not in DIETS:
-            out = [Claim("name", "is", name)]
-            if m.group("rest"):
-                out.extend(clause_claims(f"I am {m.group('rest')}"))
-            return out
-    if m := R_FAV.match(clause):
-        what, v = " ".join(m.group("what").lower().split()), _trim(m.group("v"))
-        return [Claim(f"favourite {what}", "is", v)] if v else []
-    if m := R_MY_PET.match(clause):
-        return _pets(f"a {m.group('sp')} named {m.group('v')}")
-    if (m := R_REL_NAME.match(clause)) or (m := R_HAVE_REL.match(clause)):
-        v = _trim(m.groupdict().get("v") or m.groupdict().get("nm") or "")
-        return [Claim(m.group("rel").lower(), "is named", v)] if v else []
-    if m := R_REL_PRED.match(clause):
-        name = m.group("nm") if m.group("nm") not in _NOT_NAMES else None
-        return _relative(m.group("rel"), name, m.group("verb"), m.group("v"))
-    if m := R_AGE.match(clause):
-        return [Claim("", "is", f"{int(m.group('v'))} years old")]
-    if m := R_TURNED.match(clause):
-        return [Claim("", "is", f"{int(m.group('v'))} years old")]
-    if m := R_ALLERGIC.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "is allergic to", v)] if v else []
-    if m := R_ALLERGY.match(clause):
-        v = _trim(m.group("v"))
-        v = _plural(v) if v.casefold() in PET_SPECIES else v
-        return [Claim("", "is allergic to", v)] if v else []
-    if (m := R_AM_DIET.match(clause)) or (m := R_WENT_DIET.match(clause)):
-        return [Claim("", "is", m.group("v").lower())]
-    if (m := R_AM_WORD.match(clause)) and (diet := diet_of(m.group("v"))):
-        return [Claim("", "is", diet)]
-    if (m := R_INTOLERANT.match(clause)) or (m := R_DIABETIC.match(clause)):
-        return [Claim("", "is", m.group("v").lower())]
-    if m := R_MARRIED.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "is married to", v)] if v else []
-    if m := R_GOT_MARRIED.match(clause):
-        what = m.group("what").lower()
-        v = _trim(m.group("v")) if m.group("v") else ""
-        return [Claim("", f"is {what} to", v)] if v else [Claim("", "is", what)]
-    if m := R_BROKE_UP.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "broke up with", v)] if v else []
-    if m := R_STAY.match(clause):
-        v = _place(m.group("v"))
-        return [Claim("", "is staying in", v)] if v else []
-    if (m := R_LIVE.match(clause)) or (m := R_MOVE.match(clause)):
-        v = _place(m.group("v"))
-        return [Claim("", "lives in", v)] if v else []
-    if m := R_LIVED.match(clause):
-        v = _place(m.group("v"))
-        return [Claim("", "lived in", v)] if v else []
-    if m := R_FROM.match(clause):
-        v = _place(m.group("v"))
-        return [Claim("", "is from", v)] if v else []
-    if R_WORK_HOME.match(clause):
-        return [Claim("", "works from", "home")]
-    if m := R_WORK_AT.match(clause):
-        v = _trim(m.group("v"))
-        if v:
-            out.append(Claim("", "works at", v))
-        if m.group("job") and (job := _job_value(m.group("job"))):
-            out.append(Claim("", "works as", job))
-        return out
-    if m := R_WORK_AS.match(clause):
-        job = _job_value(m.group("v"))
-        if job:
-            out.append(Claim("", "works as", job))
-        if m.group("emp") and (emp := _trim(m.group("emp"))):
-            out.append(Claim("", "works at", emp))
-        return out
-    if m := R_WORKED.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "worked at", v)] if v else []
-    if m := R_BECAME.match(clause):
-        job = _job_value(m.group("v"))
-        return [Claim("", "works as", job)] if job else []
-    if m := R_PROMOTED.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "is", v)] if v else []
-    if m := R_JOINED.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "works at", v)] if v else []
-    if m := R_QUIT.match(clause):
-        v = _trim(m.group("v"))
-        if v and v.casefold() not in ("my job", "it", "that", "work", "smoking", "my firm", "my company"):
-            return [Claim("", "works at", v, negated=True)]
-        return []
-    if m := R_AM_A.match(clause):
-        raw = re.sub(
-            r"^(an?) (?:total|real|bit of an?|complete|proper|keen)\s+", r"\1 ", m.group("v"), flags=re.IGNORECASE
-        )
-        ident = _trim(raw)
-        if _ARTICLE.sub("", ident.casefold()) in IDENTITY_NOUNS:
-            return [Claim("", "is", ident)]
-        if _FAN_VALUE.match(ident.casefold()):
-            obj = _FAN_VALUE.match(ident.casefold()).group(1)  # type: ignore[union-attr]
-            return [Claim("", "is", ident)] if _object_ok(obj) else []
-        return _self_job(m.group("v"))
-    if m := R_DRIVE.match(clause):
-        v = _trim(m.group("v"))
-        words = _ARTICLE.sub("", v.casefold()).split()
-        if words and (words[0] in CAR_MAKES or clause.lower().startswith("i drive")):
-            return [Claim("", "drives", v)]
-    if m := R_SWITCH.match(clause):
-        v = _trim(m.group("v"))
-        if not v:
-            return []
-        words = _ARTICLE.sub("", v.casefold()).split()
-        if words and words[0] in CAR_MAKES:
-            return [Claim("", "drives", v)]
-        # Said as a person would: "User works day shifts", "User works in marketing", "User uses Linux".
-        if words[-1] in ("shifts", "shift", "hours"):
-            return [Claim("", "works", v)]
-        if " ".join(words) in _FIELDS or words[-1] in _FIELDS:
-            return [Claim("", "works in", v)]
-        return [Claim("", "uses", v)]
-    if (m := R_HAVE.match(clause)) and (owned := _pets(m.group("v")) or _kids(m.group("v"))):
-        return owned
-    if (m := R_PLAY.match(clause)) and not _BARE_HABIT.match(clause):  # "I play every week": no object
-        v = _trim(m.group("v"), _HOBBY_END)
-        return [Claim("", "plays", v)] if v and _object_ok(v) else []
-    if m := R_LIKE.match(clause):
-        word = m.group("verb").lower()
-        v = re.sub(r"^(?:a good|good|a nice|nice)\s+", "", _trim(m.group("v")), flags=re.IGNORECASE)
-        if not _object_ok(v):
-            return []
-        if "fan" in word:
-            return [Claim("", "is", f"a {'big ' if 'big' in word or 'huge' in word else ''}fan of {v}")]
-        verb = {
-            "love": "loves",
-            "adore": "loves",
-            "really like": "loves",
-            "am crazy about": "loves",
-            "am obsessed with": "loves",
-            "am mad about": "loves",
-            "like": "likes",
-            "hate": "hates",
-            "detest": "hates",
-            "cannot stand": "hates",
-            "prefer": "prefers",
-            "am into": "is into",
-        }[word]
-        return [Claim("", verb, v)]
-    if m := R_SPEAK.match(clause):
-        if lm := _LANGUAGES.match(m.group("v")):
-            return [Claim("", "speaks", lm.group(0))]
-        v = _trim(m.group("v"), _HOBBY_END)
-        return [Claim("", "speaks", v)] if v else []
-    if m := R_LEARN.match(clause):
-        v = _trim(m.group("v"), _HOBBY_END)
-        return [Claim("", "is learning", v)] if v else []
-    if m := R_STUDY.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "studies", v)] if v else []
-    if m := R_TEACH.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "teaches", v)] if v and _object_ok(v) else []
-    if m := R_SUPPORT.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "supports", v)] if v and _object_ok(v) else []
-    if m := R_TRAINING.match(clause):
-        v = _trim(m.group("v"))
-        return [Claim("", "is training for", v)] if v else []
-    if (m := R_CUT_DOWN.match(clause)) and _DRINKS.search(m.group("v")):
-        v = _trim(m.group("v"))
-        return [Claim("", "drinks", v)] if v else []
-    if m := R_HABIT_ING.match(clause):
-        word, rest, aux = m.group("w").lower(), m.group("rest"), m.group("aux").lower()
-        if aux == "am" and not _FREQUENCY.search(rest):
-            return []  # "I'm cooking dinner" is what the user does now, not a habit
-        base = _activity_base(word)
-        content = rest.strip()
-        if word in GO_ACTIVITIES and (not content or _FREQUENCY.match(content) or content.startswith(("on ", "in "))):
-            return _habit("go", f"{word} {content}".strip())
-        return _habit(base, content)
-    if m := R_HABIT.match(clause):
-        return _habit(m.group("verb"), m.group("rest") or "")
-    return out
-
-
 _NEG_NO_LONGER = re.compile(r"\bno longer\s+|\bnot any ?more\s+", re.IGNORECASE)
 _NEG_ANYMORE = re.compile(r"\s*\b(?:any ?more|any longer)\b", re.IGNORECASE)
 _NEG_NOT = re.compile(r"^I (?:do not|does not|am not|have not|did not)\s+", re.IGNORECASE)
@@ -1975,24 +1104,10 @@ _LANGUAGE_WORDS = frozenset(LANGUAGES)
 _JOB_WORDS = frozenset(w for j in JOB_NOUNS for w in j.split())
 _DIET_WORDS = frozenset(DIETS)
 # Verbs whose value (or the name in it) is a proper name: a place, an employer, a person.
-_NAME_VERBS = {
-    "lives in",
-    "live in",
-    "lived in",
-    "is from",
-    "are from",
-    "works at",
-    "work at",
-    "worked at",
-    "is married to",
-    "is engaged to",
-    "broke up with",
-    "is named",
-    "are named",
-}
+_NAME_VERBS = words("name_verbs")
 _LANGUAGE_VERBS = {"speaks", "is learning", "studies", "teaches"}
 # Words of a name written small ("marks and spencer" -> "Marks and Spencer", "stoke-on-trent").
-_NAME_SMALL_WORDS = {"and", "of", "the", "on", "upon", "in", "de", "da", "del", "la", "le", "du", "van", "von", "y"}
+_NAME_SMALL_WORDS = words("name_small_words")
 # What follows "works at" / "lives in" without being a name: left in lower case.
 _NOT_A_NAME = re.compile(
     r"^(?:a|an|the|my|our|his|her|their|this|that|some|home|night|nights|weekends?|school|uni|university"
@@ -2257,97 +1372,3 @@ def parse_statement(statement: str) -> Claim | None:
     if not value and verb not in _HABIT_BASE:
         return None
     return Claim(subj, verb, value, negated)
-
-
-# -- special categories (engine.categories): health, belief, orientation, origin, union, ... ----------
-# Read before the general rules, and only when the claim they would make IS a special category by
-# engine.categories' own lists: "I'm Muslim" is a belief, never a name; "I'm on insulin" a medicine;
-# "we go to mosque on Fridays" a practice; "I'm in the union at work" a membership. A clause these
-# rules read but whose claim is not special falls through to the general rules unchanged.
-R_SPECIAL_IS = _rule(
-    r"^I am (?P<art>a |an )?(?:(?:practising|practicing|devout|observant|non-practising|proud|openly|born-again|"
-    r"lapsed|strict|registered|card-carrying) )?(?P<v>[\w'-]+(?: [\w'-]+){0,2})$"
-)
-R_SPECIAL_ON = _rule(rf"^I am (?:now |currently )?on {_V}")
-R_SPECIAL_GO = _rule(
-    r"^I (?P<verb>go to|attend|pray at|worship at|go on|march at|marched at|marched in|went to|volunteer for"
-    r"|campaign for|campaigned for|canvass for|vote|voted|vote for|voted for) (?P<v>.+)"
-)
-R_SPECIAL_IN = _rule(r"^I am (?P<verb>in|a member of|part of|a steward in|a rep for|a rep in) (?P<v>.+)")
-R_SPECIAL_HAVE = _rule(
-    r"^I (?P<verb>have|have got|was diagnosed with|am diagnosed with|suffer from|live with|take|use|wear|need"
-    r"|am recovering from|am expecting|had|am having) (?P<v>.+)"
-)
-R_SPECIAL_WAS = _rule(rf"^I was {_V}")
-R_SPECIAL_VERB = _rule(r"^I (?P<verb>[a-z]+)(?: (?P<v>.+))?$")
-_SPECIAL_VERB = {
-    "go to": "goes to",
-    "attend": "attends",
-    "pray at": "prays at",
-    "worship at": "worships at",
-    "go on": "goes on",
-    "march at": "marches at",
-    "went to": "went to",
-    "volunteer for": "volunteers for",
-    "campaign for": "campaigns for",
-    "canvass for": "canvasses for",
-    "vote": "votes",
-    "vote for": "votes for",
-    "have": "has",
-    "have got": "has",
-    "am diagnosed with": "is diagnosed with",
-    "suffer from": "suffers from",
-    "live with": "lives with",
-    "take": "takes",
-    "use": "uses",
-    "wear": "wears",
-    "need": "needs",
-    "am recovering from": "is recovering from",
-    "am expecting": "is expecting",
-    "am having": "is having",
-    "in": "is in",
-    "a member of": "is a member of",
-    "part of": "is part of",
-    "a steward in": "is a steward in",
-    "a rep for": "is a rep for",
-    "a rep in": "is a rep in",
-}
-
-
-def _special(statement: str) -> bool:
-    from ..categories import UNSURE, offline_category
-
-    found = offline_category(statement)
-    return found is not None and found != UNSURE
-
-
-def special_claims(clause: str) -> list[Claim]:
-    """The special-category claim of a clause, or [] (see the block comment above)."""
-    if m := R_SPECIAL_IS.match(clause):
-        v = f"{m.group('art') or ''}{m.group('v')}"
-        if _special(f"User is {v}"):
-            return [Claim("", "is", v)]
-    if m := R_SPECIAL_ON.match(clause):
-        v = _trim(m.group("v"))
-        if v and _special(f"User takes {v}"):
-            return [Claim("", "takes", v)]
-    if m := R_SPECIAL_WAS.match(clause):
-        v = _trim(m.group("v"))
-        if v and _special(f"User was {v}"):
-            return [Claim("", "was", v)]
-    for rule in (R_SPECIAL_GO, R_SPECIAL_IN, R_SPECIAL_HAVE):
-        if m := rule.match(clause):
-            verb = " ".join(m.group("verb").lower().split())
-            v = m.group("v").strip().rstrip(".!,;")
-            if rule is not R_SPECIAL_GO and rule is not R_SPECIAL_IN:
-                v = _trim(v)
-            said = _SPECIAL_VERB.get(verb, verb)
-            if v and _special(f"User {said} {v}"):
-                return [Claim("", said, v)]
-    # any other verb ("I pray five times a day", "we celebrate Diwali"): taken only when special
-    if (m := R_SPECIAL_VERB.match(clause)) and m.group("verb").lower() not in ("am", "was", "have", "had"):
-        said = third_person(m.group("verb").lower())
-        v = _trim(m.group("v") or "")
-        if _special(f"User {said} {v}".rstrip()):
-            return [Claim("", said, v)]
-    return []
