@@ -11,7 +11,7 @@ entered only once it is open: every screen may therefore rely on `app.memory` be
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -29,14 +29,13 @@ from engine.errors import ConflictError, MemdeskError, UserInputError
 
 from .leases import Leases
 from .modals import ErrorModal
-from .policy_looks import LaterLooks, defer_policy_looks
 from .screens.discarded import DiscardedScreen
 from .screens.help import HelpScreen
 from .screens.knowledge import KnowledgeScreen
 from .screens.queue import QueueScreen
 from .screens.stats import StatsScreen
 from .screens.tombstones import TombstonesScreen
-from .widgets.literal import literal, tell
+from .widgets.literal import literal
 
 BLINK_ENV = "MEMDESK_CURSOR_BLINK"
 
@@ -112,8 +111,6 @@ class ReviewApp(App[None]):
         frame of a snapshot is the same."""
         self.key_overrides: dict[str, str] = dict(keymap or {})
         """binding id -> keys, as given: the help screen applies it to every screen's bindings."""
-        self.policy_looks: LaterLooks | None = None
-        """The policies' looks after this reviewer's decisions, run off the key press."""
         self.leases = Leases(lambda: self.memory.review, reviewer, lambda: self.memory_ready)
         """Candidates this app holds a lease on (their one owner); released on quit so nobody waits
         for the expiry."""
@@ -138,19 +135,6 @@ class ReviewApp(App[None]):
     async def release_all(self) -> None:
         await self.leases.release_all()
 
-    def _run_look(self, look: Coroutine[Any, Any, None]) -> None:
-        self.run_worker(
-            look, group="policy-looks", name="The review policies' look after a decision", exit_on_error=False
-        )
-
-    def _look_failed(self, user_id: str, exc: BaseException) -> None:
-        tell(
-            self,
-            f"The review policies could not look at {user_id}'s candidates after your decision ({exc}). "
-            "Your decision stands; the candidates stay for people.",
-            severity="warning",
-        )
-
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[Any]:
@@ -162,8 +146,6 @@ class ReviewApp(App[None]):
     @work(group="open", name="Opening the database", exit_on_error=False)
     async def _open_memory(self) -> None:
         await self.memory.open()
-        # The policies' look after a decision runs off the key press (review_app/policy_looks.py).
-        self.policy_looks = defer_policy_looks(self.memory.review, self._run_look, self._look_failed)
         self.memory_ready = True
         await self.switch_mode("queue")
 

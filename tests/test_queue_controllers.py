@@ -15,7 +15,6 @@ from engine.errors import ClaimedError
 from engine.models import Candidate, QueueMark
 from review_app.decision_session import DecisionSession
 from review_app.leases import Leases
-from review_app.policy_looks import LaterLooks, defer_policy_looks
 from review_app.queue_cursor import Gone, QueueCursor, after_bulk, bulk_plan, gone_text, holders
 from review_app.queue_watch import QueueWatcher
 
@@ -275,48 +274,3 @@ async def test_the_watcher_says_when_the_store_cannot_announce() -> None:
     assert await w.start(can) is True
     await w.stop()
     await asyncio.sleep(0)
-
-
-# -- the policies' look after a decision ----------------------------------------------------------
-
-
-async def test_the_policies_look_runs_after_the_decision_once_per_user() -> None:
-    """The hook returns at once (the decision's call is not held by the look); the looks run one
-    after another: ana's first look starts at once, and the four decisions that come while it
-    runs (ana twice, bad, ben) make one more look per user, in the order they came. A failing look
-    is reported and the next still runs."""
-    gate = asyncio.Event()
-    calls: list[str] = []
-
-    async def look(user_id: str) -> object:
-        await gate.wait()
-        calls.append(user_id)
-        if user_id == "bad":
-            raise RuntimeError("policy store unavailable")
-        return None
-
-    tasks: list[asyncio.Task[None]] = []
-    failures: list[str] = []
-    later = LaterLooks(look, lambda coro: tasks.append(asyncio.ensure_future(coro)), lambda u, e: failures.append(u))
-    for user in ("ana", "ana", "bad", "ben", "ana"):
-        await asyncio.wait_for(later(user), 1)  # returns at once although every look is blocked
-    assert calls == [] and not later.idle
-    gate.set()
-    await asyncio.gather(*tasks)
-    assert calls == ["ana", "ana", "bad", "ben"] and failures == ["bad"] and later.idle
-
-
-def test_deferring_replaces_the_hook_once_and_leaves_a_missing_one_alone() -> None:
-    class Review:
-        after_decision: Any = None
-
-    review = Review()
-    assert defer_policy_looks(review, lambda coro: coro.close()) is None
-
-    async def look(user_id: str) -> object:
-        return None
-
-    review.after_decision = look
-    later = defer_policy_looks(review, lambda coro: coro.close())
-    assert isinstance(later, LaterLooks) and review.after_decision is later
-    assert defer_policy_looks(review, lambda coro: coro.close()) is later  # not wrapped twice
