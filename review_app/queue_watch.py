@@ -56,13 +56,10 @@ class QueueWatcher:
         self._pending_look = False
         self._unsubscribe: Callable[[], Awaitable[None]] | None = None
 
-    async def start(self, subscribe: Callable[[Callable[[], None]], Awaitable[Callable[[], Awaitable[None]]]]) -> bool:
-        """Listen to the store; False when it cannot announce (the caller then polls `announced`)."""
-        try:
-            self._unsubscribe = await subscribe(self.announced)
-        except NotImplementedError:
-            return False
-        return True
+    async def start(self, subscribe: Callable[[Callable[[], None]], Awaitable[Callable[[], Awaitable[None]]]]) -> None:
+        """Listen to the store. Every backend announces (`Store.subscribe` is abstract), so there is
+        no polling fallback to fall back to."""
+        self._unsubscribe = await subscribe(self.announced)
 
     async def stop(self) -> None:
         stop, self._unsubscribe = self._unsubscribe, None

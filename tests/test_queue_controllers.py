@@ -4,7 +4,6 @@ read again (review_app/queue_watch.py). No app runs here; each rule is paired wi
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -258,19 +257,19 @@ async def test_while_a_decision_is_saved_the_look_waits() -> None:
     assert reloads == [1]
 
 
-async def test_the_watcher_says_when_the_store_cannot_announce() -> None:
+async def test_the_watcher_listens_and_stops_listening() -> None:
     w, _, _ = watcher([QueueMark(0, 0)])
+    stopped: list[bool] = []
 
-    async def cannot(callback: Callable[[], None]) -> Callable[[], Any]:
-        raise NotImplementedError
-
-    async def can(callback: Callable[[], None]) -> Callable[[], Any]:
+    async def subscribe(callback: Callable[[], None]) -> Callable[[], Any]:
         async def stop() -> None:
-            return None
+            stopped.append(True)
 
         return stop
 
-    assert await w.start(cannot) is False
-    assert await w.start(can) is True
+    await w.start(subscribe)
+    assert stopped == []
     await w.stop()
-    await asyncio.sleep(0)
+    assert stopped == [True]
+    await w.stop()  # a second stop is a no-op
+    assert stopped == [True]

@@ -236,8 +236,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
     async def _subscribe(self) -> None:
         """Candidates queued or decided by another process appear without a key press (the
         watcher, review_app/queue_watch.py)."""
-        if not await self.watcher.start(self.review_app.memory.subscribe_new_candidates):
-            raise RuntimeError("this store cannot announce new candidates; the list would never follow them")
+        await self.watcher.start(self.review_app.memory.subscribe_new_candidates)
 
     async def on_unmount(self) -> None:
         await self.watcher.stop()
