@@ -104,3 +104,48 @@ async def call_with_retries(
             raise MalformedModelOutputError(f"{what} answered with a body that is not JSON: {exc}") from exc
         except ValueError as exc:  # the client's own shape checks (e.g. "No embedding data received")
             raise MalformedModelOutputError(f"{what} answered out of contract: {exc}") from exc
+
+
+class ChatEndpoint:
+    """What every chat-completion client of memdesk configures the same way (the extractor, the
+    value judge): base_url / model / api_key from arguments or MEMDESK_BASE_URL / MEMDESK_MODEL /
+    OPENAI_API_KEY, an injected `client` for tests, and the retry settings `call_with_retries`
+    reads. `what` names the caller in the configuration error."""
+
+    model: str | None = None
+
+    def __init__(
+        self,
+        what: str,
+        base_url: str | None,
+        model: str | None,
+        api_key: str | None,
+        *,
+        timeout: float,
+        max_retries: int,
+        client: Any,
+        backoff: float,
+        max_backoff: float,
+        temperature: float | None,
+    ) -> None:
+        url = base_url or os.environ.get("MEMDESK_BASE_URL") or None
+        self.model = model or os.environ.get("MEMDESK_MODEL") or None
+        if self.model is None and url is None and client is None:
+            raise ConfigurationError(
+                f"{what} needs a model or an endpoint: pass model=/base_url= or set MEMDESK_MODEL "
+                "(and MEMDESK_BASE_URL for a local OpenAI-compatible server)"
+            )
+        if max_retries < 0:
+            raise ConfigurationError("max_retries must be 0 or more")
+        self._client = client if client is not None else make_client(url, api_key, timeout)
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.temperature = temperature
+
+    @property
+    def endpoint(self) -> str:
+        return str(getattr(self._client, "base_url", "the OpenAI endpoint"))
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigurationError, MalformedModelOutputError, ModelError
-from ..openai_compat import call_with_retries, make_client
+from ..openai_compat import ChatEndpoint, call_with_retries
 from ..text import canonical
 
 log = logging.getLogger(__name__)
@@ -184,7 +183,7 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-class OpenAIValueJudge(ValueJudge):
+class OpenAIValueJudge(ChatEndpoint, ValueJudge):
     """ValueJudge over `openai.AsyncOpenAI` chat completions with JSON output, configured like
     OpenAIExtractor (base_url / model / api_key, or MEMDESK_BASE_URL / MEMDESK_MODEL /
     OPENAI_API_KEY). Transient failures are retried `max_retries` times with backoff
@@ -207,30 +206,22 @@ class OpenAIValueJudge(ValueJudge):
         temperature: float | None = None,
         max_neighbours: int = 20,
     ) -> None:
-        url = base_url or os.environ.get("MEMDESK_BASE_URL") or None
-        self.model: str | None = model or os.environ.get("MEMDESK_MODEL") or None
-        if self.model is None and url is None and client is None:
-            raise ConfigurationError(
-                "OpenAIValueJudge needs a model or an endpoint: pass model=/base_url= or set MEMDESK_MODEL "
-                "(and MEMDESK_BASE_URL for a local OpenAI-compatible server)"
-            )
-        if max_retries < 0:
-            raise ConfigurationError("max_retries must be 0 or more")
         if max_neighbours < 1:
             raise ConfigurationError("max_neighbours must be 1 or more")
-        self._client = client if client is not None else make_client(url, api_key, timeout)
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.temperature = temperature
+        ChatEndpoint.__init__(
+            self,
+            "OpenAIValueJudge",
+            base_url,
+            model,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            client=client,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            temperature=temperature,
+        )
         self.max_neighbours = max_neighbours
-
-    @property
-    def endpoint(self) -> str:
-        return str(getattr(self._client, "base_url", "the OpenAI endpoint"))
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     async def judge(self, statement: str, neighbours: list[tuple[int, str]]) -> list[Verdict]:
         distinct = _distinct(neighbours)

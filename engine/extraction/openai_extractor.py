@@ -13,7 +13,6 @@ handle names an active fact of this user that was shown, and counts the ones it 
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime
 from typing import Any, Literal
@@ -22,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..categories import normalised
 from ..claims import known_slot
-from ..errors import ConfigurationError, MalformedModelOutputError, ModelError, UserInputError
+from ..errors import MalformedModelOutputError, ModelError, UserInputError
 from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
-from ..openai_compat import call_with_retries, make_client
+from ..openai_compat import ChatEndpoint, call_with_retries
 from ..timeutil import parse_datetime
 from .prompts import PROMPT_VERSION, calibration_messages, cold_start_messages, prediction_messages
 
@@ -119,7 +118,7 @@ class CalibrationAnswer(_Answer):
     covered: list[CoveredAnswer] = Field(default_factory=list)
 
 
-class OpenAIExtractor:
+class OpenAIExtractor(ChatEndpoint):
     """Extractor over `openai.AsyncOpenAI` chat completions with JSON output.
 
     Transient failures (timeouts, connection errors, 429, 5xx) are retried up to `max_retries`
@@ -145,24 +144,19 @@ class OpenAIExtractor:
         max_backoff: float = 8.0,
         temperature: float | None = None,
     ) -> None:
-        url = base_url or os.environ.get("MEMDESK_BASE_URL") or None
-        self.model: str | None = model or os.environ.get("MEMDESK_MODEL") or None
-        if self.model is None and url is None and client is None:
-            raise ConfigurationError(
-                "OpenAIExtractor needs a model or an endpoint: pass model=/base_url= or set MEMDESK_MODEL "
-                "(and MEMDESK_BASE_URL for a local OpenAI-compatible server)"
-            )
-        if max_retries < 0:
-            raise ConfigurationError("max_retries must be 0 or more")
-        self._client = client if client is not None else make_client(url, api_key, timeout)
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.temperature = temperature
-
-    @property
-    def endpoint(self) -> str:
-        return str(getattr(self._client, "base_url", "the OpenAI endpoint"))
+        ChatEndpoint.__init__(
+            self,
+            "OpenAIExtractor",
+            base_url,
+            model,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            client=client,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            temperature=temperature,
+        )
 
     async def extract(self, episode: Episode, existing: list[Knowledge]) -> Extraction:
         if not existing:
@@ -180,9 +174,6 @@ class OpenAIExtractor:
             items=[i.to_gap_item() for i in calibrated.items],
             covered=[CoveredClaim(c.statement.strip(), normalise_handle(c.predicted_by)) for c in calibrated.covered],
         )
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     # -- one call ---------------------------------------------------------------------------------
 
