@@ -149,3 +149,50 @@ class ChatEndpoint:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    async def _resolve_model(self) -> str:
+        """A local server configured by URL alone: ask it which model it serves (vLLM, llama.cpp
+        and Ollama all list theirs), once."""
+        if self.model is not None:
+            return self.model
+        page = await call_with_retries(
+            lambda: self._client.models.list(),
+            what=f"listing models at {self.endpoint}",
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+        )
+        ids = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
+        if not ids:
+            raise ModelError(f"{self.endpoint} lists no models; set MEMDESK_MODEL (model=...)")
+        self.model = ids[0]
+        return self.model
+
+    async def _chat_json(self, messages: list[dict[str, str]], step: str) -> tuple[str, str]:
+        """One JSON-mode chat completion, retried as `call_with_retries` says: the answer's text
+        and the name of the request (`what`, for the caller's own error messages). Raises
+        MalformedModelOutputError for an answer with no choices or no text, ModelError for a
+        refusal."""
+        model = await self._resolve_model()
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "response_format": {"type": "json_object"}}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        what = f"{step} request to {self.endpoint} (model {model})"
+        response = await call_with_retries(
+            lambda: self._client.chat.completions.create(**kwargs),
+            what=what,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+        )
+        choices = getattr(response, "choices", None) or []
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise MalformedModelOutputError(f"{what}: the answer has no choices (not a chat completion)")
+        message = choices[0].message
+        if getattr(message, "refusal", None):
+            raise ModelError(f"{what}: the model refused: {message.refusal}")
+        content = message.content
+        if not isinstance(content, str) or not content.strip():
+            reason = getattr(choices[0], "finish_reason", None)
+            raise MalformedModelOutputError(f"{what}: the answer is empty (finish_reason={reason})")
+        return content, what

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigurationError, MalformedModelOutputError, ModelError
-from ..openai_compat import ChatEndpoint, call_with_retries
+from ..openai_compat import ChatEndpoint
 from ..text import canonical
 
 log = logging.getLogger(__name__)
@@ -238,44 +238,8 @@ class OpenAIValueJudge(ChatEndpoint, ValueJudge):
             return unsure_all(shown, f"the judge could not answer: {exc}") + left_out
         return verdicts + left_out
 
-    async def _resolve_model(self) -> str:
-        if self.model is not None:
-            return self.model
-        page = await call_with_retries(
-            lambda: self._client.models.list(),
-            what=f"listing models at {self.endpoint}",
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-        )
-        ids = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
-        if not ids:
-            raise ModelError(f"{self.endpoint} lists no models; set MEMDESK_MODEL (model=...)")
-        self.model = ids[0]
-        return self.model
-
     async def _ask(self, messages: list[dict[str, str]]) -> str:
-        model = await self._resolve_model()
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "response_format": {"type": "json_object"}}
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        what = f"judge request to {self.endpoint} (model {model})"
-        response = await call_with_retries(
-            lambda: self._client.chat.completions.create(**kwargs),
-            what=what,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-        )
-        choices = getattr(response, "choices", None) or []
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise MalformedModelOutputError(f"{what}: the answer has no choices")
-        message = choices[0].message
-        if getattr(message, "refusal", None):
-            raise ModelError(f"{what}: the model refused: {message.refusal}")
-        content = message.content
-        if not isinstance(content, str) or not content.strip():
-            raise MalformedModelOutputError(f"{what}: the answer is empty")
+        content, _ = await self._chat_json(messages, "judge")
         return content
 
 

@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..categories import normalised
 from ..claims import known_slot
-from ..errors import MalformedModelOutputError, ModelError, UserInputError
+from ..errors import MalformedModelOutputError, UserInputError
 from ..models import CoveredClaim, Episode, Extraction, GapItem, Knowledge
-from ..openai_compat import ChatEndpoint, call_with_retries
+from ..openai_compat import ChatEndpoint
 from ..timeutil import parse_datetime
 from .prompts import PROMPT_VERSION, calibration_messages, cold_start_messages, prediction_messages
 
@@ -177,51 +177,8 @@ class OpenAIExtractor(ChatEndpoint):
 
     # -- one call ---------------------------------------------------------------------------------
 
-    async def _resolve_model(self) -> str:
-        """A local server configured by URL alone: ask it which model it serves (vLLM, llama.cpp
-        and Ollama all list theirs), once."""
-        if self.model is not None:
-            return self.model
-        page = await call_with_retries(
-            lambda: self._client.models.list(),
-            what=f"listing models at {self.endpoint}",
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-        )
-        ids = [m.id for m in getattr(page, "data", None) or [] if getattr(m, "id", None)]
-        if not ids:
-            raise ModelError(f"{self.endpoint} lists no models; set MEMDESK_MODEL (model=...)")
-        self.model = ids[0]
-        return self.model
-
     async def _ask(self, messages: list[dict[str, str]], schema: type[_Answer], step: str) -> Any:
-        model = await self._resolve_model()
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "response_format": {"type": "json_object"},
-        }
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        what = f"{step} request to {self.endpoint} (model {model})"
-        response = await call_with_retries(
-            lambda: self._client.chat.completions.create(**kwargs),
-            what=what,
-            max_retries=self.max_retries,
-            backoff=self.backoff,
-            max_backoff=self.max_backoff,
-        )
-        choices = getattr(response, "choices", None) or []
-        if not choices or getattr(choices[0], "message", None) is None:
-            raise MalformedModelOutputError(f"{what}: the answer has no choices (not a chat completion)")
-        message = choices[0].message
-        if getattr(message, "refusal", None):
-            raise ModelError(f"{what}: the model refused: {message.refusal}")
-        content = message.content
-        if not content or not content.strip():
-            reason = getattr(choices[0], "finish_reason", None)
-            raise MalformedModelOutputError(f"{what}: the answer is empty (finish_reason={reason})")
+        content, what = await self._chat_json(messages, step)
         try:
             return schema.model_validate_json(_strip_fence(content))
         except ValidationError as exc:
