@@ -303,3 +303,39 @@ async def until_decided(target: str, cid: int) -> None:
                 return
         await asyncio.sleep(0.05)
     raise AssertionError(f"candidate {cid} was never decided")
+
+
+async def test_the_shown_candidate_is_redrawn_when_a_bulk_approval_re_points_it(tmp_path: Path) -> None:
+    """ "I live in Lisbon", then "I moved to Porto": Porto is queued as the update of pending Lisbon (a
+    chain). Lisbon marked, the cursor on Porto, `b` `y`: Lisbon becomes a fact and the gate
+    re-points Porto at it. The cursor stays on Porto (leased all along), and its panes now show the
+    fact it would replace, not the chain through a candidate that is no longer pending: before, they
+    kept the old link until the reviewer moved away and back. Control: the row's candidate is the
+    same one, shown without a release and a new claim."""
+    target = str(tmp_path / "chain.db")
+    async with Memory(target) as mem:
+        await mem.add_exchange("ana", "I live in Lisbon.", "Noted.", at=T0)
+        await mem.add_exchange("ana", "Actually I moved to Porto.", "Nice!", at=T0 + timedelta(days=3))
+        await mem.process()
+        pending = await mem.review.pending("ana")
+    lisbon = next(c for c in pending if "Lisbon" in c.statement)
+    porto = next(c for c in pending if "Porto" in c.statement)
+    assert porto.supersedes_candidate_id == lisbon.id
+    async with workstation(target, "bo") as (bo, pb):
+        while cursor(bo) != lisbon.id:
+            await press(pb, "n")
+        await press(pb, "space")  # marks Lisbon, moves down onto Porto
+        assert cursor(bo) == porto.id
+        await until(pb, lambda: queue(bo).current_id == porto.id, "Porto shown")
+        await press(pb, "b", "y")
+        await until(pb, lambda: lisbon.id not in queue(bo).pending_list.row_ids, "Lisbon leaving")
+        async with Memory(target) as mem:
+            [fact] = await mem.knowledge("ana")
+        await until(
+            pb,
+            lambda: (ctx := queue(bo).current) is not None and ctx.candidate.supersedes_id == fact.id,
+            "Porto redrawn as the update of the new fact",
+        )
+        assert cursor(bo) == porto.id and queue(bo).current_id == porto.id
+        ctx = queue(bo).current
+        assert ctx is not None and ctx.superseded is not None and ctx.superseded.id == fact.id

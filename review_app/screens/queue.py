@@ -379,7 +379,33 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             self.query_one(CandidateDetail).show(None, empty)
             return
         if rows.cursor_id is not None:
+            if rows.cursor_id == self.current_id and self._shown_is_stale(page):
+                self.run_worker(
+                    self._redraw(rows.cursor_id), group="queue-select", name="Redrawing", exit_on_error=False
+                )
             self._request(rows.cursor_id)
+
+    def _shown_is_stale(self, page: list[Candidate]) -> bool:
+        """Whether the candidate shown (and leased) reads differently in `page`: a decision made
+        meanwhile may have re-pointed it (an approval makes a chained update the update of the new
+        fact), marked it or changed its kind, and the panes must not keep showing the old link."""
+        ctx = self.current
+        fresh = next((c for c in page if ctx is not None and c.id == ctx.candidate.id), None)
+        if ctx is None or fresh is None:
+            return False
+        old = ctx.candidate
+        return _shown_fields(fresh) != _shown_fields(old)
+
+    async def _redraw(self, candidate_id: int) -> None:
+        """Read the shown candidate's panes again, keeping its lease (no release and claim)."""
+        async with self._select_lock:
+            if self.current_id != candidate_id:
+                return
+            ctx = await self.review_app.memory.review.context(candidate_id)
+            if self.current_id != candidate_id:
+                return
+            self._present(candidate_id, ctx)
+        await self._draw_chain(candidate_id)
 
     async def _decided_under_cursor(self, skip: bool, under: int | None, listed: set[int]) -> Gone | None:
         """The candidate under the reviewer's cursor, when a reload finds it no longer pending
@@ -1136,3 +1162,15 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
             )
 
         self.app.push_screen(ConfirmModal(question), answered)
+
+
+def _shown_fields(cand: Candidate) -> tuple[object, ...]:
+    """What the panes show of a candidate that a decision elsewhere may change."""
+    return (
+        cand.kind,
+        cand.statement,
+        cand.supersedes_id,
+        cand.supersedes_candidate_id,
+        cand.marks,
+        cand.category,
+    )
