@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from engine import Memory, NewFact
+from engine.errors import DuplicateFactError
 from engine.storage import is_postgres_url, masked
 
 RESULTS = Path(__file__).parent / "results"
@@ -200,13 +201,28 @@ async def build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> di
     # Corrections: each supersedes an active fact of the large user; the chain grows when a new
     # version is picked again, so some facts have many versions.
     t = time.perf_counter()
+    # A drawn statement whose claim another active fact already makes ("User plays peanuts (note 143)"
+    # and "(note 10000143)": the claim model reads the note as a time tail, not as the value) is
+    # refused by the gate (I2), as it would be for a support agent; another is drawn, and the
+    # refusals are counted.
     active = [k.id for k in added]
-    for n in range(args.superseded):
+    refused = 0
+    n = 0
+    while n < args.superseded:
         i = rng.randrange(len(active))
-        new = await mem.correct(
-            LARGE_USER, active[i], statement(rng, LARGE_USER, 10_000_000 + n), actor="bench", reason="benchmark"
-        )
+        try:
+            new = await mem.correct(
+                LARGE_USER,
+                active[i],
+                statement(rng, LARGE_USER, 10_000_000 + n + refused),
+                actor="bench",
+                reason="benchmark",
+            )
+        except DuplicateFactError:
+            refused += 1
+            continue
         active[i] = new.id
+        n += 1
     correct_s = time.perf_counter() - t
     # What an operator does after a bulk load, and what `memdesk migrate` does: `Store.settle()`
     # (PostgreSQL: VACUUM ANALYZE; SQLite: nothing). Timed apart from the build; --no-settle times
@@ -217,6 +233,7 @@ async def build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> di
     total = args.facts + args.large_facts + args.superseded
     return {
         "settled": settled,
+        "corrections_refused_as_duplicates": refused,
         "settle_seconds": round(settle_s, 2),
         "facts_total": total,
         "bulk_facts": args.facts + args.large_facts,
