@@ -37,6 +37,7 @@ from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permission_error, masked, open_store
 from .storage.sql.core import recorded_embedder
 from .team import TeamService
+from .watch import WatchService
 from .timeutil import Clock, system_clock
 
 if TYPE_CHECKING:  # late at run time: extraction builds on the engine core
@@ -80,6 +81,8 @@ class Memory(KnowledgeOps):
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
         self.policies = PolicyService(self.ctx, self.review)
+        self.watch = WatchService(self.ctx)
+        """The agents under watch (engine/watch.py) and an owner's lift."""
         self._disconnect: Callable[[], None] | None = None
         self._pipeline: Pipeline | None = None
 

@@ -18,18 +18,22 @@ The definitions, once, so the header, the Reviewers view, the CLI and the tests 
   from then on the engine refuses that reviewer's claim and decisions on it (SecondOpinionError),
   so another reviewer decides it. The flag stays with the candidate: if the decision is undone,
   the candidate is back to pending and still needs someone other than the flagger.
-- **Second review**: an approval is in the sample when `sampled(candidate_id, rate)`: a
-  multiplicative hash of the id, so the sample is the same on every run and machine, needs no
-  hook in the approval path and can be listed in SQL. The sample is re-queued to every reviewer but
+- **Second review**: whether an approval is in the sample is drawn when it is made, from a secret
+  random source (engine.sampling.draw_sample), and stored with it: a person's draw in the
+  approval's own transaction (engine/review.py, at `MemoryConfig.second_review_rate`), a review
+  policy's just after (engine/policies.py, at its scope's rate). Nothing an agent sees (ids,
+  times) predicts it. The two-person rule: a person's approval of a sensitive candidate
+  (engine/sensitive.py) or of a watched agent's proposal (engine/watch.py) is always drawn. A
+  person's approval made before draws were stored falls back to the old id hash (`sampled`). The
+  sample is re-queued to every reviewer but
   the one who approved it, BLIND: `blind_review` returns the fact, its evidence and its source
   messages, never who approved it, how (plain, edited, superseding) or why; and until the verdict
   every read that names the reviewer (`viewer=`, engine/blind.py) hides who decided it and why. A second reviewer who
   rejects it overturns it: the fact is retracted (with a tombstone, as a rejection would) in the
   same transaction that records the verdict; if the fact is no longer active the disagreement is
-  recorded and nothing else changes. Changing the rate changes which approvals are in the sample.
-  A review policy's approvals are not sampled by id: each is drawn from a secret random source
-  when the policy approves it and the draw is stored (engine/policies.py), so an agent that sees
-  ids cannot tell which of its proposals a person will check.
+  recorded and nothing else changes. An overturn is a person's decision: calibration counts the
+  candidate as rejected (the extractor's rules, a policy's record), and an overturned sensitive
+  proposal counts toward its agent's watch.
 - **Agreement**: over every item two reviewers judged: a second review (the first reviewer
   approved; the second agreed or not) and a decided flag whose flagger said which way they lean.
 - **Assignment**: a reviewer takes all of one user's items, present and future. While it holds,
@@ -54,7 +58,6 @@ from .errors import (
     NotFoundError,
     UserInputError,
 )
-from .gate import POLICY_ACTOR_PREFIX
 from .knowledge import retract_in
 from .limits import check_reason
 from .may_decide import check_may_decide
@@ -63,6 +66,7 @@ from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
+from .watch import consider
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -82,13 +86,14 @@ _DAY_US = 86_400_000_000
 
 
 def sample_point(candidate_id: int) -> float:
-    """Where the id falls in [0, 1): the same number in Python and in SQL (engine/storage/sql/team.py
-    SAMPLE_SQL, Knuth's multiplicative hash: consecutive ids spread over 2**32)."""
+    """Where the id falls in [0, 1): the same number in Python and in SQL (engine/storage/sql/policies.py
+    LEGACY_SAMPLE_SQL, Knuth's multiplicative hash). Only for a person's approval made before draws
+    were stored; every approval since carries its secret draw."""
     return ((candidate_id * HASH_MULTIPLIER) % HASH_SPACE) / HASH_SPACE
 
 
 def sampled(candidate_id: int, rate: float) -> bool:
-    """True when an approval of this candidate is in the second-review sample at `rate`."""
+    """True when a legacy approval (no stored draw) of this candidate is in the sample at `rate`."""
     return sample_point(candidate_id) < rate
 
 
@@ -577,10 +582,8 @@ class TeamService:
     async def _check_reviewable(self, tx: TeamTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
-        if cand.decided_by is not None and cand.decided_by.startswith(POLICY_ACTOR_PREFIX):
-            in_sample = await tx.policy_sampled(cand.id, cand.decided_by)  # its secret draw, stored
-        else:
-            in_sample = sampled(cand.id, self._ctx.config.second_review_rate)
+        # its secret draw, stored when it was approved (a person's or a policy's), or a later one
+        in_sample = await tx.policy_sampled(cand.id, cand.decided_by or "", sample_bound(self._ctx.config))
         if not in_sample:
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
@@ -648,6 +651,8 @@ class TeamService:
                     now_us,
                     candidate_id=cand.id,
                 )
+            if not approve:
+                await consider(tx, cand, now_us)  # a sensitive proposal overturned: watch its agent?
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:

@@ -189,6 +189,10 @@ def candidate_from_row_json(text: str) -> Candidate:
     return Candidate(**data)
 
 
+OVERTURNED = "EXISTS (SELECT 1 FROM second_reviews ov WHERE ov.candidate_id = c.id AND ov.verdict = 'overturn')"
+"""A candidate `c` whose approval a second reviewer overturned: a person's rejection, for
+calibration and records (engine/team.py)."""
+
 DECIDED_BY_PEOPLE = "(c.decided_by IS NULL OR c.decided_by NOT LIKE 'policy:%')"
 """A candidate `c` decided by a person, not a review policy: what calibration counts (the offline
 extractor's per-rule confidence, `stats`' approval rate per confidence bucket). A policy's approvals
