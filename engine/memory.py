@@ -37,8 +37,8 @@ from .review import ReviewService
 from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permission_error, masked, open_store
 from .storage.sql.core import recorded_embedder
 from .team import TeamService
-from .watch import WatchService
 from .timeutil import Clock, system_clock
+from .watch import WatchService
 
 if TYPE_CHECKING:  # late at run time: extraction builds on the engine core
     from .claims.judge import ValueJudge

@@ -64,6 +64,7 @@ from .may_decide import check_may_decide
 from .models import Candidate, Message
 from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
+from .storage.sql.records import OVERTURN_REASON
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
 from .watch import consider
@@ -646,7 +647,7 @@ class TeamService:
                     tx,
                     fact,
                     reviewer,
-                    f"overturned on second review: {why}",
+                    f"{OVERTURN_REASON}{why}",
                     True,
                     now_us,
                     candidate_id=cand.id,
