@@ -56,8 +56,10 @@ from .errors import (
     AlreadyDecidedError,
     ClaimedError,
     NotFoundError,
+    UndoRefusedError,
     UserInputError,
 )
+from .gate import Admission, point_pending_at
 from .knowledge import retract_in
 from .limits import check_reason
 from .may_decide import check_may_decide
@@ -654,6 +656,75 @@ class TeamService:
                 )
             if not approve:
                 await consider(tx, cand, now_us)  # a sensitive proposal overturned: watch its agent?
+            return record
+
+    async def undo_overturn(self, candidate_id: int, actor: str, *, reason: str) -> SecondReview:
+        """Undo a second reviewer's overturn (they or a lead found it was right after all): the
+        fact is back in force (through the gate: I1, I2), the tombstone the overturn wrote is
+        removed, and the verdict is withdrawn, so the approval waits for a second review again (two
+        people must still agree on it). Audited (`undo_second_review`, `undo_retract`,
+        `undo_create`); refused, with nothing changed, when the fact was changed since."""
+        why = _optional_text(reason, self._ctx.config, "the reason")
+        if why is None:
+            raise UserInputError("undoing an overturn needs a reason")
+        now_us: int = to_us(self._ctx.now())
+        async with self._store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id)
+            if cand.knowledge_id is None:
+                raise UserInputError(f"candidate {cand.id} made no fact: there is no overturn to undo")
+            found = [
+                r
+                for r in map(_second_review, await tx.second_review_rows(cand.user_id))
+                if r.candidate_id == cand.id and r.knowledge_id == cand.knowledge_id
+            ]
+            if not found or found[-1].verdict != "overturn":
+                raise UserInputError(f"candidate {cand.id}'s approval was not overturned on second review")
+            record = found[-1]
+            fact = await tx.get_knowledge(cand.user_id, cand.knowledge_id)
+            if fact.status != "retracted" or not (fact.end_reason or "").startswith(OVERTURN_REASON):
+                raise UndoRefusedError(
+                    f"fact {fact.id} is {fact.status} ({fact.end_reason}) since the overturn: undo never rewrites"
+                    " later history"
+                )
+            stone = await tx.tombstone_for(candidate_id=cand.id)
+            if stone is not None and stone.lifted_at is None:
+                await tx.delete_tombstone(stone.id)
+                await tx.audit(
+                    at=now_us,
+                    actor=actor,
+                    action="undo_create",
+                    user_id=cand.user_id,
+                    entity="tombstone",
+                    entity_id=stone.id,
+                    before=stone,
+                    reason=why,
+                )
+            (await Admission.read(tx, cand.user_id)).check(fact.statement, excluding={fact.id})
+            await tx.reactivate_knowledge(fact.id)
+            back = await tx.get_knowledge(cand.user_id, fact.id)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="undo_retract",
+                user_id=cand.user_id,
+                entity="knowledge",
+                entity_id=fact.id,
+                before=fact,
+                after=back,
+                reason=why,
+            )
+            await tx.delete_second_review(record.id)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="undo_second_review",
+                user_id=cand.user_id,
+                entity="knowledge",
+                entity_id=fact.id,
+                before=asdict(record),
+                reason=why,
+            )
+            await point_pending_at(tx, back, now_us, deciding=None)  # I5 for a fact back in force
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:

@@ -230,3 +230,29 @@ def test_digest_and_the_watch_command_show_the_watch(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "Lifted the watch on sly" in out.output, out.output
     out = runner.invoke(main, ["digest", db, "--sla-hours", "1000000"])
     assert "Under watch" not in out.output
+
+
+async def test_an_overturn_can_be_undone_and_the_approval_waits_for_a_second_person_again(
+    new_target: Callable[[str], str],
+) -> None:
+    async with open_memory(new_target("m"), Clock(), config=NONE) as mem:
+        kept = await propose(mem, "u1", "User takes insulin")
+        await mem.review.approve(kept, "ana")
+        await mem.team.second_review(kept, "bob", approve=True)
+        cid = await propose(mem, "u1", "User is on PrEP")
+        fact = await mem.review.approve(cid, "ana")
+        await mem.team.second_review(cid, "bob", approve=False, reason="not said")
+        assert (await mem.get_knowledge("u1", fact.id)).status == "retracted"
+        before = await snapshot(mem)
+        with pytest.raises(UserInputError, match="needs a reason"):
+            await mem.team.undo_overturn(cid, "bob", reason=" ")
+        with pytest.raises(UserInputError, match="was not overturned"):
+            await mem.team.undo_overturn(kept, "bob", reason="upheld, nothing to undo")
+        assert await snapshot(mem) == before
+        record = await mem.team.undo_overturn(cid, "bob", reason="she said so in March")
+        assert record.verdict == "overturn"
+        assert (await mem.get_knowledge("u1", fact.id)).status == "active"
+        assert await mem.is_tombstoned("u1", "User is on PrEP") is None
+        assert await waiting(mem, "cy") == [cid]  # two people must still agree on it
+        await mem.team.second_review(cid, "cy", approve=True)
+        assert await waiting(mem, "cy") == []

@@ -271,6 +271,10 @@ class TeamOps(Protocol):
             )
         ).fetchone()
 
+    async def delete_second_review(self, review_id: int) -> None:
+        """Remove one recorded verdict (its undo: the audit log keeps it)."""
+        await self.conn.execute("DELETE FROM second_reviews WHERE id = ?", (review_id,))
+
     async def second_review_rows(self, user_id: str | None) -> list[Any]:
         scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
         return list(
