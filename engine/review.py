@@ -16,6 +16,12 @@ The decision rules (the README's "Decision rules" states them for reviewers):
   - `bulk_approve` decides exactly the ids it is given; replacements and retraction requests are
     always skipped, with the reason.
   - Every decision takes an optional note, stored on each audit row it writes.
+  - Every approval passes `_accept`, so the two-person rule lives there: a person's approval that
+    makes a fact carries its secret second-review draw (an audit row in the same transaction, at
+    `second_review_rate`, or always when the candidate is sensitive, engine/sensitive.py, or its
+    agent is watched, engine/watch.py); a review policy's approval of such a candidate is refused
+    whatever the policy's own verdict said. A rejection of a sensitive proposal, like an overturn
+    in engine/team.py, runs the agent watch's test in its transaction.
 """
 
 from __future__ import annotations
