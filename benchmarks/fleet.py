@@ -341,6 +341,7 @@ class ArmResult:
     suspensions: list[dict[str, Any]] = field(default_factory=list)
     drifted_policy_wrong_active: int = 0
     watcher_accepted: int = 0
+    watched: list[str] = field(default_factory=list)  # agents under watch at the end (engine/watch.py)
     seconds: float = 0.0
 
     @property
@@ -478,6 +479,7 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
         if mode == "policy":
             report = await mem.policies.report("fleet")
             res.scopes = [f"{x.scope} {x.state} {x.confirmed}/{x.decided}" for x in report.scopes]
+        res.watched = [f"{w.agent} at {w.at.isoformat()} ({len(w.drawn)} drawn)" for w in await mem.watch.all()]
         async with mem.ctx.store.reading() as tx:
             events = await tx.policy_scope_events()
         for action, raw, at in events:
@@ -527,7 +529,8 @@ def summarise(arm: str, policy: dict[str, Any], manual: dict[str, Any]) -> dict[
         "arm": arm,
         "candidates": policy["candidates"],
         "human_per_1000": {"policy": per(policy, "human"), "manual": per(manual, "human")},
-        "second_reviews_per_1000": per(policy, "second_reviews"),
+        "second_reviews_per_1000": {"policy": per(policy, "second_reviews"), "manual": per(manual, "second_reviews")},
+        "watched": {"policy": policy["watched"], "manual": manual["watched"]},
         "cut": round(cut, 3),
         "wrong_active_per_1000": {
             "policy_arm_by_people": per(policy, "wrong_active_human"),

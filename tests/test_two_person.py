@@ -256,3 +256,27 @@ async def test_an_overturn_can_be_undone_and_the_approval_waits_for_a_second_per
         assert await waiting(mem, "cy") == [cid]  # two people must still agree on it
         await mem.team.second_review(cid, "cy", approve=True)
         assert await waiting(mem, "cy") == []
+
+
+async def test_an_overturn_counts_as_a_rejection_where_peoples_decisions_calibrate(
+    new_target: Callable[[str], str],
+) -> None:
+    async with open_memory(new_target("m"), Clock(), config=ALL) as mem:
+        await mem.add_exchange("u1", "I live in Leeds. I work at Initech.", None)
+        await mem.process()
+        pending = await mem.review.pending()
+        async with sql(mem) as conn:
+            rule = {
+                int(r[0]): str(r[1]) for r in await (await conn.execute("SELECT id, rule FROM candidates")).fetchall()
+            }
+        assert len(pending) == 2 and all(rule.get(c.id) not in (None, "None") for c in pending), rule
+        for cand in pending:
+            await mem.review.approve(cand.id, "ana")
+        async with mem.ctx.store.reading() as tx:
+            before = await tx.rule_decisions("offline")
+        assert sorted(before.values()) == [(1, 0), (1, 0)]  # control: two people's approvals
+        await mem.team.second_review(pending[0].id, "bob", approve=False, reason="she lives in York")
+        await mem.team.second_review(pending[1].id, "bob", approve=True)
+        async with mem.ctx.store.reading() as tx:
+            after = await tx.rule_decisions("offline")
+        assert after[rule[pending[0].id]] == (0, 1) and after[rule[pending[1].id]] == (1, 0), after
