@@ -20,6 +20,7 @@ import pytest
 
 import engine.credentials.detect as detect
 import engine.credentials.prose as prose
+import engine.credentials.structured as structured
 import engine.credentials.vendor as vendor
 from engine.credentials import findings
 from engine.credentials.view import view_of
@@ -137,3 +138,46 @@ def test_no_text_the_vendor_detector_reads_lacks_its_trigger() -> None:
                 found += 1
                 assert detect._VENDOR_TRIGGER.search(_probe(text)) is not None, text
     assert found > 60
+
+
+def _structured_runs(probe: str) -> bool:
+    return (
+        sum(map(str.isdecimal, probe)) >= detect._ENOUGH_DIGITS
+        or detect._TRIGGER.search(probe) is not None
+        or detect._PRODUCT_SHAPE.search(probe) is not None
+    )
+
+
+STRUCTURED_HAND = [
+    "JG 10 37 59 A",
+    "RSSMRA85T10A562S",
+    "XK7PA-QQMAB-BCDEF-FGHJ2-KLMNP",
+    "NO93 8601 1117 947",
+    "4111 1111 1111 1111",
+]
+
+
+@pytest.mark.parametrize("text", STRUCTURED_HAND)
+def test_each_structured_shape_is_found_and_triggers(text: str) -> None:
+    assert list(structured.find(view_of(text).text)), text
+    assert _structured_runs(_probe(text))
+    assert findings(text), text
+
+
+def test_no_text_the_structured_detector_reads_lacks_its_trigger() -> None:
+    """Seed phrases aside (their own rule: any text of twelve words)."""
+    texts = _sentences() + HAND + VENDOR_HAND + STRUCTURED_HAND
+    found = 0
+    for base in texts:
+        for text in (base, base.upper(), value_key(base)):
+            kinds = {kind for _, _, kind in structured.find(view_of(text).text)} - {"seed phrase"}
+            if kinds:
+                found += 1
+                assert _structured_runs(_probe(text)), text
+    assert found > 60
+
+
+def test_a_short_number_with_a_three_digit_run_is_not_read_for_ids() -> None:
+    """The six-digit rule's control: "note 120" alone reaches no detector, while six digits do."""
+    assert not _structured_runs("user has 120 plants")
+    assert _structured_runs("user's number is 123456")

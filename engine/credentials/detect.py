@@ -27,9 +27,14 @@ Detector = Callable[[str], Iterable[tuple[int, int, str]]]
 # Each family of detectors runs only on a text holding what it needs, so that most statements and
 # every audit row of ids skip them (the storage guard runs them on every text it writes). Each
 # trigger is checked on the canonical text, so a fullwidth or look-alike keyword still passes.
-# The structured family (numbers, keys in files, seed phrases) needs three digits in a row or one
-# of these stems; a seed phrase needs none of them: it is looked for in any text of twelve words.
-_DIGITS = re.compile(r"\d{3}|\d\d ?\d\d ?\d\d")  # the second: a NINO's "QQ 12 34 56 C"
+# The structured family (numbers, keys in files, seed phrases) needs six digits, a product key's
+# shape or one of these stems; a seed phrase needs none of them: it is looked for in any text of
+# twelve words.
+_ENOUGH_DIGITS = 6
+"""Every number the structured family knows has at least six digits (a NINO six, a codice fiscale
+seven, an IBAN thirteen, a card twelve): a text with fewer has none of them."""
+# ... and a product key may have fewer, so its shape triggers too (four dash-joined groups)
+_PRODUCT_SHAPE = re.compile(r"[a-z0-9]{4,5}(?:-[a-z0-9]{4,5}){3}")
 _TRIGGER = re.compile(
     r"pass|pw|mot de|mdp|wort|contrase|clave|senha|key|schl|pin|code|digo|otp|cvv|cvc|csc|combina|combo|"
     r"secret|token|geheim|cl[ée]|bearer|seed|mnemonic|recovery|phrase|://|begin|putty|eyj|sk-|sk_|rk_|aiza|"
@@ -83,7 +88,11 @@ def _findings(text: str) -> tuple[Finding, ...]:
     # alternation of a hundred stems several times slower than the same one case-sensitive
     probe = text.lower() if text.isascii() else canonical(text)
     detectors: list[Detector] = []
-    if _DIGITS.search(probe) is not None or _TRIGGER.search(probe) is not None:
+    if (
+        sum(map(str.isdecimal, probe)) >= _ENOUGH_DIGITS
+        or _TRIGGER.search(probe) is not None
+        or _PRODUCT_SHAPE.search(probe) is not None
+    ):
         detectors.append(structured.find)
     elif probe.count(" ") >= 11:
         detectors.append(structured.seed_phrases)

@@ -28,6 +28,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ...errors import NotFoundError
 from ...models import Candidate, Knowledge
 from ...text import value_key
@@ -269,6 +271,16 @@ class PostgresTx(SqlTx):
         await super().erase_user_rows(user_id, redacted_at)
 
     # -- retrieval arms -------------------------------------------------------------------------------
+
+    async def active_vectors(self, user_id: str) -> list[tuple[int, str, bytes]]:
+        rows = await fetchall(
+            self.conn,
+            "SELECT id, statement, embedding FROM knowledge WHERE user_id = ? AND status = 'active'"
+            " AND embedding IS NOT NULL ORDER BY id",
+            (user_id,),
+        )
+        # pgvector's codec reads a vector as a numpy array
+        return [(int(r[0]), str(r[1]), np.asarray(r[2], dtype="<f4").tobytes()) for r in rows]
 
     async def vector_arm(
         self,
