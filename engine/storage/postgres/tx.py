@@ -279,8 +279,8 @@ class PostgresTx(SqlTx):
             " AND embedding IS NOT NULL ORDER BY id",
             (user_id,),
         )
-        # pgvector's codec reads a vector as a numpy array
-        return [(int(r[0]), str(r[1]), np.asarray(r[2], dtype="<f4").tobytes()) for r in rows]
+        # pgvector's codec reads a vector as its `Vector` (to_numpy) or, in older versions, an array
+        return [(int(r[0]), str(r[1]), _f32(r[2])) for r in rows]
 
     async def vector_arm(
         self,
@@ -401,3 +401,9 @@ class PostgresTx(SqlTx):
 
 
 __all__ = ["PostgresTx", "search_scope", "search_text", "search_value"]
+
+
+def _f32(vector: Any) -> bytes:
+    """A vector as read from pgvector, as little-endian float32 bytes."""
+    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    return np.asarray(values, dtype="<f4").tobytes()
