@@ -205,6 +205,10 @@ def test_the_agents_commands(roles: Urls, monkeypatch: pytest.MonkeyPatch) -> No
     assert result.exit_code == 0 and "may no longer propose" in result.output
     result = runner.invoke(main, ["agents", "revoke", owner, login, "bot-a", "--actor", "dba"])
     assert result.exit_code == 2 and "was not allowed" in result.output
+    # an MCP server for an agent its login may not be is refused at start (its positive control, a
+    # server for a name the login may use, is tests/test_pg_roles.py's credential test)
+    result = runner.invoke(main, ["mcp", roles["agent"], "--user", "ana", "--agent", "bot-a"])
+    assert result.exit_code == 2 and f"memdesk agents allow DB {login} bot-a" in result.output, result.output
 
 
 def test_sqlite_has_no_logins_and_says_so(
