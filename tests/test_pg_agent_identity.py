@@ -95,6 +95,7 @@ async def test_a_worker_login_cannot_forge_an_agents_proposal_either(roles: Urls
     # positive control: its own name passes the trigger (and an extraction's rows, with a run, are the
     # worker's daily work: tests/test_pg_roles.py)
     assert await raw_proposal(roles["worker"], "ana", "User lives in York", roles["worker_role"]) > 0
+    assert await fetch(roles["owner"], "SELECT created_by FROM candidates") == [(roles["worker_role"],)]
 
 
 async def test_propose_names_only_an_agent_the_login_may_be(roles: Urls) -> None:  # noqa: F811
@@ -110,6 +111,9 @@ async def test_propose_names_only_an_agent_the_login_may_be(roles: Urls) -> None
         ):
             with pytest.raises(AgentIdentityError, match=f"memdesk agents allow DB {login} bot-a"):
                 await call()
+        # an engine call with no check of its own meets the database's: the same error, rolled back
+        with pytest.raises(AgentIdentityError, match=f'login "{login}" may not propose as agent "bot-a"'):
+            await mem.queue_candidate("ana", "Ana enjoys hiking", kind="proposed", confidence=None, actor="bot-a")
     assert await counts(roles) == before  # nothing changed, not even an audit row
     # positive controls: its own name without any set-up; bot-a once the owner allows it
     async with _open(roles["agent"]) as mem:
@@ -177,6 +181,22 @@ async def test_a_reviewer_is_not_bound_it_decides_anyway(roles: Urls) -> None:  
     try:  # the worker has no UPDATE on candidates at all: the grant refuses first
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute("UPDATE candidates SET created_by = 'bot-b' WHERE id = $1", cid)
+    finally:
+        await conn.close()
+    # granted one anyway (not the README's block), the trigger still refuses renaming the author or
+    # the run, and lets any other column change
+    owner = await asyncpg.connect(roles["owner"])
+    try:
+        await owner.execute(f'GRANT UPDATE ON candidates TO "{roles["worker_role"]}"')
+    finally:
+        await owner.close()
+    conn = await asyncpg.connect(roles["worker"])
+    try:
+        for change in ("created_by = 'bot-b'", "run_id = NULL, created_by = 'bot-b'"):
+            with pytest.raises(asyncpg.PostgresError, match="may not change who proposed") as caught:
+                await conn.execute(f"UPDATE candidates SET {change} WHERE id = $1", cid)
+            assert caught.value.sqlstate == "MDA01"
+        await conn.execute("UPDATE candidates SET reason = 'noted' WHERE id = $1", cid)
     finally:
         await conn.close()
     conn = await asyncpg.connect(roles["reviewer"])
