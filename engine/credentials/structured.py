@@ -122,8 +122,16 @@ def seed_phrases(text: str) -> Iterator[tuple[int, int, str]]:
     return _seed(text)
 
 
+_SEED_MIN = 6
+"""The fewest words a seed phrase is taken at (a labelled one; an unlabelled one needs twelve)."""
+
+
 def _seed(text: str) -> Iterator[tuple[int, int, str]]:
     words = _bip39()
+    # a run needs at least six lower-case list words in the text: most texts have fewer, and
+    # counting them is a fraction of walking the words with their gaps
+    if sum(1 for w in _WORD.findall(text) if w in words) < _SEED_MIN:
+        return
     run: list[re.Match[str]] = []
     keyword_ends = [m.end() for m in _SEED_KEYWORD.finditer(text)]
 
@@ -131,7 +139,7 @@ def _seed(text: str) -> Iterator[tuple[int, int, str]]:
         if not run:
             return
         labelled = any(0 <= run[0].start() - end <= 40 for end in keyword_ends)
-        if len(run) >= 12 or (labelled and len(run) >= 6):
+        if len(run) >= 12 or (labelled and len(run) >= _SEED_MIN):
             yield run[0].start(), run[-1].end(), "seed phrase"
 
     last_end = 0

@@ -15,13 +15,16 @@ connection's transaction removed, for tests and for a caller that wants to say s
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from ...credentials import redact_value
+from ...credentials import SHORTEST_CREDENTIAL as _SHORTEST
+from ...credentials import redact_tree, redact_value
+from ...models import to_jsonable
 
 _WRITE = re.compile(r"(?i)\b(?:INSERT|UPDATE|REPLACE)\b")
 
@@ -29,6 +32,14 @@ _WRITE = re.compile(r"(?i)\b(?:INSERT|UPDATE|REPLACE)\b")
 @lru_cache(maxsize=4096)
 def _writes(sql: str) -> bool:
     return _WRITE.search(sql) is not None
+
+
+class Redacted(str):
+    """JSON text whose every string `RedactingConn.json` redacted while writing it: the guard passes
+    it as it is instead of parsing it again (an import writes an audit row a fact). Nothing else
+    makes one; a str subclass of any other type is still parsed and redacted."""
+
+    __slots__ = ()
 
 
 class RedactingConn:
@@ -44,19 +55,30 @@ class RedactingConn:
 
     def _clean(self, parameters: Any) -> Any:
         """One statement's arguments with each string redacted: a mapping stays a mapping, any
-        other sequence becomes a tuple (both drivers take either)."""
+        other sequence becomes a tuple (both drivers take either). Numbers, bytes (vectors) and
+        strings too short to hold any credential pass without a call: an import writes millions."""
+        one = self._one
         if isinstance(parameters, Mapping):
-            return {k: self._one(v) for k, v in parameters.items()}
+            return {k: one(v) if isinstance(v, str) and len(v) >= _SHORTEST else v for k, v in parameters.items()}
         if isinstance(parameters, Sequence) and not isinstance(parameters, str | bytes):
-            return tuple(self._one(v) for v in parameters)
+            return tuple(one(v) if isinstance(v, str) and len(v) >= _SHORTEST else v for v in parameters)
         return parameters
 
+    def json(self, value: Any) -> Redacted:
+        """`value` (a dataclass, dict or list; datetimes as ISO strings) as the JSON text a column
+        stores, each string in it redacted on the way: what the audit rows' before/after are."""
+        kinds: Counter[str] = Counter()
+        walked = redact_tree(to_jsonable(value), kinds)
+        if kinds:
+            self.removed.update(kinds)
+        return Redacted(json.dumps(walked))
+
     def _one(self, value: Any) -> Any:
-        if not isinstance(value, str):
+        if type(value) is Redacted or not isinstance(value, str):
             return value
         cleaned, kinds = redact_value(value)
         if kinds:
-            self.removed.update(kinds)
+            self.removed.update(dict(kinds))
         return cleaned
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
@@ -78,6 +100,14 @@ class RedactingConn:
         if parameters and _writes(sql):
             parameters = self._clean(parameters)
         return self._inner.fetchval(sql, parameters)
+
+
+def json_column(conn: Any, value: Any) -> str:
+    """`value` as the JSON text a column stores: through the guard's `json` on a guarded
+    connection (what every transaction has), plain `json.dumps` otherwise."""
+    if isinstance(conn, RedactingConn):
+        return conn.json(value)
+    return json.dumps(to_jsonable(value))
 
 
 def guarded(conn: Any) -> Any:
