@@ -102,7 +102,7 @@ __all__ = [
     "has_marker",
     "holds_credential",
     "redact",
-    "redact_tree",
+    "redact_text",
     "redact_value",
     "refuse_credentials",
 ]
@@ -201,7 +201,7 @@ def redact_value(value: Any) -> tuple[Any, Kinds]:
             if not kinds:
                 return value, ()
             return json.dumps(walked, ensure_ascii=False), tuple(kinds.items())
-    return _redacted(value)
+    return redact_text(value)
 
 
 SHORTEST_CREDENTIAL = _SHORTEST = 6
@@ -214,8 +214,9 @@ several times in one transaction (the fact, its audit row's JSON, the text index
 ids, actors and statuses on every row of an import; a long message is redacted afresh."""
 
 
-def _redacted(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
-    """`redact(text)` as plain values: the text and its (kind, count) pairs, cached when short."""
+def redact_text(text: str) -> tuple[str, Kinds]:
+    """`redact(text)` as plain values: the text and its (kind, count) pairs, cached when short.
+    A text is read as text here, never parsed as JSON (that is `redact_value`)."""
     if len(text) <= _CACHED_UP_TO:
         return _redacted_short(text)
     red = redact(text)
@@ -228,17 +229,11 @@ def _redacted_short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     return red.text, tuple(red.kinds.items())
 
 
-def redact_tree(node: Any, kinds: Counter[str]) -> Any:
-    """A JSON-shaped value (dicts, lists, strings, numbers) with every string redacted; `kinds`
-    counts what was removed. For the storage guard's JSON columns."""
-    return _walk(node, kinds)
-
-
 def _walk(node: Any, kinds: Counter[str]) -> Any:
     if isinstance(node, str):
         if len(node) < _SHORTEST:
             return node
-        text, found = _redacted(node)
+        text, found = redact_text(node)
         if found:
             kinds.update(dict(found))
         return text
