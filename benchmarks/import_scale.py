@@ -16,7 +16,10 @@ Two figures, both with HashingEmbedder (the embedder's own cost is not what is m
 
 Every statement is distinct (each carries its own note number) but many are look-alikes of
 another ("magnets from Iceland" / "magnets from Ireland"): lossless means `skipped` stays empty,
-and the look-alikes are counted in `marked` instead.
+and the look-alikes are counted in `marked` instead, with the "may replace" marks an import puts
+on free text near another fact (engine.gate.ImportNeighbours: one matrix product a batch). This
+workload is made of near neighbours, so it marks far more than real imports: more than one mark a
+fact, each an audit note the credential guard reads.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from .categories import ANY_SPECIAL, CATEGORIES
 from .config import MemoryConfig
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 from .errors import (
+    AgentIdentityError,
     AlreadyDecidedError,
     AssignedError,
     ChainOrderError,
@@ -68,6 +69,7 @@ __all__ = [
     "KEEP",
     "AddedFact",
     "AddedFacts",
+    "AgentIdentityError",
     "AlreadyDecidedError",
     "AssignedError",
     "AuditEvent",

@@ -72,6 +72,25 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
+    """A feature's signed bucket: blake2b, so the same on every machine. Cached: an import hashes
+    the same words, trigrams and word pairs over and over."""
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return value % dimensions, (1.0 if (value >> 63) & 1 else -1.0)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_features(word: str) -> tuple[tuple[str, float], ...]:
+    """A word's own features, in the order `embed_one` always added them: the word, then its
+    character trigrams (with `<` and `>` at the ends)."""
+    out = [(f"w:{word}", 1.0)]
+    padded = f"<{word}>"
+    out.extend((f"c:{padded[i : i + 3]}", 0.25) for i in range(max(1, len(padded) - 2)))
+    return tuple(out)
+
+
 class HashingEmbedder:
     """Signed feature hashing of words, word pairs and character trigrams.
 
@@ -93,33 +112,36 @@ class HashingEmbedder:
         self.max_chars = max_chars
 
     def _bucket(self, feature: str) -> tuple[int, float]:
-        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-        value = int.from_bytes(digest, "little")
-        return value % self.dimensions, (1.0 if (value >> 63) & 1 else -1.0)
+        return _bucket(feature, self.dimensions)
 
     def embed_one(self, text: str) -> list[float]:
-        vec = [0.0] * self.dimensions
         words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
         content = [w for w in words if w not in _STOP] or words
         weights: defaultdict[str, float] = defaultdict(float)
         for w in content:
-            weights[f"w:{w}"] += 1.0
-            padded = f"<{w}>"
-            for i in range(max(1, len(padded) - 2)):
-                weights[f"c:{padded[i : i + 3]}"] += 0.25
+            for feature, weight in _word_features(w):
+                weights[feature] += weight
         for a, b in itertools.pairwise(content):
             weights[f"b:{a} {b}"] += 0.7
         if not weights:
             weights["empty"] = 1.0
+        dims = self.dimensions
+        # only the touched buckets are kept: a statement has tens of features, the vector hundreds
+        # of dimensions; the sum of squares runs over them in index order, the same sum as over
+        # the whole vector (the untouched entries are exact zeros)
+        touched: dict[int, float] = {}
         for feature, weight in weights.items():
-            index, sign = self._bucket(feature)
-            vec[index] += sign * weight
-        norm = math.sqrt(sum(x * x for x in vec))
+            index, sign = _bucket(feature, dims)
+            touched[index] = touched.get(index, 0.0) + sign * weight
+        vec = [0.0] * dims
+        norm = math.sqrt(sum(touched[i] * touched[i] for i in sorted(touched)))
         if norm == 0.0:  # every feature cancelled out: fall back to a fixed non-zero direction
-            index, _ = self._bucket("empty")
+            index, _ = _bucket("empty", dims)
             vec[index] = 1.0
             return vec
-        return [x / norm for x in vec]
+        for index, value in touched.items():
+            vec[index] = value / norm
+        return vec
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]

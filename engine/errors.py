@@ -14,6 +14,7 @@
     │   ├── DuplicateFactError        another active fact of the user already holds this value (I2)
     │   ├── DuplicateCandidateError   a statement queued directly repeats an active fact or pending candidate
     │   ├── TombstonedError           a live tombstone of the user blocks this value (I1)
+    │   ├── AgentIdentityError        this database login may not propose under that agent's name
     │   └── SettleRequiredError       a fact added directly would replace an active one: supersede,
     │                                 correct or keep both
     ├── ConflictError             the state moved under the caller; nothing was changed
@@ -114,6 +115,12 @@ class DuplicateCandidateError(UserInputError):
         self.entity_id = entity_id
         what = "fact" if entity == "knowledge" else "pending candidate"
         super().__init__(f"{what} {entity_id} of this user already holds this value; nothing was queued")
+
+
+class AgentIdentityError(UserInputError):
+    """A proposal named an agent the database login may not speak for (PostgreSQL: the owner maps
+    logins to agent names with `memdesk agents allow`). Review policies trust agents by name, so
+    the name is held by the database, not by what the agent writes; nothing was queued."""
 
 
 class SettleRequiredError(UserInputError):

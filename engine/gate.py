@@ -54,6 +54,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
+import numpy as np
+
 from .claims import Claim, read_claim, relation
 from .claims.judge import Verdict
 from .errors import DuplicateFactError, NotFoundError, StaleSupersessionError, TombstonedError, UserInputError
@@ -675,6 +677,109 @@ async def nearest_facts(
         if relation(claim_of(text), claim) == "unknown":
             out.append((fid, text))
     return out
+
+
+class ImportNeighbours:
+    """`nearest_facts` for an import: the user's active facts' vectors read once (`read`), each
+    batch compared with them and with the statements of the call before it in one matrix product,
+    and then added. A statement's three nearest facts at or above `similarity` that the claim model
+    cannot relate to it become "may replace #N" marks, as `neighbour_marks` makes them without a
+    judge (an import never links). Facts of this call are named by their placeholder ids until
+    `Admission.resolved` names them. What other writers add or end between an import's
+    transactions is not seen here (a mark is a question, not a decision).
+
+    Linear in the import for a user of a given size: a batch costs one product with what is
+    already indexed (numpy, tens of milliseconds for 1,000 statements against 20,000 facts), where
+    one nearest-neighbour query a statement scanned the user's vectors once each."""
+
+    LIMIT: Final = 3
+
+    def __init__(self, similarity: float) -> None:
+        self.similarity = similarity
+        self._ids: list[int] = []
+        self._texts: list[str] = []
+        self._matrix: np.ndarray[Any, np.dtype[np.float32]] | None = None
+        self._size = 0
+
+    @classmethod
+    async def read(cls, tx: GateTx, user_id: str, similarity: float) -> ImportNeighbours:
+        out = cls(similarity)
+        rows = await tx.active_vectors(user_id)
+        if rows:
+            widths = {len(raw) for _, _, raw in rows}
+            if len(widths) == 1:  # vectors of several widths: a reembed is half done; compare none
+                matrix = np.frombuffer(b"".join(raw for _, _, raw in rows), dtype="<f4").reshape(len(rows), -1)
+                out._add([ident for ident, _, _ in rows], [text for _, text, _ in rows], matrix)
+        return out
+
+    def _add(self, ids: list[int], texts: list[str], rows: np.ndarray[Any, Any]) -> None:
+        rows = _unit(rows)
+        if self._matrix is None or self._matrix.shape[1] != rows.shape[1]:
+            if self._matrix is not None and self._size:
+                return  # another width than the indexed vectors: not comparable
+            self._matrix = np.empty((max(1024, 2 * len(rows)), rows.shape[1]), dtype=np.float32)
+        need = self._size + len(rows)
+        if need > len(self._matrix):  # doubling: each vector is copied a bounded number of times
+            grown = np.empty((max(need, 2 * len(self._matrix)), self._matrix.shape[1]), dtype=np.float32)
+            grown[: self._size] = self._matrix[: self._size]
+            self._matrix = grown
+        self._matrix[self._size : need] = rows
+        self._size = need
+        self._ids.extend(ids)
+        self._texts.extend(texts)
+
+    def marks(self, rows: list[tuple[int, str, list[float]]], skip: list[Collection[int]]) -> list[tuple[Mark, ...]]:
+        """For each row (id or placeholder, statement, vector), in order, its "may replace" marks
+        against the indexed facts and the rows before it; `skip[i]`: facts row i is already marked
+        as looking like. The rows are indexed afterwards."""
+        if not rows:
+            return []
+        batch = _unit(np.asarray([vector for _, _, vector in rows], dtype=np.float32))
+        size = self._size if self._matrix is not None and self._matrix.shape[1] == batch.shape[1] else 0
+        # each row's nearest among the indexed facts, and among the rows before it (a strictly lower
+        # triangle), then the nearest LIMIT of both: all rows at once, no Python loop over pairs
+        parts: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = []
+        if size and self._matrix is not None:
+            parts.append(_nearest(batch @ self._matrix[:size].T, self.LIMIT, 0))
+        within = batch @ batch.T
+        within[np.triu_indices(len(rows))] = -np.inf
+        parts.append(_nearest(within, self.LIMIT, size))
+        where = np.concatenate([p[0] for p in parts], axis=1)
+        sims = np.concatenate([p[1] for p in parts], axis=1)
+        order = np.argsort(-sims, axis=1, kind="stable")[:, : self.LIMIT]
+        where, sims = np.take_along_axis(where, order, axis=1), np.take_along_axis(sims, order, axis=1)
+        out: list[tuple[Mark, ...]] = [()] * len(rows)
+        for i in np.nonzero(sims[:, 0] >= self.similarity)[0].tolist():
+            text = rows[i][1]
+            claim = claim_of(text)
+            found: list[Mark] = []
+            for at, sim in zip(where[i].tolist(), sims[i].tolist(), strict=True):
+                if sim < self.similarity:
+                    break
+                fid, ftext = (self._ids[at], self._texts[at]) if at < size else rows[at - size][:2]
+                if fid in skip[i] or relation(claim_of(ftext), claim) != "unknown":
+                    continue
+                found.append(may_replace(fid, ftext, "similar wording"))
+            out[i] = tuple(found)
+        self._add([ident for ident, _, _ in rows], [text for _, text, _ in rows], batch)
+        return out
+
+
+def _nearest(sims: np.ndarray[Any, Any], k: int, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Each row's k highest columns (fewer when there are fewer) as (column + offset, similarity)."""
+    if sims.shape[1] > k:
+        cols = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    else:
+        cols = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+    return cols + offset, np.take_along_axis(sims, cols, axis=1)
+
+
+def _unit(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """Rows scaled to length 1 (a zero row stays zero), as float32: dot products are cosines."""
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    scaled: np.ndarray[Any, np.dtype[np.float32]] = (rows / np.where(norms == 0.0, 1.0, norms)).astype(np.float32)
+    return scaled
 
 
 async def neighbour_marks(

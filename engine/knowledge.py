@@ -33,6 +33,7 @@ from .errors import (
 from .gate import (
     Admission,
     EndReason,
+    ImportNeighbours,
     activate,
     gate_verdict,
     marks_note,
@@ -323,6 +324,7 @@ class KnowledgeOps:
         ]
         out = AddedFacts()
         admission: Admission | None = None
+        neighbours: ImportNeighbours | None = None
         refusals: list[tuple[int, UserInputError]] = []
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
@@ -332,8 +334,10 @@ class KnowledgeOps:
             async with self._store.transaction() as tx:
                 if admission is None:
                     admission = await Admission.read(tx, uid)
+                    neighbours = await ImportNeighbours.read(tx, uid, self._similarity())
                 else:
                     await admission.refresh(tx)
+                assert neighbours is not None
                 rows: list[tuple[str, str, list[float], int | None, int | None, float]] = []
                 kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
                 placeholders: list[int] = []
@@ -348,6 +352,12 @@ class KnowledgeOps:
                     placeholders.append(placeholder)
                     rows.append((uid, text, emb, s, e, c))
                     kept.append((text, s, e, c, marks))
+                # free text against the facts before it, this call's included: "may replace" marks
+                near = neighbours.marks(
+                    [(p, row[1], row[2]) for p, row in zip(placeholders, rows, strict=True)],
+                    [{m.target_id for m in k[4] if m.kind == "looks_like"} for k in kept],
+                )
+                kept = [(text, s, e, c, marks + more) for (text, s, e, c, marks), more in zip(kept, near, strict=True)]
                 ids = await tx.insert_knowledge_many(rows, created_at=now_us, created_by=actor) if rows else []
                 admission.settle_ids(dict(zip(placeholders, ids, strict=True)))
                 kept = [(text, s, e, c, admission.resolved(marks)) for text, s, e, c, marks in kept]

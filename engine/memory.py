@@ -14,6 +14,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from .agents import AgentLoginService
 from .config import MemoryConfig
 from .context import EngineContext
 from .embedders import EMBEDDERS, Embedder, default_embedder, embedder_name
@@ -83,6 +84,7 @@ class Memory(KnowledgeOps):
         self.policies = PolicyService(self.ctx, self.review)
         self.watch = WatchService(self.ctx)
         """The agents under watch (engine/watch.py) and an owner's lift."""
+        self.agents = AgentLoginService(self.ctx)
         self._disconnect: Callable[[], None] | None = None
         self._pipeline: Pipeline | None = None
 
@@ -232,7 +234,10 @@ class Memory(KnowledgeOps):
         return report
 
     async def propose(self, user_id: str, statement: str, actor: str) -> ProposalOutcome:
-        """An agent's proposal (KnowledgeOps.propose), then the review policies' judgement of it."""
+        """An agent's proposal (KnowledgeOps.propose), then the review policies' judgement of it.
+        On PostgreSQL a name this login may not propose as is refused first (AgentIdentityError,
+        nothing changed: engine/agents.py)."""
+        await self.agents.check(actor)
         mark = await self._newest_candidate()
         outcome = await super().propose(user_id, statement, actor)
         if outcome.candidate_id is not None:
@@ -249,6 +254,12 @@ class Memory(KnowledgeOps):
                 if cand.status == "approved" and (cand.decided_by or "").startswith(POLICY_ACTOR_PREFIX):
                     outcome.accepted_by, outcome.knowledge_id = cand.decided_by, cand.knowledge_id
         return outcome
+
+    async def request_forget(self, user_id: str, knowledge_id: int, actor: str, reason: str) -> ProposalOutcome:
+        """An agent's request to retract a fact (KnowledgeOps.request_forget), under a name this
+        login may propose as (engine/agents.py), like `propose`."""
+        await self.agents.check(actor)
+        return await super().request_forget(user_id, knowledge_id, actor, reason)
 
     async def _newest_candidate(self) -> int:
         async with self.ctx.store.reading() as tx:

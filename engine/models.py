@@ -479,3 +479,14 @@ class EpisodeYield:
     """Candidate id -> what the fact its approval created is now (`Knowledge.label`: active,
     corrected, retracted, superseded...), so an approval since undone by the support desk does not
     read as plain "approved"."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLogin:
+    """One line of the owner's map of database logins to the agent names they may propose under
+    (PostgreSQL's `agent_logins`; `memdesk agents list`)."""
+
+    login: str
+    agent: str
+    granted_by: str
+    granted_at: datetime

@@ -130,8 +130,11 @@ def build_server(mem: Memory, user_id: str, agent: str = AGENT_ACTOR) -> MCPServ
 
 
 async def serve(db_path: str, user_id: str, agent: str = AGENT_ACTOR) -> None:
-    """Open the store, then speak MCP on stdin/stdout until the client closes the pipe."""
+    """Open the store, then speak MCP on stdin/stdout until the client closes the pipe. On
+    PostgreSQL a login that may not propose as `agent` is refused here, before serving
+    (AgentIdentityError: the operator sees it at start, not the agent at every proposal)."""
     async with Memory(db_path) as mem:
+        await mem.agents.check(agent)
         await build_server(mem, user_id, agent).run_stdio_async()
 
 

@@ -29,6 +29,7 @@ from engine.erase import erase_user
 README = Path(__file__).resolve().parent.parent / "README.md"
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ROLES = ("memdesk_base", "memdesk_agent", "memdesk_worker", "memdesk_reviewer", "memdesk_erase")
+AGENT_NAMES = ("agent", "agent:mcp", "mcp-agent")  # `memdesk agents allow` (schema migration 10)
 _suffix = itertools.count(1)
 Urls = dict[str, str]
 
@@ -55,7 +56,8 @@ def _open(url: str) -> Memory:
 async def roles(pg_url: str) -> AsyncIterator[Urls]:
     """URLs by capability ("owner", "agent", "worker", "reviewer", "erase") on a fresh database
     whose schema the owner made, with the README's block applied (role names made unique: roles
-    belong to the whole server); "names" maps each capability to its role name."""
+    belong to the whole server) and the agent's login allowed AGENT_NAMES; "<capability>_role"
+    keys give each role's name."""
     n = f"{os.getpid()}_{next(_suffix)}"  # the process too: pytest-xdist workers share the server
     names = {role: f"{role}_{n}" for role in ROLES}
     database = urlsplit(pg_url).path.lstrip("/")
@@ -66,6 +68,9 @@ async def roles(pg_url: str) -> AsyncIterator[Urls]:
     conn = await asyncpg.connect(pg_url)
     try:
         await conn.execute(script)
+        async with _open(pg_url) as mem:  # the owner lets the agent's login use the names these tests give
+            for agent in AGENT_NAMES:
+                await mem.agents.allow(names["memdesk_agent"], agent, "owner")
         urls = {role.removeprefix("memdesk_"): as_role(pg_url, name) for role, name in names.items()}
         yield {"owner": pg_url, **urls, **{f"{k.removeprefix('memdesk_')}_role": v for k, v in names.items()}}
     finally:
@@ -154,11 +159,11 @@ async def test_an_agent_proposes_and_reads_facts_and_cannot_make_anything_active
 async def test_every_audit_row_names_the_role_that_wrote_it_whatever_the_client_sent(roles: Urls) -> None:
     _, cid = await seeded(roles["owner"])
     async with _open(roles["agent"]) as mem:
-        proposed = await mem.propose("ana", "Ana plays the cello", actor="ben")  # a forged actor
+        proposed = await mem.propose("ana", "Ana plays the cello", actor="agent:mcp")
     async with _open(roles["reviewer"]) as mem:
         await mem.review.approve(cid, "ana-reviewer")
     rows = await fetch(roles["owner"], "SELECT actor, action, entity_id, db_role FROM audit_log ORDER BY id")
-    assert ("ben", "queue", proposed.candidate_id, roles["agent_role"]) in rows  # the actor lies, db_role not
+    assert ("agent:mcp", "queue", proposed.candidate_id, roles["agent_role"]) in rows  # the login, server-set
     assert ("ana-reviewer", "approve", cid, roles["reviewer_role"]) in rows
     owner = await fetch(roles["owner"], "SELECT current_user")
     assert {r[3] for r in rows if r[0] == "support"} == {owner[0][0]}  # the seed, written by the owner

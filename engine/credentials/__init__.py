@@ -44,6 +44,7 @@ import re
 from collections import Counter
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 from ..models import ProposalOutcome
@@ -92,6 +93,7 @@ __all__ = [
     "LEGACY_MARKER_PREFIX",
     "MARKER",
     "MARKER_PREFIX",
+    "SHORTEST_CREDENTIAL",
     "Finding",
     "Redaction",
     "audit_credentials",
@@ -100,6 +102,7 @@ __all__ = [
     "has_marker",
     "holds_credential",
     "redact",
+    "redact_text",
     "redact_value",
     "refuse_credentials",
 ]
@@ -174,13 +177,18 @@ _PHRASE = re.compile(
 )
 
 
-def redact_value(value: Any) -> tuple[Any, Counter[str]]:
+Kinds = tuple[tuple[str, int], ...]
+"""What a redaction removed, as (kind, count) pairs; empty when nothing was found."""
+
+
+def redact_value(value: Any) -> tuple[Any, Kinds]:
     """`value` as it may be written to a column: a str redacted; a str holding a JSON object or
     array parsed, each string inside redacted, and written back (only when something was found,
-    so untouched rows keep their exact bytes); anything else as it is. For the storage guard."""
-    kinds: Counter[str] = Counter()
+    so untouched rows keep their exact bytes); anything else as it is. For the storage guard,
+    which calls it for every text argument of every write: so the kinds come back as plain pairs
+    and a string seen before is answered from a cache."""
     if not isinstance(value, str) or len(value) < _SHORTEST:
-        return value, kinds
+        return value, ()
     head = value.lstrip()[:1]
     if head in ("{", "["):
         try:
@@ -188,26 +196,47 @@ def redact_value(value: Any) -> tuple[Any, Counter[str]]:
         except ValueError:
             parsed = None
         if isinstance(parsed, dict | list):
+            kinds: Counter[str] = Counter()
             walked = _walk(parsed, kinds)
             if not kinds:
-                return value, kinds
-            return json.dumps(walked, ensure_ascii=False), kinds
-    red = redact(value)
-    return red.text, red.kinds
+                return value, ()
+            return json.dumps(walked, ensure_ascii=False), tuple(kinds.items())
+    return redact_text(value)
 
 
-_SHORTEST = 6
+SHORTEST_CREDENTIAL = _SHORTEST = 6
 """No detected credential fits in fewer characters ("CVV 123" is the shortest kind: 7); the guard
 passes shorter strings (ids, names, statuses) without looking."""
+
+_CACHED_UP_TO = 4096
+"""Strings up to this length are remembered with their redaction: the guard sees one statement
+several times in one transaction (the fact, its audit row's JSON, the text index) and the same
+ids, actors and statuses on every row of an import; a long message is redacted afresh."""
+
+
+def redact_text(text: str) -> tuple[str, Kinds]:
+    """`redact(text)` as plain values: the text and its (kind, count) pairs, cached when short.
+    A text is read as text here, never parsed as JSON (that is `redact_value`)."""
+    if len(text) <= _CACHED_UP_TO:
+        return _redacted_short(text)
+    red = redact(text)
+    return red.text, tuple(red.kinds.items())
+
+
+@lru_cache(maxsize=16384)
+def _redacted_short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    red = redact(text)
+    return red.text, tuple(red.kinds.items())
 
 
 def _walk(node: Any, kinds: Counter[str]) -> Any:
     if isinstance(node, str):
         if len(node) < _SHORTEST:
             return node
-        red = redact(node)
-        kinds.update(red.kinds)
-        return red.text
+        text, found = redact_text(node)
+        if found:
+            kinds.update(dict(found))
+        return text
     if isinstance(node, dict):
         # keys are the engine's own field names, never what a person typed
         return {k: _walk(v, kinds) for k, v in node.items()}

@@ -23,22 +23,44 @@ from ..text import canonical
 from .view import view_of
 
 Detector = Callable[[str], Iterable[tuple[int, int, str]]]
-DETECTORS: tuple[Detector, ...] = (structured.find, vendor.find, prose.find)
 
-# What any detector needs to see at least one of (a digit pair, a keyword's stem, a vendor prefix):
-# text with none of them (most statements, every audit row of ids) skips the detectors, which the
-# storage guard runs on every text it writes. Checked on the canonical text, so a fullwidth or
-# look-alike keyword still passes. A seed phrase needs none of these: it is looked for in any text
-# of twelve words or more.
+# Each family of detectors runs only on a text holding what it needs, so that most statements and
+# every audit row of ids skip them (the storage guard runs them on every text it writes). Each
+# trigger is checked on the canonical text, so a fullwidth or look-alike keyword still passes.
+# The structured family (numbers, keys in files, seed phrases) needs six digits, a product key's
+# shape or one of these stems; a seed phrase needs none of them: it is looked for in any text of
+# twelve words.
+_ENOUGH_DIGITS = 6
+"""Every number the structured family knows has at least six digits (a NINO six, a codice fiscale
+seven, an IBAN thirteen, a card twelve): a text with fewer has none of them."""
+# ... and a product key may have fewer, so its shape triggers too (four dash-joined groups)
+_PRODUCT_SHAPE = re.compile(r"[a-z0-9]{4,5}(?:-[a-z0-9]{4,5}){3}")
 _TRIGGER = re.compile(
-    r"(?i)\d{3}|[a-z]{2} ?\d\d ?\d\d ?\d\d ?[a-d]\b|"
     r"pass|pw|mot de|mdp|wort|contrase|clave|senha|key|schl|pin|code|digo|otp|cvv|cvc|csc|combina|combo|"
     r"secret|token|geheim|cl[ée]|bearer|seed|mnemonic|recovery|phrase|://|begin|putty|eyj|sk-|sk_|rk_|aiza|"
     r"xox|xapp|gh[pousr]_|github_pat|gl[a-z]{2,6}-|akia|asia|aws|sg\.|npm_|pypi-|hf_|shp|_v1_|sq0|"
     r"accountkey|ya29|gocspx|whsec|hooks\.|webhook|heroku|ssn|social|insurance|nir\b|s[ée]cu|steuer|idnr|"
     r"nif\b|cpf|dni|nie\b|bsn|sin\b|codice|contribuinte|nino|sozial|seguridad|seguran|tax|itin|pesel|"
-    r"identity|wallet|licen[cs]e|product|login|creds|credential|identifiants|zugangsdaten|\w@[\w.-]+:"
+    r"identity|wallet|licen[cs]e|product|login|creds|credential|identifiants|zugangsdaten|\w@[\w.-]+:|"
+    r"account|acct|a/c|routing|aba\b|konto|bankleitzahl|blz|compte|cuenta|conta|bsb"
 )
+# What the prose detector needs at least one of: every pattern of engine/credentials/prose.py
+# starts from a keyword (a secret's name, a bank detail's name, a login word) or an e-mail
+# pair, and each holds one of these stems. A text that reaches the detectors only through its
+# digits ("since 2015", "note 120") is not read for prose: that family costs as much as the
+# other two together and an import of dated statements runs it twice a fact (the statement and
+# its value key). tests/test_credential_triggers.py checks every prose example against it.
+_PROSE_TRIGGER = re.compile(
+    r"pass|pw|mot de|mdp|wort|contrase|clave|senha|wi-?fi|wlan|key|schl|pin|code|digo|otp|cvv|cvc|csc|"
+    r"combin|combo|verification|secret|token|geheim|cl[ée]|bearer|api|access|client|auth|refresh|session|"
+    r"private|signing|webhook|licen[cs]e|product|login|log-in|cred|username|identifiants|zugangsdaten|"
+    r"account|acct|a/c|routing|aba|konto|bankleitzahl|blz|compte|cuenta|conta|bsb|@"
+)
+# What the vendor detector needs: every key shape of engine/credentials/vendor.py (and of the
+# detect-secrets plugins it runs) is an unbroken run of twelve or more key characters, but for a
+# password in a URL ("://user:pass@") and HTTP basic auth ("Authorization: Basic ..."), which are
+# named here. tests/test_credential_triggers.py checks every vendor example against it.
+_VENDOR_TRIGGER = re.compile(r"[a-z0-9_\-+/=.~]{12,}|://|basic")
 _MARKERS = re.compile(r"⟨credential removed:[^⟩]*⟩|\[credential removed:[^\]]*\]")
 
 
@@ -62,12 +84,24 @@ def findings(text: str) -> list[Finding]:
 def _findings(text: str) -> tuple[Finding, ...]:
     """Cached: one statement is written to several places in one transaction (the candidate, its
     audit row, the text index), and the guard reads each."""
-    probe = text if text.isascii() else canonical(text)
-    detectors: tuple[Detector, ...] = DETECTORS
-    if _TRIGGER.search(probe) is None:
-        if probe.count(" ") < 11:
-            return ()
-        detectors = (structured.seed_phrases,)
+    # the triggers are lower-case patterns on a lower-case probe: Python's `re` runs a case-blind
+    # alternation of a hundred stems several times slower than the same one case-sensitive
+    probe = text.lower() if text.isascii() else canonical(text)
+    detectors: list[Detector] = []
+    if (
+        sum(map(str.isdecimal, probe)) >= _ENOUGH_DIGITS
+        or _TRIGGER.search(probe) is not None
+        or _PRODUCT_SHAPE.search(probe) is not None
+    ):
+        detectors.append(structured.find)
+    elif probe.count(" ") >= 11:
+        detectors.append(structured.seed_phrases)
+    if _VENDOR_TRIGGER.search(probe) is not None:
+        detectors.append(vendor.find)
+    if _PROSE_TRIGGER.search(probe) is not None:
+        detectors.append(prose.find)
+    if not detectors:
+        return ()
     view = view_of(text)
     raw: list[tuple[int, int, str]] = []
     for detect in detectors:

@@ -50,8 +50,8 @@ _NINO = re.compile(
     r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])"
 )
 # A keyword naming an identity number, then (after a few non-digit characters) the number.
-_ID_KEYWORD = re.compile(
-    r"(?i)\b(?:ssn|social[ \-]security(?: number| no\.?| #)?|(?:my|his|her|their|your) social|"
+_ID_KEYWORD_SOURCE = (
+    r"\b(?:ssn|social[ \-]security(?: number| no\.?| #)?|(?:my|his|her|their|your) social|"
     r"sin|social insurance number|bsn|burgerservicenummer|"
     r"national insurance(?: number| no\.?)?|ni number|nino|nir|num[eé]ro de s[eé]curit[eé] sociale|"
     r"s[eé]cu(?:rit[eé] sociale)?|steuer-?id|steuer-?identifikationsnummer|steuernummer|idnr|"
@@ -60,6 +60,9 @@ _ID_KEYWORD = re.compile(
     r"tax id|itin|personnummer|pesel|identity number)\b"
     r"[^\d\n]{0,30}?([A-Za-z]{0,2}[\d][\d .\-]{6,20}[\dA-Za-z])(?![\dA-Za-z])"
 )
+_ID_KEYWORD = re.compile("(?i)" + _ID_KEYWORD_SOURCE)
+# The same on an ASCII text's lower-case copy (same offsets): a case-blind alternation is slow in `re`.
+_ID_KEYWORD_LOWER = re.compile(_ID_KEYWORD_SOURCE)
 
 # A licence or product key: four or more dash-joined groups of 4-5 letters and digits (XK7P-99QM-...).
 _PRODUCT_KEY = re.compile(
@@ -122,8 +125,20 @@ def seed_phrases(text: str) -> Iterator[tuple[int, int, str]]:
     return _seed(text)
 
 
+_SEED_MIN = 6
+"""The fewest words a seed phrase is taken at (a labelled one; an unlabelled one needs twelve)."""
+
+
 def _seed(text: str) -> Iterator[tuple[int, int, str]]:
     words = _bip39()
+    # a run is at least six lower-case list words in a row (with gaps the walk below checks): most
+    # texts have no such row, and finding that is a fraction of walking the words with their gaps
+    longest = streak = 0
+    for w in _WORD.findall(text):  # the longest run of list words, gaps not yet checked: a bound
+        streak = streak + 1 if w in words else 0
+        longest = max(longest, streak)
+    if longest < _SEED_MIN:
+        return
     run: list[re.Match[str]] = []
     keyword_ends = [m.end() for m in _SEED_KEYWORD.finditer(text)]
 
@@ -131,7 +146,7 @@ def _seed(text: str) -> Iterator[tuple[int, int, str]]:
         if not run:
             return
         labelled = any(0 <= run[0].start() - end <= 40 for end in keyword_ends)
-        if len(run) >= 12 or (labelled and len(run) >= 6):
+        if len(run) >= 12 or (labelled and len(run) >= _SEED_MIN):
             yield run[0].start(), run[-1].end(), "seed phrase"
 
     last_end = 0
@@ -148,8 +163,9 @@ def _seed(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def _keyword_ids(text: str) -> Iterator[tuple[int, int, str]]:
-    for m in _ID_KEYWORD.finditer(text):
-        value = m.group(1)
+    matches = _ID_KEYWORD_LOWER.finditer(text.lower()) if text.isascii() else _ID_KEYWORD.finditer(text)
+    for m in matches:
+        value = text[m.start(1) : m.end(1)]
         if sum(ch.isdigit() for ch in value) >= 6:
             yield m.start(1), m.end(1), "national identity number"
 

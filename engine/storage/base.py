@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from ..errors import UserInputError
+from ..models import AgentLogin
 from .events import CommitEvents, candidate_users
 from .sql.tx import SqlTx
 from .sql.vector_swap import VectorSwap
@@ -159,6 +161,29 @@ class Store(ABC):
         could not (another connection in the way), which the caller reports."""
 
     # -- new work for open workstations ---------------------------------------------------------------
+
+    # -- who an agent's login may propose as (engine/agents.py) -----------------------------------------
+
+    NO_LOGINS = (
+        "a SQLite store has no database logins: whoever opens the file is its owner, so there is no"
+        " map of logins to agents to keep (use PostgreSQL's roles to hold agents to their names)"
+    )
+
+    async def agent_refusal(self, agent: str) -> str | None:
+        """Why this store's connection may not queue a proposal under `agent` (None: it may).
+        SQLite: None, always. Whoever can open the file can write any row of it, so a check here
+        would only pretend; PostgreSQL answers from the login (`PostgresStore`)."""
+        del agent
+        return None
+
+    async def agent_logins(self) -> list[AgentLogin]:
+        """The owner's map of logins to the agent names each may propose under (PostgreSQL)."""
+        raise UserInputError(self.NO_LOGINS)
+
+    async def set_agent_login(self, login: str, agent: str, *, allow: bool, actor: str, at: int) -> bool:
+        """Allow (or revoke) `login` proposing as `agent`, audited; False when it already was so."""
+        del login, agent, allow, actor, at
+        raise UserInputError(self.NO_LOGINS)
 
     @abstractmethod
     async def subscribe(self, channel: str, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:

@@ -21,7 +21,8 @@ engine, never the workstation (Textual), which only `demo`, `review` and `serve`
 - `desk`: add, correct, retract, history (the support desk);
 - `rights`: export, erase (a user's data rights);
 - `agent`: mcp;
-- `policy_cli`: the `policy` group (review policies).
+- `policy_cli`: the `policy` group (review policies);
+- `agents_cli`: the `agents` group (which logins may propose as which agents, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "erase": "rights",
     "mcp": "agent",
     "policy": "policy_cli",
+    "agents": "agents_cli",
 }
 """Command name -> the module of this package that defines it (as a function of that name)."""
 

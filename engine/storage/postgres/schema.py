@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable
 from ..base import AUDITED_TABLES, NEW_CANDIDATES
 from .connection import Conn
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 NOTIFY_CHANNEL = NEW_CANDIDATES  # the channel the candidates trigger notifies
 
 # (table, column, referenced table): every foreign key, declared after all tables exist (the
@@ -606,6 +606,82 @@ def _v9(dimensions: int) -> list[str]:
     return [_V9]
 
 
+# migration: agentid
+AGENT_IDENTITY_SQLSTATE = "MDA01"
+"""The SQLSTATE the candidates trigger raises for a proposal under a name its login may not use
+(`PostgresStore` turns it into engine.errors.AgentIdentityError)."""
+
+_V10 = """
+-- Which agent names each login may propose under, kept by the owner (`memdesk agents allow |
+-- revoke | list`). No application role gets any privilege on it: only the owner reads or writes it;
+-- every other login learns what it may do through may_propose_as() below.
+CREATE TABLE agent_logins (
+    login TEXT COLLATE "C" NOT NULL,
+    agent TEXT COLLATE "C" NOT NULL,
+    granted_by TEXT COLLATE "C" NOT NULL,
+    granted_at BIGINT NOT NULL,
+    PRIMARY KEY (login, agent)
+);
+
+-- Whether the session's login may queue a proposal under `agent`: the owner and a login that may
+-- write facts itself (INSERT on knowledge: it decides anyway) may name anyone; any other login may
+-- name itself, or a name the owner mapped to it. session_user is the login whatever SET ROLE did.
+CREATE FUNCTION may_propose_as(agent TEXT) RETURNS boolean LANGUAGE sql STABLE
+    SECURITY DEFINER SET search_path = public, pg_temp AS $$
+    SELECT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = 'candidates'::regclass), 'MEMBER')
+        OR has_table_privilege(session_user, 'knowledge', 'INSERT')
+        OR (agent IS NOT NULL AND (agent = session_user::text
+            OR EXISTS (SELECT 1 FROM agent_logins a WHERE a.login = session_user::text AND a.agent = $1)))
+$$;
+
+-- A candidate no extraction run made is read as its `created_by` agent's proposal (the review
+-- policies trust agents by that name), so such a row is refused unless its login may use the name;
+-- and no login but the owner's or a decider's renames a candidate's author or its run afterwards.
+CREATE FUNCTION candidates_agent_identity() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF (NEW.created_by IS DISTINCT FROM OLD.created_by OR NEW.run_id IS DISTINCT FROM OLD.run_id)
+           AND NOT may_propose_as(NULL) THEN
+            RAISE EXCEPTION 'login % may not change who proposed candidate %', session_user, OLD.id
+                USING ERRCODE = 'MDA01';
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF NEW.run_id IS NULL AND NOT may_propose_as(NEW.created_by) THEN
+        RAISE EXCEPTION 'the database login "%" may not propose as agent "%"', session_user, NEW.created_by
+            USING ERRCODE = 'MDA01',
+            HINT = 'the owner allows it with: memdesk agents allow DB ' || session_user || ' AGENT';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER candidates_agent_identity BEFORE INSERT OR UPDATE OF created_by, run_id ON candidates
+    FOR EACH ROW EXECUTE FUNCTION candidates_agent_identity();
+"""
+
+
+def _v10(dimensions: int) -> list[str]:
+    """Agent identity held by the database (issue 28): a proposal's `created_by` is bound to the
+    login that inserts it.
+
+    Why: review policies trust agents by name (`--agents bot-a`, read from `created_by` of a
+    candidate no extraction run made), and the agent role may INSERT candidates, so without this an
+    agent's login (or a worker's) could insert a raw `proposed` row naming another, trusted agent
+    and a reviewer's `memdesk policy run` would approve it.
+
+    Why a mapping rather than forcing `created_by` to the login name: one MCP server login serving
+    one agent is common, but its agent name (`support-bot`, the name policies and the workstation
+    show) is rarely a database role name, and several agents behind one login happens too. So a
+    login may always propose under its own name (zero set-up when they match), and under any name
+    the owner maps to it (`memdesk agents allow DB LOGIN AGENT`); anything else is refused, never
+    silently rewritten. The owner, and a login holding INSERT on `knowledge` (a reviewer: it may
+    approve anything itself, so naming an agent gains it nothing), are not bound. Extractors'
+    candidates (with a run) are named by their run and rule, not by `created_by`."""
+    del dimensions
+    return [_V10]
+
+
 MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     1: _v1,
     2: _v2,
@@ -615,6 +691,7 @@ MIGRATIONS: dict[int, Callable[[int], list[str]]] = {
     7: _v7,
     8: _v8,  # migration: value-model
     9: _v9,  # migration: policies
+    10: _v10,  # migration: agentid
 }
 
 _LOCK_KEY = 0x6D656D6465736B  # "memdesk": one advisory lock id for migrations, across processes

@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
+from ...errors import AgentIdentityError, UserInputError
+from ...models import AgentLogin
+from ...timeutil import from_us
 from ..base import TABLES, Store
 from ..sql.vector_swap import VectorSwap
 from ..urls import masked
@@ -67,6 +70,11 @@ ERASE_TABLES: tuple[str, ...] = (
 # rebuilt by `load`, as SQLite rebuilds its FTS rows; `audit_log.db_role` is set by the server on
 # insert (schema migration 5: the role that loads the row).
 _DERIVED = {"knowledge": {"search"}, "audit_log": {"db_role", "tx"}}  # tx: migration 8
+
+_OWNER_ONLY = (
+    "only the database's owner may read or change which logins may propose as which agents"
+    " (agent_logins): run this as the owner role; nothing was changed"
+)
 
 
 def _key(table: str) -> str:
@@ -135,8 +143,16 @@ class PostgresStore(Store):
         """One write transaction on a pooled connection, READ COMMITTED; committed on exit, rolled
         back on any exception (a cancelled caller included: asyncpg resets the connection before
         the pool hands it out again)."""
-        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
-            yield self._tx(conn, writing=True)
+        try:
+            async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
+                yield self._tx(conn, writing=True)
+        except asyncpg.PostgresError as exc:
+            # the candidates trigger of schema migration 10: a proposal under a name its login may
+            # not use. The transaction is rolled back; the caller gets the engine's own error.
+            if exc.sqlstate == schema.AGENT_IDENTITY_SQLSTATE:
+                hint = getattr(exc, "hint", None)
+                raise AgentIdentityError(f"refused: {exc}" + (f" ({hint})" if hint else "")) from None
+            raise
 
     def announce_here(self, user_ids: Sequence[str]) -> None:
         """Nothing more: the transaction's NOTIFY (`PostgresTx.announce`) reaches this process's
@@ -158,6 +174,76 @@ class PostgresStore(Store):
     async def schema_version(self) -> int:
         async with self.pool.acquire() as conn:
             return await schema.current_version(conn)
+
+    # -- who an agent's login may propose as (schema migration 10) ----------------------------------
+
+    async def agent_refusal(self, agent: str) -> str | None:
+        """Why this pool's login may not propose as `agent` (None: it may), answered by the server's
+        `may_propose_as`, the function its candidates trigger calls: the same rule, asked first."""
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow("SELECT session_user::text, may_propose_as($1)", agent)
+        if row is not None and row[1] is True:
+            return None
+        login = "?" if row is None else row[0]
+        return (
+            f'refused: the database login "{login}" may not propose as agent "{agent}": review policies'
+            f" trust agents by name, so the database holds each login to the names its owner allowed"
+            f" (the owner runs `memdesk agents allow DB {login} {agent}`); nothing was queued"
+        )
+
+    async def agent_logins(self) -> list[AgentLogin]:
+        """The owner's map (owner only: no other role may read it)."""
+        try:
+            async with self.reading() as tx:
+                rows = await tx.conn.execute_fetchall(
+                    "SELECT login, agent, granted_by, granted_at FROM agent_logins ORDER BY login, agent"
+                )
+        except asyncpg.InsufficientPrivilegeError:
+            raise UserInputError(_OWNER_ONLY) from None
+        return [AgentLogin(r[0], r[1], r[2], from_us(r[3])) for r in rows]
+
+    async def set_agent_login(self, login: str, agent: str, *, allow: bool, actor: str, at: int) -> bool:
+        """Allow or revoke one (login, agent) pair, audited (`agent_allow` / `agent_revoke`, entity
+        `agent_login`) in the same transaction; False when nothing changed (already so). Allowing
+        names an existing login role: a typo would otherwise map a name no one logs in as."""
+        try:
+            async with self.transaction() as tx:
+                if allow:
+                    found = await (
+                        await tx.conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = ?", (login,))
+                    ).fetchone()
+                    can_login = None if found is None else found[0]
+                    if can_login is None:
+                        raise UserInputError(f'there is no role "{login}" on this server: create the login first')
+                    if not can_login:
+                        raise UserInputError(
+                            f'role "{login}" cannot log in: a proposal is checked against the login that'
+                            " inserts it, so map a login role (CREATE ROLE name LOGIN IN ROLE memdesk_agent)"
+                        )
+                    cur = await tx.conn.execute(
+                        "INSERT INTO agent_logins(login, agent, granted_by, granted_at) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (login, agent) DO NOTHING",
+                        (login, agent, actor, at),
+                    )
+                else:
+                    cur = await tx.conn.execute(
+                        "DELETE FROM agent_logins WHERE login = ? AND agent = ?", (login, agent)
+                    )
+                if cur.rowcount != 1:
+                    return False
+                await tx.audit(
+                    at=at,
+                    actor=actor,
+                    action="agent_allow" if allow else "agent_revoke",
+                    user_id="",
+                    entity="agent_login",
+                    entity_id=None,
+                    before=None if allow else {"login": login, "agent": agent},
+                    after={"login": login, "agent": agent} if allow else None,
+                )
+                return True
+        except asyncpg.InsufficientPrivilegeError:
+            raise UserInputError(_OWNER_ONLY) from None
 
     # -- whole-store copies (`memdesk migrate`) -------------------------------------------------------
 

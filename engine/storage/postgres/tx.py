@@ -28,6 +28,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ...errors import NotFoundError
 from ...models import Candidate, Knowledge
 from ...text import value_key
@@ -270,6 +272,16 @@ class PostgresTx(SqlTx):
 
     # -- retrieval arms -------------------------------------------------------------------------------
 
+    async def active_vectors(self, user_id: str) -> list[tuple[int, str, bytes]]:
+        rows = await fetchall(
+            self.conn,
+            "SELECT id, statement, embedding FROM knowledge WHERE user_id = ? AND status = 'active'"
+            " AND embedding IS NOT NULL ORDER BY id",
+            (user_id,),
+        )
+        # pgvector's codec reads a vector as its `Vector` (to_numpy) or, in older versions, an array
+        return [(int(r[0]), str(r[1]), _f32(r[2])) for r in rows]
+
     async def vector_arm(
         self,
         user_id: str,
@@ -389,3 +401,9 @@ class PostgresTx(SqlTx):
 
 
 __all__ = ["PostgresTx", "search_scope", "search_text", "search_value"]
+
+
+def _f32(vector: Any) -> bytes:
+    """A vector as read from pgvector, as little-endian float32 bytes."""
+    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    return np.asarray(values, dtype="<f4").tobytes()

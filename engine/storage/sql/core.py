@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 from ...models import (
     AuditEvent,
-    to_jsonable,
 )
 from ..events import Audited
 from .conn import SqlConn
+from .guard import json_column
 from .records import (
     AUDIT_COLS,
     audit_from_row,
@@ -174,8 +174,8 @@ class TxCore(Protocol):
                 user_id,
                 entity,
                 entity_id,
-                json.dumps(to_jsonable(before)) if before is not None else None,
-                json.dumps(to_jsonable(after)) if after is not None else None,
+                json_column(self.conn, before) if before is not None else None,
+                json_column(self.conn, after) if after is not None else None,
                 reason,
                 note,
             ),
@@ -198,8 +198,8 @@ class TxCore(Protocol):
                     r["user_id"],
                     r["entity"],
                     r.get("entity_id"),
-                    json.dumps(to_jsonable(r["before"])) if r.get("before") is not None else None,
-                    json.dumps(to_jsonable(r["after"])) if r.get("after") is not None else None,
+                    json_column(self.conn, r["before"]) if r.get("before") is not None else None,
+                    json_column(self.conn, r["after"]) if r.get("after") is not None else None,
                     r.get("reason"),
                     r.get("note"),
                 )

@@ -15,13 +15,18 @@ connection's transaction removed, for tests and for a caller that wants to say s
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from ...credentials import redact_value
+from ...credentials import SHORTEST_CREDENTIAL as _SHORTEST
+from ...credentials import redact_text, redact_value
+from ...models import to_jsonable
 
 _WRITE = re.compile(r"(?i)\b(?:INSERT|UPDATE|REPLACE)\b")
 
@@ -29,6 +34,14 @@ _WRITE = re.compile(r"(?i)\b(?:INSERT|UPDATE|REPLACE)\b")
 @lru_cache(maxsize=4096)
 def _writes(sql: str) -> bool:
     return _WRITE.search(sql) is not None
+
+
+class Redacted(str):
+    """JSON text whose every string `RedactingConn.json` redacted while writing it: the guard passes
+    it as it is instead of parsing it again (an import writes an audit row a fact). Nothing else
+    makes one; a str subclass of any other type is still parsed and redacted."""
+
+    __slots__ = ()
 
 
 class RedactingConn:
@@ -44,19 +57,38 @@ class RedactingConn:
 
     def _clean(self, parameters: Any) -> Any:
         """One statement's arguments with each string redacted: a mapping stays a mapping, any
-        other sequence becomes a tuple (both drivers take either)."""
+        other sequence becomes a tuple (both drivers take either). Numbers, bytes (vectors),
+        strings too short to hold any credential and strings already read clean pass without a
+        call: an import writes millions."""
+        one, seen = self._one, _CLEAN
         if isinstance(parameters, Mapping):
-            return {k: self._one(v) for k, v in parameters.items()}
+            return {
+                k: v if not isinstance(v, str) or len(v) < _SHORTEST or v in seen else one(v)
+                for k, v in parameters.items()
+            }
         if isinstance(parameters, Sequence) and not isinstance(parameters, str | bytes):
-            return tuple(self._one(v) for v in parameters)
+            return tuple(
+                [v if not isinstance(v, str) or len(v) < _SHORTEST or v in seen else one(v) for v in parameters]
+            )
         return parameters
 
+    def json(self, value: Any) -> Redacted:
+        """`value` (a dataclass, dict or list; datetimes as ISO strings) as the JSON text a column
+        stores, each string in it redacted on the way: what the audit rows' before/after are."""
+        kinds: Counter[str] = Counter()
+        walked = _tree(value, kinds)
+        if kinds:
+            self.removed.update(kinds)
+        return Redacted(json.dumps(walked))
+
     def _one(self, value: Any) -> Any:
-        if not isinstance(value, str):
+        if type(value) is Redacted or not isinstance(value, str):
             return value
         cleaned, kinds = redact_value(value)
         if kinds:
-            self.removed.update(kinds)
+            self.removed.update(dict(kinds))
+        elif type(value) is str:
+            _remember(value)
         return cleaned
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
@@ -78,6 +110,49 @@ class RedactingConn:
         if parameters and _writes(sql):
             parameters = self._clean(parameters)
         return self._inner.fetchval(sql, parameters)
+
+
+_CLEAN: set[str] = set()
+"""Strings the detectors read and found nothing in (ids, actors, statuses, statements already
+written once in this process): passed without a call. Bounded: emptied when full."""
+_CLEAN_MAX = 65_536
+
+
+def _remember(text: str) -> None:
+    if len(_CLEAN) >= _CLEAN_MAX:
+        _CLEAN.clear()
+    _CLEAN.add(text)
+
+
+def _tree(node: Any, kinds: Counter[str]) -> Any:
+    """`to_jsonable(node)` with every string redacted, in one walk. A datetime's ISO text is the
+    engine's own digits, not anybody's words: it is not read."""
+    if isinstance(node, str):
+        if len(node) < _SHORTEST or node in _CLEAN:
+            return node
+        text, found = redact_text(node)
+        if found:
+            kinds.update(dict(found))
+        elif type(node) is str:
+            _remember(node)
+        return text
+    if isinstance(node, datetime):
+        return node.isoformat()
+    if hasattr(node, "__dataclass_fields__"):
+        node = asdict(node)
+    if isinstance(node, dict):
+        return {k: _tree(v, kinds) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_tree(v, kinds) for v in node]
+    return node
+
+
+def json_column(conn: Any, value: Any) -> str:
+    """`value` as the JSON text a column stores: through the guard's `json` on a guarded
+    connection (what every transaction has), plain `json.dumps` otherwise."""
+    if isinstance(conn, RedactingConn):
+        return conn.json(value)
+    return json.dumps(to_jsonable(value))
 
 
 def guarded(conn: Any) -> Any:

@@ -75,6 +75,12 @@ class KnowledgeOps(TxCore, Protocol):
         (cosine distance, 1 - similarity): the nearest facts farther than that are left out (the
         relevance floor), so the list may then be shorter than k."""
 
+    @abstractmethod
+    async def active_vectors(self, user_id: str) -> list[tuple[int, str, bytes]]:
+        """(id, statement, vector as little-endian float32 bytes) of each of the user's active facts,
+        in id order: what an import compares free text with (engine.gate.ImportNeighbours), read
+        once per import instead of one nearest-neighbour query a statement."""
+
     async def get_knowledge(self, user_id: str, knowledge_id: int) -> Knowledge:
         """The fact, or NotFoundError: an id of another user reads exactly like an unknown id."""
         if not 0 < knowledge_id <= MAX_ID:

@@ -198,6 +198,17 @@ class SqliteTx(SqlTx):
         await self.conn.execute("DELETE FROM knowledge_vec WHERE knowledge_id = ?", (knowledge_id,))
         await super().delete_knowledge(knowledge_id)
 
+    async def active_vectors(self, user_id: str) -> list[tuple[int, str, bytes]]:
+        rows = await fetchall(
+            self.conn,
+            # from `knowledge` by its user index, each vector by its key: a scan of the vector table
+            # filtered on its partition key reads every user's vectors (48 ms at 20,000 facts)
+            "SELECT k.id, k.statement, v.embedding FROM knowledge k JOIN knowledge_vec v ON v.knowledge_id = k.id"
+            " WHERE k.user_id = ? AND k.status = 'active' ORDER BY k.id",
+            (user_id,),
+        )
+        return [(int(r[0]), str(r[1]), bytes(r[2])) for r in rows]
+
     async def vector_arm(
         self,
         user_id: str,
