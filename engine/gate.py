@@ -768,7 +768,9 @@ class ImportNeighbours:
 def _nearest(sims: np.ndarray[Any, Any], k: int, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Each row's k highest columns (fewer when there are fewer) as (column + offset, similarity)."""
     if sims.shape[1] > k:
-        cols = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        # the top k at the end of each row: partitioning the negated product copied it (and took
+        # half again as long)
+        cols = np.argpartition(sims, -k, axis=1)[:, -k:]
     else:
         cols = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
     return cols + offset, np.take_along_axis(sims, cols, axis=1)
