@@ -12,6 +12,12 @@ Derived from the text, never from stored columns (an agent's row may carry any l
 - a credential-like phrase in the statement or its evidence (engine.credentials);
 - any mark on the candidate (look-alike, near-tombstone, may-replace: engine.models.Mark);
 - a directive to agents (engine.directives).
+
+The window: the first person's approval makes the fact active, so until the second person's
+verdict it is retrievable. Holding it back would need a state between pending and active that
+the gate, the second-review queue (which reviews active facts) and every reader know; instead the
+second-review backlog's age is an alarm (`digest` exits 1 past the SLA; the header shows it), and
+an overturn retracts the fact at once.
 """
 
 from __future__ import annotations
