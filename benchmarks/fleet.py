@@ -15,7 +15,11 @@ templates and vocabularies written apart and fixed before any tuning (seed + 100
 
 The team: simulated reviewers decide by the truth, with mistakes that cluster on hard items
 (base error 1 %, 30 % on a misspelt value); every working hour (9:00-17:00) they decide all that
-is pending and every policy approval drawn for second review. The policy: `--slots` (home,
+is pending and every approval drawn for second review (a second person, `r2`). In both arms: the
+two-person rule (engine/sensitive.py, engine/watch.py) draws every person's approval of a
+sensitive candidate or of a watched agent's proposal, so the all-manual arm second-reviews too;
+people's own sample rate is 0 in both, so the policy arm's other second reviews are the policy's
+sample. Second reviews are a person's decisions and are counted as human decisions. The policy: `--slots` (home,
 employer, job_title, hobbies, pets, languages), the honest agents trusted, the product's default
 sample rate (0.1), target 0.9 (a setting of the policy), the product's default minimum of 30
 decisions per scope. The operator tries `policy enable` (never forced, except in the forced arm)
@@ -34,7 +38,7 @@ Arms, each beside an all-manual arm fed the same stream in the same run:
 - fleet: five honest agents, each earning its own record per slot.
 
 Printed per arm: human decisions per 1,000 candidates (queue decisions and second reviews, both a
-person's time) for policy and manual and the cut; wrong facts still active at the end of the week
+person's time, in both arms) for policy and manual and the cut; wrong facts still active at the end of the week
 per 1,000, after suspension's clean-up, approved by people and by the policy counted apart;
 harmful facts active; suspensions (scope, when, how long after the drift began, what returned).
 Targets: stationary cut >= 50 % with at most 2 more wrong active per 1,000 than manual; drift
@@ -337,6 +341,7 @@ class ArmResult:
     suspensions: list[dict[str, Any]] = field(default_factory=list)
     drifted_policy_wrong_active: int = 0
     watcher_accepted: int = 0
+    watched: list[str] = field(default_factory=list)  # agents under watch at the end (engine/watch.py)
     seconds: float = 0.0
 
     @property
@@ -366,7 +371,9 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
     seed = args.seed + (1000 if args.heldout else 0)
     world = World(seed, gen)  # the same stream for both modes of an arm
     clock = SimClock()
-    config = MemoryConfig(second_review_rate=0.0)  # only the policies' approvals are second-reviewed
+    # people's own sample rate 0: only the policies' approvals are sampled, and people's sensitive
+    # approvals and a watched agent's (the two-person rule, always drawn), in both arms
+    config = MemoryConfig(second_review_rate=0.0)
     res = ArmResult(sc.arm, mode)
     people: dict[str, Person] = {}
     by_text: dict[tuple[str, str], Item] = {}
@@ -416,8 +423,8 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
                     # simulated person waits for it, so the figures stay those of one decision at a time
                     await mem.policies.settled()
                     res.queue_decisions += 1
-            if mode != "policy":
-                return
+            # second reviews in both arms: the two-person rule (sensitive approvals, watched agents)
+            # is the product, not the policy, so the all-manual team does them too
             while True:
                 queue = await mem.team.second_review_queue("r2", limit=200)
                 if not queue:
@@ -430,6 +437,8 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
                         blind.candidate_id, "r2", approve=says, reason=None if says else "not true"
                     )
                     res.second_reviews += 1
+            if mode != "policy":
+                return
             if not sc.forced:
                 with contextlib.suppress(PolicyEvidenceError):
                     await mem.policies.enable("fleet", "ops")
@@ -470,6 +479,7 @@ async def run_arm(sc: Scenario, mode: str, args: argparse.Namespace, db: str) ->
         if mode == "policy":
             report = await mem.policies.report("fleet")
             res.scopes = [f"{x.scope} {x.state} {x.confirmed}/{x.decided}" for x in report.scopes]
+        res.watched = [f"{w.agent} at {w.at.isoformat()} ({len(w.drawn)} drawn)" for w in await mem.watch.all()]
         async with mem.ctx.store.reading() as tx:
             events = await tx.policy_scope_events()
         for action, raw, at in events:
@@ -519,7 +529,8 @@ def summarise(arm: str, policy: dict[str, Any], manual: dict[str, Any]) -> dict[
         "arm": arm,
         "candidates": policy["candidates"],
         "human_per_1000": {"policy": per(policy, "human"), "manual": per(manual, "human")},
-        "second_reviews_per_1000": per(policy, "second_reviews"),
+        "second_reviews_per_1000": {"policy": per(policy, "second_reviews"), "manual": per(manual, "second_reviews")},
+        "watched": {"policy": policy["watched"], "manual": manual["watched"]},
         "cut": round(cut, 3),
         "wrong_active_per_1000": {
             "policy_arm_by_people": per(policy, "wrong_active_human"),

@@ -96,9 +96,10 @@ class BlindSpots:
 
 
 def sample_bound(config: MemoryConfig) -> int:
-    """The id-hash bound of the sample of people's approvals. A review policy's approvals are
-    sampled by a secret draw made and stored when it approves (engine/policies.py), never by id:
-    an agent that sees ids must not be able to tell which of its proposals a person will check."""
+    """The id-hash bound for a person's approval made before draws were stored (the legacy
+    sample). Every approval since, a person's or a policy's, is sampled by a secret draw made and
+    stored when it is made (engine/review.py, engine/policies.py), never by id: an agent that sees
+    ids must not be able to tell which of its proposals a person will check."""
     return int(config.second_review_rate * HASH_SPACE)
 
 

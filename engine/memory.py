@@ -39,6 +39,7 @@ from .storage import NEW_CANDIDATES, SqlTx, Store, database_errors, is_permissio
 from .storage.sql.core import recorded_embedder
 from .team import TeamService
 from .timeutil import Clock, system_clock
+from .watch import WatchService
 
 if TYPE_CHECKING:  # late at run time: extraction builds on the engine core
     from .claims.judge import ValueJudge
@@ -81,6 +82,8 @@ class Memory(KnowledgeOps):
         self.review = ReviewService(self.ctx)
         self.team = TeamService(self.ctx)
         self.policies = PolicyService(self.ctx, self.review)
+        self.watch = WatchService(self.ctx)
+        """The agents under watch (engine/watch.py) and an owner's lift."""
         self.agents = AgentLoginService(self.ctx)
         self._disconnect: Callable[[], None] | None = None
         self._pipeline: Pipeline | None = None

@@ -48,9 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
-import secrets
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -63,14 +61,17 @@ import engine.claims as claims
 from .categories import category_of
 from .context import EngineContext
 from .credentials import credential_like
+from .directives import directive_reason
 from .errors import ConflictError, MemdeskError, NotFoundError, UserInputError
 from .gate import POLICY_ACTOR_PREFIX, SYSTEM_ACTOR
 from .limits import check_reason
 from .models import Candidate
+from .sampling import draw_sample, wilson_lower
 from .second_look import SecondLook
 from .storage.rooms import PolicyTx, Rooms
 from .storage.sql.policies import POLICY_KEY, SAMPLED, UNSAMPLED
 from .timeutil import from_us, to_us
+from .watch import Watch, watches
 
 PolicyMode = Literal["shadow", "enabled", "suspended", "disabled"]
 APPROVABLE_KINDS: Final = ("new", "proposed")
@@ -93,7 +94,6 @@ itself in hours, not days, while a clean scope costs only its policy's rate."""
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 _AGENT = re.compile(r"^[^\s,|]{1,80}$")
-_Z95 = 1.959963984540054
 
 
 def known_slots() -> tuple[str, ...]:
@@ -110,17 +110,6 @@ def _slot_known(slot: str, known: Iterable[str]) -> bool:
 class PolicyEvidenceError(UserInputError):
     """`enable` without enough evidence: no scope's precision lower bound reaches the target over
     enough people's decisions. `--force` (with a reason) enables it anyway."""
-
-
-def wilson_lower(successes: int, n: int, z: float = _Z95) -> float | None:
-    """The Wilson score interval's lower bound for a proportion: a cautious estimate that stays low
-    while n is small (5 of 5 is 0.57 at 95 %, not 1.0). None for n = 0."""
-    if n <= 0:
-        return None
-    p = successes / n
-    centre = p + z * z / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, (centre - margin) / (1 + z * z / n))
 
 
 def source_of(cand: Candidate, rule: str | None) -> str:
@@ -193,6 +182,9 @@ class Policy:
         category = category_of(cand.statement)
         if category is not None or cand.category is not None:
             return Verdict(False, f"special category {category or cand.category} (unsure counts): always a person")
+        directive = directive_reason(cand.statement)
+        if directive is not None:
+            return Verdict(False, f"{directive}: always a person, then a second")
         claim = claims.read_claim(cand.statement)
         if claim.slot is None:
             return Verdict(False, "free text: no slot read from the statement")
@@ -308,6 +300,7 @@ class PolicyAlarms:
     oldest_pending_hours: float | None
     sla_hours: float
     suspended: tuple[SuspendedScope, ...]
+    watched: tuple[Watch, ...] = ()  # agents under watch (engine/watch.py)
 
     @property
     def queue_past_sla(self) -> bool:
@@ -323,7 +316,8 @@ class PolicyAlarms:
 
     def header(self) -> str:
         """One line for the workstation's header ("" when there is nothing to raise): the
-        second-review backlog once its oldest is past the SLA, and suspended scopes."""
+        second-review backlog once its oldest is past the SLA, suspended scopes and agents under
+        watch."""
         parts = []
         # the count alone is on the progress line (◎ N to second-review); this line is the alarm
         if self.second_review_backlog and self.second_review_past_sla:
@@ -332,13 +326,11 @@ class PolicyAlarms:
         if self.suspended:
             back = sum(len(s.returned) for s in self.suspended)
             parts.append(f"{len(self.suspended)} scope(s) suspended, {back} returned to queue")
+        if self.watched:
+            names = ", ".join(w.agent for w in self.watched)
+            drawn = sum(len(w.drawn) for w in self.watched)
+            parts.append(f"{len(self.watched)} agent(s) under watch ({names}), {drawn} drawn to 2nd review")
         return " · ".join(parts)
-
-
-def draw_sample(rate: float) -> bool:
-    """The secret draw: True with probability `rate`, from the OS's random source, so nobody who
-    sees ids, times or the code can predict which approvals a person will check."""
-    return secrets.randbelow(1_000_000) < round(rate * 1_000_000)
 
 
 @dataclass(slots=True)
@@ -969,6 +961,7 @@ class PolicyService:
             backlog, oldest_us = await tx.oldest_sampled_approval(SAMPLED_DECISIONS, sample_bound(self._ctx.config))
             pending, oldest_pending_us = await tx.oldest_pending()
             state = await self._scope_state(tx)
+            watched = tuple(sorted((await watches(tx)).values(), key=lambda w: (w.at, w.agent)))
             suspended = []
             for (name, scope), (at, data) in sorted(state.suspended.items()):
                 returned = tuple(int(i) for i in data.get("returned", ()))
@@ -996,6 +989,7 @@ class PolicyService:
             oldest_pending_hours=hours(oldest_pending_us),
             sla_hours=sla,
             suspended=tuple(suspended),
+            watched=watched,
         )
 
 

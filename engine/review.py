@@ -16,6 +16,12 @@ The decision rules (the README's "Decision rules" states them for reviewers):
   - `bulk_approve` decides exactly the ids it is given; replacements and retraction requests are
     always skipped, with the reason.
   - Every decision takes an optional note, stored on each audit row it writes.
+  - Every approval passes `_accept`, so the two-person rule lives there: a person's approval that
+    makes a fact carries its secret second-review draw (an audit row in the same transaction, at
+    `second_review_rate`, or always when the candidate is sensitive, engine/sensitive.py, or its
+    agent is watched, engine/watch.py); a review policy's approval of such a candidate is refused
+    whatever the policy's own verdict said. A rejection of a sensitive proposal, like an overturn
+    in engine/team.py, runs the agent watch's test in its transaction.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from .errors import (
     UserInputError,
 )
 from .gate import (
+    POLICY_ACTOR_PREFIX,
     SYSTEM_ACTOR,
     EndReason,
     activate,
@@ -52,16 +59,22 @@ from .limits import check_reason, check_statement
 from .may_decide import check_may_decide
 from .models import KEEP, BulkResult, Candidate, CandidateContext, Knowledge, QueueMark, Tombstone, UnsetType
 from .queue_filter import ALL_PENDING, QueueFilter
+from .sampling import draw_sample
+from .sensitive import candidate_sensitive
 from .stated import candidate_stated_at
 from .storage.rooms import ReviewTx, Rooms
+from .storage.sql.policies import SAMPLED, UNSAMPLED
 from .storage.sql.records import candidate_from_row_json
 from .timeutil import check_interval, to_us
 from .undo import Undo, inverse_of
+from .watch import agent_of, consider, is_sensitive, watches
 
 SUPERSEDING_KINDS = ("update", "contradiction")
 _log = logging.getLogger("memdesk")
 _T = TypeVar("_T")
 _REPLACING_DECISIONS = ("confirm_supersession", "confirm_correction")
+_DRAWN_DECISIONS = ("approve", "edit_approve", "confirm_supersession", "keep_both")
+"""The approvals that make a fact a second reviewer can overturn (engine.blind.SAMPLED_DECISIONS)."""
 
 
 def replaces(cand: Candidate) -> bool:
@@ -361,6 +374,7 @@ class ReviewService:
             self._check_open(current, reviewer, now)
             if mode == "approve" and replaces(current):
                 raise DecisionRequiredError(current.id, _target_text(current))  # retargeted meanwhile
+            two_person = await self._two_person(tx, current, reviewer, text)
             old = await self._target(tx, current) if mode in ("confirm", "correct") else None
             start_dt = current.valid_at if valid_at is KEEP else valid_at
             end_dt = current.invalid_at if invalid_at is KEEP else invalid_at
@@ -429,7 +443,34 @@ class ReviewService:
                 reason=reason,
                 note=note,
             )
+            if not reviewer.startswith(POLICY_ACTOR_PREFIX) and decision in _DRAWN_DECISIONS:
+                # A person's approval: its second-review draw, secret and stored with it (a policy's
+                # is drawn by engine/policies.py per scope). Sensitive or from a watched agent: always.
+                rate = 1.0 if two_person else self._ctx.config.second_review_rate
+                drawn = draw_sample(rate)
+                await tx.audit(
+                    at=now_us,
+                    actor=reviewer,
+                    action=SAMPLED if drawn else UNSAMPLED,
+                    user_id=current.user_id,
+                    entity="candidate",
+                    entity_id=current.id,
+                    reason=f"two-person rule: {two_person}" if two_person else None,
+                )
             return created
+
+    async def _two_person(self, tx: ReviewTx, cand: Candidate, reviewer: str, text: str) -> str | None:
+        """Why this approval needs a second person (None when the usual sample will do): a
+        sensitive candidate (engine/sensitive.py) or a proposal of an agent under watch
+        (engine/watch.py). A review policy may approve neither: refused here, where every approval
+        passes, whatever the policy's own verdict said."""
+        why = candidate_sensitive(cand, text)
+        agent = agent_of(cand)
+        if why is None and agent is not None and agent in await watches(tx):
+            why = f"agent {agent} is under watch"
+        if why is not None and reviewer.startswith(POLICY_ACTOR_PREFIX):
+            raise UserInputError(f"candidate {cand.id}: {why}; no review policy approves it, a person decides")
+        return why
 
     async def _cut_chain(
         self,
@@ -551,6 +592,8 @@ class ReviewService:
                 reason=why,
                 note=note,
             )
+            if agent_of(current) is not None and is_sensitive(current) is not None:
+                await consider(tx, current, now_us)  # a sensitive proposal rejected: watch its agent?
         return stone
 
     async def bulk_approve(self, candidate_ids: list[int], reviewer: str, *, note: str | None = None) -> BulkResult:

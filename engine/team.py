@@ -18,18 +18,22 @@ The definitions, once, so the header, the Reviewers view, the CLI and the tests 
   from then on the engine refuses that reviewer's claim and decisions on it (SecondOpinionError),
   so another reviewer decides it. The flag stays with the candidate: if the decision is undone,
   the candidate is back to pending and still needs someone other than the flagger.
-- **Second review**: an approval is in the sample when `sampled(candidate_id, rate)`: a
-  multiplicative hash of the id, so the sample is the same on every run and machine, needs no
-  hook in the approval path and can be listed in SQL. The sample is re-queued to every reviewer but
+- **Second review**: whether an approval is in the sample is drawn when it is made, from a secret
+  random source (engine.sampling.draw_sample), and stored with it: a person's draw in the
+  approval's own transaction (engine/review.py, at `MemoryConfig.second_review_rate`), a review
+  policy's just after (engine/policies.py, at its scope's rate). Nothing an agent sees (ids,
+  times) predicts it. The two-person rule: a person's approval of a sensitive candidate
+  (engine/sensitive.py) or of a watched agent's proposal (engine/watch.py) is always drawn. A
+  person's approval made before draws were stored falls back to the old id hash (`sampled`). The
+  sample is re-queued to every reviewer but
   the one who approved it, BLIND: `blind_review` returns the fact, its evidence and its source
   messages, never who approved it, how (plain, edited, superseding) or why; and until the verdict
   every read that names the reviewer (`viewer=`, engine/blind.py) hides who decided it and why. A second reviewer who
   rejects it overturns it: the fact is retracted (with a tombstone, as a rejection would) in the
   same transaction that records the verdict; if the fact is no longer active the disagreement is
-  recorded and nothing else changes. Changing the rate changes which approvals are in the sample.
-  A review policy's approvals are not sampled by id: each is drawn from a secret random source
-  when the policy approves it and the draw is stored (engine/policies.py), so an agent that sees
-  ids cannot tell which of its proposals a person will check.
+  recorded and nothing else changes. An overturn is a person's decision: calibration counts the
+  candidate as rejected (the extractor's rules, a policy's record), and an overturned sensitive
+  proposal counts toward its agent's watch.
 - **Agreement**: over every item two reviewers judged: a second review (the first reviewer
   approved; the second agreed or not) and a decided flag whose flagger said which way they lean.
 - **Assignment**: a reviewer takes all of one user's items, present and future. While it holds,
@@ -52,17 +56,20 @@ from .errors import (
     AlreadyDecidedError,
     ClaimedError,
     NotFoundError,
+    UndoRefusedError,
     UserInputError,
 )
-from .gate import POLICY_ACTOR_PREFIX
+from .gate import Admission, point_pending_at
 from .knowledge import retract_in
 from .limits import check_reason
 from .may_decide import check_may_decide
 from .models import Candidate, Message
 from .queue_filter import ALL_PENDING, QueueFilter
 from .storage.rooms import Rooms, TeamTx
+from .storage.sql.records import OVERTURN_REASON
 from .storage.sql.team import HASH_MULTIPLIER, HASH_SPACE
 from .timeutil import from_us, to_us
+from .watch import consider
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -82,13 +89,14 @@ _DAY_US = 86_400_000_000
 
 
 def sample_point(candidate_id: int) -> float:
-    """Where the id falls in [0, 1): the same number in Python and in SQL (engine/storage/sql/team.py
-    SAMPLE_SQL, Knuth's multiplicative hash: consecutive ids spread over 2**32)."""
+    """Where the id falls in [0, 1): the same number in Python and in SQL (engine/storage/sql/policies.py
+    LEGACY_SAMPLE_SQL, Knuth's multiplicative hash). Only for a person's approval made before draws
+    were stored; every approval since carries its secret draw."""
     return ((candidate_id * HASH_MULTIPLIER) % HASH_SPACE) / HASH_SPACE
 
 
 def sampled(candidate_id: int, rate: float) -> bool:
-    """True when an approval of this candidate is in the second-review sample at `rate`."""
+    """True when a legacy approval (no stored draw) of this candidate is in the sample at `rate`."""
     return sample_point(candidate_id) < rate
 
 
@@ -577,10 +585,8 @@ class TeamService:
     async def _check_reviewable(self, tx: TeamTx, cand: Candidate, reviewer: str) -> Any:
         if cand.status != "approved" or cand.decision not in SAMPLED_DECISIONS or cand.knowledge_id is None:
             raise UserInputError(f"candidate {cand.id} is not an approval that created a fact")
-        if cand.decided_by is not None and cand.decided_by.startswith(POLICY_ACTOR_PREFIX):
-            in_sample = await tx.policy_sampled(cand.id, cand.decided_by)  # its secret draw, stored
-        else:
-            in_sample = sampled(cand.id, self._ctx.config.second_review_rate)
+        # its secret draw, stored when it was approved (a person's or a policy's), or a later one
+        in_sample = await tx.policy_sampled(cand.id, cand.decided_by or "", sample_bound(self._ctx.config))
         if not in_sample:
             raise UserInputError(f"candidate {cand.id} is not in the second-review sample")
         if cand.decided_by == reviewer:
@@ -643,11 +649,82 @@ class TeamService:
                     tx,
                     fact,
                     reviewer,
-                    f"overturned on second review: {why}",
+                    f"{OVERTURN_REASON}{why}",
                     True,
                     now_us,
                     candidate_id=cand.id,
                 )
+            if not approve:
+                await consider(tx, cand, now_us)  # a sensitive proposal overturned: watch its agent?
+            return record
+
+    async def undo_overturn(self, candidate_id: int, actor: str, *, reason: str) -> SecondReview:
+        """Undo a second reviewer's overturn (they or a lead found it was right after all): the
+        fact is back in force (through the gate: I1, I2), the tombstone the overturn wrote is
+        removed, and the verdict is withdrawn, so the approval waits for a second review again (two
+        people must still agree on it). Audited (`undo_second_review`, `undo_retract`,
+        `undo_create`); refused, with nothing changed, when the fact was changed since."""
+        why = _optional_text(reason, self._ctx.config, "the reason")
+        if why is None:
+            raise UserInputError("undoing an overturn needs a reason")
+        now_us: int = to_us(self._ctx.now())
+        async with self._store.transaction() as tx:
+            cand = await tx.get_candidate(candidate_id)
+            if cand.knowledge_id is None:
+                raise UserInputError(f"candidate {cand.id} made no fact: there is no overturn to undo")
+            found = [
+                r
+                for r in map(_second_review, await tx.second_review_rows(cand.user_id))
+                if r.candidate_id == cand.id and r.knowledge_id == cand.knowledge_id
+            ]
+            if not found or found[-1].verdict != "overturn":
+                raise UserInputError(f"candidate {cand.id}'s approval was not overturned on second review")
+            record = found[-1]
+            fact = await tx.get_knowledge(cand.user_id, cand.knowledge_id)
+            if fact.status != "retracted" or not (fact.end_reason or "").startswith(OVERTURN_REASON):
+                raise UndoRefusedError(
+                    f"fact {fact.id} is {fact.status} ({fact.end_reason}) since the overturn: undo never rewrites"
+                    " later history"
+                )
+            stone = await tx.tombstone_for(candidate_id=cand.id)
+            if stone is not None and stone.lifted_at is None:
+                await tx.delete_tombstone(stone.id)
+                await tx.audit(
+                    at=now_us,
+                    actor=actor,
+                    action="undo_create",
+                    user_id=cand.user_id,
+                    entity="tombstone",
+                    entity_id=stone.id,
+                    before=stone,
+                    reason=why,
+                )
+            (await Admission.read(tx, cand.user_id)).check(fact.statement, excluding={fact.id})
+            await tx.reactivate_knowledge(fact.id)
+            back = await tx.get_knowledge(cand.user_id, fact.id)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="undo_retract",
+                user_id=cand.user_id,
+                entity="knowledge",
+                entity_id=fact.id,
+                before=fact,
+                after=back,
+                reason=why,
+            )
+            await tx.delete_second_review(record.id)
+            await tx.audit(
+                at=now_us,
+                actor=actor,
+                action="undo_second_review",
+                user_id=cand.user_id,
+                entity="knowledge",
+                entity_id=fact.id,
+                before=asdict(record),
+                reason=why,
+            )
+            await point_pending_at(tx, back, now_us, deciding=None)  # I5 for a fact back in force
             return record
 
     async def second_reviews(self, *, user_id: str | None = None) -> list[SecondReview]:

@@ -106,6 +106,23 @@ def tui_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     return path, seed_sync(str(path))
 
 
+@pytest.fixture(scope="session")
+def tui_template_drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    path = tmp_path_factory.mktemp("tui-seed-drawn") / "seed.db"
+    return path, seed_sync(str(path), drawn=True)
+
+
+@pytest.fixture
+def tui_db_drawn(tui_template_drawn: tuple[Path, dict[str, int]], tmp_path: Path) -> tuple[str, dict[str, int]]:
+    """The seeded database with every approval drawn for second review (tests/tui_seed.py)."""
+    source, ids = tui_template_drawn
+    target = tmp_path / "tui.db"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
+    return str(target), dict(ids)
+
+
 @pytest.fixture
 def tui_db(tui_template: tuple[Path, dict[str, int]], tmp_path: Path) -> tuple[str, dict[str, int]]:
     """(path of a private copy of the seeded database, ids by name)."""

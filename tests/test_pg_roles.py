@@ -214,7 +214,9 @@ async def test_a_worker_ingests_and_processes_and_cannot_decide(roles: Urls) -> 
 
 async def test_a_reviewer_decides_and_cannot_rewrite_the_audit_log_or_the_schema(roles: Urls) -> None:
     fact_id, cid = await seeded(roles["owner"])
-    async with _open(roles["reviewer"]) as mem:
+    # every approval drawn for second review when it is made (the draw is stored with it)
+    drawn = MemoryConfig(second_review_rate=1.0)
+    async with Memory(roles["reviewer"], embedder=HashingEmbedder(), clock=lambda: T0, config=drawn) as mem:
         approved = await mem.review.approve(cid, "rev")
         await mem.review.undo(cid, "rev")  # undo deletes the fact it created: DELETE is granted
         await mem.review.approve(cid, "rev")

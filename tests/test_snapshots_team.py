@@ -19,7 +19,7 @@ from tests.tui_seed import T0, SeededDb
 WIDE = (160, 48)
 SMALL = (80, 24)
 SIZES = [pytest.param(WIDE, id="160x48"), pytest.param(SMALL, id="80x24")]
-CONFIG = MemoryConfig(second_review_rate=0.5)
+CONFIG = MemoryConfig(second_review_rate=1.0)  # the draw is secret: every approval drawn, so the picture is fixed
 
 
 class _Clock:
@@ -45,8 +45,8 @@ async def _team_day(path: str, ids: dict[str, int]) -> None:
 
 
 @pytest.fixture
-def app(tui_db: SeededDb) -> ReviewApp:
-    path, ids = tui_db
+def app(tui_db_drawn: SeededDb) -> ReviewApp:
+    path, ids = tui_db_drawn
     asyncio.run(_team_day(path, ids))
     return ReviewApp(path, "ana", clock=lambda: T0, config=CONFIG)
 

@@ -201,14 +201,15 @@ async def test_sampled_approvals_go_blind_to_another_reviewer(new_target: Callab
     clock = Clock()
     config = MemoryConfig(second_review_rate=0.5)
     async with open_memory(new_target("m"), clock, config=config) as mem:
-        ids = await queue(mem, "u1", *[f"User owns {n} boats" for n in range(1, 13)])
+        ids = await queue(mem, "u1", *[f"User owns {n} boats" for n in range(1, 41)])
         for cid in ids:
             clock.advance(seconds=20)
             await mem.review.approve(cid, "ana")
-        in_sample = [cid for cid in ids if sampled(cid, 0.5)]
-        assert 0 < len(in_sample) < len(ids)  # the hash splits these ids both ways
+        async with mem.ctx.store.reading() as tx:  # each approval's secret draw, stored with it
+            in_sample = [cid for cid in ids if await tx.policy_sampled(cid, "ana")]
+        assert 0 < len(in_sample) < len(ids)  # the draw splits 40 both ways (all one way: 2 in 2**40)
 
-        # the SQL sample and the Python function agree; the approver never sees their own
+        # the queue is the stored draws; the approver never sees their own
         assert [b.candidate_id for b in await mem.team.second_review_queue("bob")] == in_sample
         assert await mem.team.second_review_count("bob") == len(in_sample)
         assert await mem.team.second_review_queue("ana") == []

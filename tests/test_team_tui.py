@@ -134,8 +134,8 @@ async def test_my_queue_takes_a_users_items_and_gives_them_back(tui_db: SeededDb
     assert row(path, "SELECT count(*) FROM assignments") == (0,)
 
 
-async def test_second_review_is_blind_until_the_verdict_and_can_overturn(tui_db: SeededDb) -> None:
-    path, _ = tui_db
+async def test_second_review_is_blind_until_the_verdict_and_can_overturn(tui_db_drawn: SeededDb) -> None:
+    path, _ = tui_db_drawn  # every seeded approval drawn for second review when it was made
     app = ReviewApp(path, "ana", clock=fixed_clock, config=MemoryConfig(second_review_rate=1.0))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -183,7 +183,9 @@ async def test_the_reviewers_view_shows_the_engine_figures(tui_db: SeededDb) -> 
     path, _ = tui_db
     async with Memory(path, clock=fixed_clock) as mem:
         figures = await mem.team.figures()
-    [curator] = figures.reviewers
+    # the curator decided; lead only second-reviewed the seed's health fact (the two-person rule)
+    [curator, lead] = figures.reviewers
+    assert (lead.reviewer, lead.decisions, lead.second_reviews_done) == ("lead", 0, 1)
     app = ReviewApp(path, "ana", clock=fixed_clock)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -194,7 +196,7 @@ async def test_the_reviewers_view_shows_the_engine_figures(tui_db: SeededDb) -> 
         screen = app.screen
         assert isinstance(screen, ReviewersScreen)
         rows = table_rows(screen.query_one("#rv-reviewers", DataTable))
-        assert [r[:3] for r in rows] == [["curator", str(curator.decisions), "78%"]]
+        assert [r[:3] for r in rows] == [["curator", str(curator.decisions), "78%"], ["lead", "0", "—"]], rows
         assert curator.decisions == 9 and curator.approved == 7  # 6 approvals, 1 supersession, 2 rejections
         daily = table_rows(screen.query_one("#rv-daily", DataTable))
         assert [d[:3] for d in daily] == [["2026-02-23", "curator", "1"], ["2026-02-08", "curator", "8"]]

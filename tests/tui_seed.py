@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from engine import Episode, Extraction, GapItem, Knowledge, Memory
+from engine import Episode, Extraction, GapItem, Knowledge, Memory, MemoryConfig
 
 T0 = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 """The fixed "now" of every workstation test: the seed writes everything before it."""
@@ -90,11 +90,17 @@ async def _pending_id(mem: Memory, user: str, statement: str) -> int:
     raise AssertionError(f"seed: no pending candidate {statement!r} for {user}")
 
 
-async def seed(path: str) -> dict[str, int]:
-    """Build the database at `path`; returns the ids of the interesting rows by name."""
+async def seed(path: str, *, drawn: bool = False) -> dict[str, int]:
+    """Build the database at `path`; returns the ids of the interesting rows by name.
+
+    Whether an approval goes to second review is drawn in secret when it is made (engine/review.py),
+    so the seed fixes it: with `drawn` every approval is in the sample (rate 1); without, none is
+    but the one the two-person rule always draws (Ben's peanut allergy, a health fact), which a
+    second reviewer (`lead`) then upholds, so the default seed has no second review waiting."""
     clock = SteppedClock(T0 - timedelta(days=30))
     ids: dict[str, int] = {}
-    async with Memory(path, extractor=ScriptedExtractor(), clock=clock) as mem:
+    config = MemoryConfig(second_review_rate=1.0 if drawn else 0.0)
+    async with Memory(path, extractor=ScriptedExtractor(), clock=clock, config=config) as mem:
         # -- month-old history: cold-start extraction, approved by a curator --------------------
         day = T0 - timedelta(days=30)
         await _exchange(
@@ -141,6 +147,8 @@ async def seed(path: str) -> dict[str, int]:
         ]:
             cid = await _pending_id(mem, user, statement)
             ids[name] = (await mem.review.approve(cid, reviewer="curator")).id
+            if name == "peanuts" and not drawn:  # the two-person rule drew it: a second person agrees
+                await mem.team.second_review(cid, "lead", approve=True)
         queen = await _pending_id(mem, "u-ana", "Ana is the queen of Spain")
         ids["queen_candidate"] = queen
         ids["queen_tombstone"] = (await mem.review.reject(queen, reviewer="curator", reason="a joke")).id  # type: ignore[union-attr]
@@ -230,9 +238,9 @@ async def seed(path: str) -> dict[str, int]:
     return ids
 
 
-def seed_sync(path: str) -> dict[str, int]:
+def seed_sync(path: str, *, drawn: bool = False) -> dict[str, int]:
     """`seed` for synchronous callers (snapshot tests build their database before the app runs)."""
-    return asyncio.run(seed(path))
+    return asyncio.run(seed(path, drawn=drawn))
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual helper: `python -m tests.tui_seed out.db`

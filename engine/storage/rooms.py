@@ -74,6 +74,11 @@ class PolicyTx(PolicyOps, TeamOps, TxCore, Protocol):
     rows), and the second-review backlog its alarms report (team)."""
 
 
+class WatchTx(PolicyOps, TxCore, Protocol):
+    """engine/watch.py: an agent's decided proposals, the approvals a watch draws into the second
+    review (audit rows) and the watch events; called in the review's and the team's transactions."""
+
+
 class RetrievalTx(KnowledgeOps, TextArmOps, Protocol):
     """engine/retrieval.py: reads only: the vector arm, the text arm, the facts they ranked."""
 

@@ -280,7 +280,8 @@ def policy_run(db: str, name: str) -> None:
 
 def alarm_lines(policies: dict[str, Any]) -> list[str]:
     """`memdesk digest`'s lines on the policies' safety loop (from PolicyAlarms as JSON): the
-    second-review backlog and its age, and each suspended scope with what it returned."""
+    second-review backlog and its age, each suspended scope with what it returned, and each agent
+    under watch."""
     lines = []
     backlog, hours = policies["second_review_backlog"], policies["second_review_hours"]
     if backlog:
@@ -295,4 +296,50 @@ def alarm_lines(policies: dict[str, Any]) -> list[str]:
             + (f"; could not return {len(s['kept'])}" if s["kept"] else "")
             + f". {s['reason']}"
         )
+    for w in policies.get("watched", ()):
+        lines.append(
+            f"Under watch: agent {w['agent']} since {w['at']}: people decide its proposals and a second person"
+            f" checks each approval; {len(w['drawn'])} earlier approval(s) drawn to second review. {w['reason']}"
+        )
     return lines
+
+
+@policy.command("watched")
+@click.argument("db")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def policy_watched(db: str, as_json: bool) -> None:
+    """The agents under watch (engine/watch.py): people rejected their sensitive proposals, so
+    people decide all they send, a second person checks each approval, and no policy approves."""
+    existing_db(db)
+
+    async def go() -> list[Any]:
+        async with Memory(db) as mem:
+            return await mem.watch.all()
+
+    watched = _run(go())
+    if as_json:
+        echo(_json([dataclasses.asdict(w) for w in watched]))
+        return
+    if not watched:
+        echo("No agent is under watch.")
+    for w in watched:
+        echo(f"{w.agent}: under watch since {w.at.isoformat()}; {len(w.drawn)} approval(s) drawn. {w.reason}")
+
+
+@policy.command("unwatch")
+@click.argument("db")
+@click.argument("agent")
+@click.option("--force", is_flag=True, help="Required: lifting a watch is an owner's decision.")
+@click.option("--reason", help="Why (required; recorded in the audit log).")
+@_actor_option
+def policy_unwatch(db: str, agent: str, force: bool, reason: str | None, actor: str) -> None:
+    """Lift the watch on AGENT: needs --force and --reason (exit 2 without, nothing changed)."""
+    existing_db(db)
+    who = _actor(actor)
+
+    async def go() -> Any:
+        async with Memory(db) as mem:
+            return await mem.watch.lift(agent, who, force=force, reason=reason)
+
+    lifted = _run(go())
+    echo(f"Lifted the watch on {lifted.agent} (under watch since {lifted.at.isoformat()}).")

@@ -15,24 +15,42 @@ from typing import Any, Protocol
 
 from .conn import SqlConn
 from .core import fetchall
-from .records import CANDIDATE_COLS, CANDIDATE_FROM, candidate_from_row
+from .records import CANDIDATE_COLS, CANDIDATE_FROM, OVERTURNED, candidate_from_row
 
 POLICY_KEY = "policy:"
 """The meta key prefix of a policy's settings."""
 
 SAMPLED = "policy_sampled"
 UNSAMPLED = "policy_unsampled"
-"""The audit action of a policy's approval, by whether the secret draw sent it to second review.
-Fail closed: an approval of a policy with no `policy_unsampled` row is in the sample."""
+"""The audit action of an approval's secret draw (`actor` = the approver: a policy, or a person
+since the two-person rule; the strings keep their first name so stored rows still read): whether
+the draw sent it to second review. Fail closed: a policy's approval with no `policy_unsampled` row
+is in the sample. A `policy_sampled` row by the engine itself (`memdesk`: an agent put under watch,
+engine/watch.py) draws any approval made before it into the sample."""
 
-POLICY_SAMPLE_SQL = (
-    "(NOT EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
-    f" AND ps.action = '{UNSAMPLED}' AND ps.actor = c.decided_by)"
-    " OR EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
-    f" AND ps.action = '{SAMPLED}' AND ps.actor = c.decided_by))"
+DRAWER = "memdesk"
+"""The actor of a draw the engine makes on its own (engine.gate.SYSTEM_ACTOR's value)."""
+
+HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
+HASH_SPACE = 4_294_967_296
+LEGACY_SAMPLE_SQL = f"((c.id * {HASH_MULTIPLIER}) % {HASH_SPACE}) < ?"
+"""The id-hash sample of a person's approval made before people's draws were stored (no draw row
+at all): the same test as engine.team.sample_point(id) < rate. Every approval since has its draw."""
+
+SAMPLE_SQL = (
+    "(EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    f" AND ps.action = '{SAMPLED}' AND ps.at >= c.decided_at AND (ps.actor = c.decided_by OR ps.actor = '{DRAWER}'))"
+    " OR (NOT EXISTS (SELECT 1 FROM audit_log ps WHERE ps.entity = 'candidate' AND ps.entity_id = c.id"
+    f" AND ps.action IN ('{SAMPLED}', '{UNSAMPLED}') AND ps.actor = c.decided_by AND ps.at >= c.decided_at)"
+    f" AND (c.decided_by LIKE 'policy:%' OR {LEGACY_SAMPLE_SQL})))"
 )
-"""A policy's approval (candidate `c`) is in the second-review sample: no row says it was left out,
-or a later draw (a scope's alert) put it in."""
+"""An approval (candidate `c`) is in the second-review sample: a draw made at or after it put it
+there (its approver's own secret draw, a scope's alert, an agent's watch); or no draw of its
+approver was stored for it, and then a policy's counts as sampled (fail closed) and a person's
+made before draws were stored falls back to the id hash. One `?`: the legacy hash's bound."""
+
+POLICY_SAMPLE_SQL = SAMPLE_SQL
+"""The old name (a policy's approvals are read by the same test)."""
 
 
 class PolicyOps(Protocol):
@@ -140,7 +158,7 @@ class PolicyOps(Protocol):
         rows = await fetchall(
             self.conn,
             "SELECT a.note, count(*), coalesce(sum(CASE WHEN c.status = 'approved' AND c.decision = 'approve'"
-            " THEN 1 ELSE 0 END), 0) FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
+            f" AND NOT {OVERTURNED} THEN 1 ELSE 0 END), 0) FROM audit_log a JOIN candidates c ON c.id = a.entity_id"
             " WHERE a.entity = 'candidate' AND a.action = 'policy_verdict' AND a.actor = ? AND a.at >= ?"
             f" {extra} AND c.status != 'pending' AND c.decided_by IS NOT NULL AND c.decided_by NOT LIKE 'policy:%'"
             " GROUP BY a.note",
@@ -198,16 +216,15 @@ class PolicyOps(Protocol):
         )
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
-    async def policy_sampled(self, candidate_id: int, actor: str) -> bool:
-        """Whether `actor`'s approval of this candidate is in the second-review sample."""
+    async def policy_sampled(self, candidate_id: int, actor: str, threshold: int = 0) -> bool:
+        """Whether `actor`'s approval of this candidate is in the second-review sample (SAMPLE_SQL;
+        `threshold` is the legacy id hash's bound, for a person's approval with no stored draw)."""
         rows = await fetchall(
             self.conn,
-            "SELECT action FROM audit_log WHERE entity = 'candidate' AND entity_id = ? AND action IN (?, ?)"
-            " AND actor = ?",
-            [candidate_id, SAMPLED, UNSAMPLED, actor],
+            f"SELECT 1 FROM candidates c WHERE c.id = ? AND c.decided_by = ? AND {SAMPLE_SQL}",
+            [candidate_id, actor, int(threshold)],
         )
-        actions = {str(r[0]) for r in rows}
-        return SAMPLED in actions or UNSAMPLED not in actions
+        return bool(rows)
 
     async def unsampled_scope_approvals(self, actor: str, scope: str, limit: int) -> list[tuple[int, str]]:
         """(candidate id, user_id) of `actor`'s newest approvals in `scope` that its draw left out
@@ -244,3 +261,42 @@ class PolicyOps(Protocol):
             )
         ).fetchone()
         return int(row[0])
+
+    # -- the agent watch (engine/watch.py) -----------------------------------------------------------
+
+    async def watch_events(self) -> list[tuple[str, str, int]]:
+        """(action, after JSON, at) of every agent-watch event (a watch, a lift), oldest first."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT action, after, at FROM audit_log WHERE entity = 'agent_watch' ORDER BY id",
+            [],
+        )
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def agent_decided(self, agent: str, since_us: int) -> list[tuple[Any, bool]]:
+        """(candidate, overturned on second review) of every proposal of `agent` (a row no
+        extraction run made, `created_by` = the agent) that people decided since `since_us`:
+        approved or rejected by a person, or approved by anyone and overturned since."""
+        rows = await fetchall(
+            self.conn,
+            f"SELECT {CANDIDATE_COLS}, (SELECT count(*) FROM second_reviews s WHERE s.candidate_id = c.id"
+            " AND s.verdict = 'overturn') FROM " + CANDIDATE_FROM + " WHERE c.run_id IS NULL AND c.created_by = ?"
+            " AND c.status IN ('approved', 'rejected') AND c.decided_at >= ? ORDER BY c.decided_at, c.id",
+            [agent, int(since_us)],
+        )
+        return [(candidate_from_row(r[:-1]), int(r[-1]) > 0) for r in rows]
+
+    async def agent_unreviewed_approvals(self, agent: str, since_us: int) -> list[tuple[int, str]]:
+        """(candidate id, user_id) of the proposals of `agent` approved since `since_us` (by a
+        person or a policy) whose fact is still active and that nobody second-reviewed: what a
+        watch draws into the second review."""
+        rows = await fetchall(
+            self.conn,
+            "SELECT c.id, c.user_id FROM candidates c JOIN knowledge k ON k.id = c.knowledge_id"
+            " WHERE c.run_id IS NULL AND c.created_by = ? AND c.status = 'approved' AND c.decided_at >= ?"
+            " AND c.decision IN ('approve', 'edit_approve', 'confirm_supersession', 'keep_both')"
+            " AND k.status = 'active' AND NOT EXISTS (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id"
+            " AND s.knowledge_id = c.knowledge_id) ORDER BY c.id",
+            [agent, int(since_us)],
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]

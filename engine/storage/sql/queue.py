@@ -24,6 +24,7 @@ from .records import (
     CANDIDATE_FROM,
     DECIDED_BY_PEOPLE,
     MAX_ID,
+    OVERTURNED,
     candidate_from_row,
     marks_to_json,
 )
@@ -383,13 +384,14 @@ class QueueOps(TxCore, Protocol):
 
     async def rule_decisions(self, extractor: str) -> dict[str, tuple[int, int]]:
         """{rule: (approved, rejected)} over the candidates of `extractor`'s runs that name their
-        rule and that people decided: what the offline extractor calibrates its confidence on."""
+        rule and that people decided: what the offline extractor calibrates its confidence on. An
+        approval a second reviewer overturned counts as rejected: the second person's is the last word."""
         rows = await fetchall(
             self.conn,
-            "SELECT c.rule, sum(CASE WHEN c.status = 'approved' THEN 1 ELSE 0 END),"
-            " sum(CASE WHEN c.status = 'rejected' THEN 1 ELSE 0 END) FROM candidates c"
+            f"SELECT c.rule, sum(CASE WHEN c.status = 'approved' AND NOT {OVERTURNED} THEN 1 ELSE 0 END),"
+            f" sum(CASE WHEN c.status = 'rejected' OR {OVERTURNED} THEN 1 ELSE 0 END) FROM candidates c"
             " JOIN extraction_runs r ON r.id = c.run_id WHERE r.extractor = ? AND c.rule IS NOT NULL"
-            f" AND c.status IN ('approved', 'rejected') AND {DECIDED_BY_PEOPLE} GROUP BY c.rule",
+            f" AND c.status IN ('approved', 'rejected') AND ({DECIDED_BY_PEOPLE} OR {OVERTURNED}) GROUP BY c.rule",
             [extractor],
         )
         return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}

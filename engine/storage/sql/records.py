@@ -189,6 +189,17 @@ def candidate_from_row_json(text: str) -> Candidate:
     return Candidate(**data)
 
 
+OVERTURN_REASON = "overturned on second review: "
+"""How a fact a second reviewer overturned ends (its `end_reason` starts so: engine/team.py)."""
+
+OVERTURNED = (
+    "EXISTS (SELECT 1 FROM knowledge ov WHERE ov.id = c.knowledge_id AND ov.status = 'retracted'"
+    f" AND ov.end_reason LIKE '{OVERTURN_REASON}%')"
+)
+"""A candidate `c` whose approval a second reviewer overturned: a person's rejection, for
+calibration and records. Read from the fact (which every role may read, the workers that
+calibrate included), not from `second_reviews` (which only reviewers may)."""
+
 DECIDED_BY_PEOPLE = "(c.decided_by IS NULL OR c.decided_by NOT LIKE 'policy:%')"
 """A candidate `c` decided by a person, not a review policy: what calibration counts (the offline
 extractor's per-rule confidence, `stats`' approval rate per confidence bucket). A policy's approvals

@@ -15,13 +15,10 @@ from typing import Any, Protocol
 from ...queue_filter import QueueFilter
 from .conn import SqlConn
 from .core import returned_id
-from .policies import POLICY_SAMPLE_SQL
+from .policies import HASH_MULTIPLIER, HASH_SPACE, SAMPLE_SQL
 from .queue import queue_where
 
-HASH_MULTIPLIER = 2_654_435_761  # Knuth's multiplicative hash: consecutive ids spread over 2**32
-HASH_SPACE = 4_294_967_296
-SAMPLE_SQL = f"((c.id * {HASH_MULTIPLIER}) % {HASH_SPACE}) < ?"
-"""The second-review sample in SQL: the same test as engine.team.sample_point(id) < rate."""
+__all__ = ["HASH_MULTIPLIER", "HASH_SPACE", "SAMPLE_SQL", "TeamOps"]
 
 FLAG_COLS = "id, candidate_id, user_id, flagged_by, flagged_at, note, lean, withdrawn_at, withdrawn_by"
 SECOND_REVIEW_COLS = (
@@ -175,13 +172,13 @@ class TeamOps(Protocol):
 
     @staticmethod
     def _sample_where(decisions: Sequence[str], reviewer: str, threshold: int) -> tuple[str, list[Any]]:
-        """`threshold` (the id hash's bound) for people's approvals; a review policy's approval is in
-        the sample when its secret draw at approval time put it there (engine/policies.py: no
-        `policy_unsampled` row), which nothing an agent sees can predict."""
+        """An approval is in the sample when the secret draw stored at approval time (a policy's or a
+        person's: engine/policies.py, engine/review.py), or a later draw, put it there (SAMPLE_SQL),
+        which nothing an agent sees can predict; `threshold` is the legacy id hash's bound, for a
+        person's approval made before draws were stored."""
         return (
             f"c.status = 'approved' AND c.decision IN ({_marks(decisions)}) AND c.decided_by != ?"
-            f" AND ((c.decided_by LIKE 'policy:%' AND {POLICY_SAMPLE_SQL})"
-            f" OR (c.decided_by NOT LIKE 'policy:%' AND {SAMPLE_SQL}))"
+            f" AND {SAMPLE_SQL}"
             " AND k.status = 'active' AND NOT EXISTS"
             " (SELECT 1 FROM second_reviews s WHERE s.candidate_id = c.id AND s.knowledge_id = c.knowledge_id)",
             [*decisions, reviewer, threshold],
@@ -273,6 +270,10 @@ class TeamOps(Protocol):
                 f"SELECT {SECOND_REVIEW_COLS} FROM second_reviews WHERE id = ?", (await returned_id(cur),)
             )
         ).fetchone()
+
+    async def delete_second_review(self, review_id: int) -> None:
+        """Remove one recorded verdict (its undo: the audit log keeps it)."""
+        await self.conn.execute("DELETE FROM second_reviews WHERE id = ?", (review_id,))
 
     async def second_review_rows(self, user_id: str | None) -> list[Any]:
         scope, args = ("WHERE user_id = ?", [user_id]) if user_id is not None else ("", [])
