@@ -60,6 +60,7 @@ from .models import (
 )
 from .stated import candidate_stated_at
 from .storage.rooms import GateTx, KnowledgeTx, Rooms
+from .storage.sql.policies import SAMPLED, UNSAMPLED
 from .storage.sql.queue import QueueOps
 from .text import ValueIndex, value_key
 from .timeutil import check_interval, from_us, to_us
@@ -68,6 +69,8 @@ Settle = Literal["supersede", "correct", "keep_both"]
 """How a fact added directly relates to the active fact it would replace: the world changed
 (supersede), the old one was never true (correct), or both hold (keep_both)."""
 
+_DRAWS = (SAMPLED, UNSAMPLED)
+"""The audit actions of a second-review draw (engine/storage/sql/policies.py)."""
 _KNOWLEDGE_FIELDS = tuple(f.name for f in fields(Knowledge))
 
 
@@ -555,13 +558,17 @@ class KnowledgeOps:
         self, user_id: str, knowledge_id: int | None = None, *, viewer: str | None = None
     ) -> list[AuditEvent]:
         """Audit events of one user, or of one fact and every version in its chain. `viewer`: the
-        reviewer reading; who decided what they must still second-review, and why, is redacted."""
+        reviewer reading; who decided what they must still second-review, and why, is redacted.
+        An approval's second-review draw (`policy_sampled` / `policy_unsampled`) is not shown: it
+        says nothing about the user's facts, and a reviewer who could see which approvals are
+        checked would know which are not (the rows stay in the audit log)."""
         async with self._store.reading() as tx:
             if knowledge_id is None:
                 events = await tx.audit_events(user_id)
             else:
                 chain = await tx.version_chain(user_id, knowledge_id)
                 events = await tx.audit_events(user_id, "knowledge", [k.id for k in chain])
+            events = [e for e in events if e.action not in _DRAWS]
             return (await blind_spots(tx, self.ctx.config, viewer, user_id)).events(events)
 
     async def tombstones(self, user_id: str | None, include_lifted: bool = False) -> list[Tombstone]:

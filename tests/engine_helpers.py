@@ -126,8 +126,15 @@ async def vec_row(mem: Memory, knowledge_id: int) -> tuple[Any, ...] | None:
     return tuple(found) if found is not None else None
 
 
-async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
-    """(id, actor, action, user_id, entity, entity_id, before, after, reason) written after `after_id`."""
+DRAWS = ("policy_sampled", "policy_unsampled")
+"""The audit actions of an approval's second-review draw (engine/storage/sql/policies.py): written
+with every approval since the two-person rule, sampled or not at random (tests/test_two_person.py
+checks them); the tests of a decision's own rows leave them out."""
+
+
+async def audit_rows_since(mem: Memory, after_id: int, *, draws: bool = False) -> list[tuple[Any, ...]]:
+    """(id, actor, action, user_id, entity, entity_id, before, after, reason) written after
+    `after_id`; with `draws`, the approvals' second-review draws too (`DRAWS`)."""
     async with sql(mem) as conn:
         rows = await (
             await conn.execute(
@@ -136,7 +143,7 @@ async def audit_rows_since(mem: Memory, after_id: int) -> list[tuple[Any, ...]]:
                 (after_id,),
             )
         ).fetchall()
-    return [tuple(r) for r in rows]
+    return [tuple(r) for r in rows if draws or r[2] not in DRAWS]
 
 
 async def last_audit_id(mem: Memory) -> int:

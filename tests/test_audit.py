@@ -104,7 +104,7 @@ async def test_a_failed_decision_leaves_no_audit_row_and_no_change(
     assert await snapshot(mem) == before  # no new fact, old fact active, no audit row, candidate pending
     # Positive control: the same decision, with audit working, goes through.
     await mem.review.confirm_supersession(cid, reviewer="rev")
-    assert len((await snapshot(mem))["audit_log"]) == len(before["audit_log"]) + 3
+    assert len((await snapshot(mem))["audit_log"]) == len(before["audit_log"]) + 4  # 3 rows and the draw
 
 
 async def test_a_refused_decision_writes_no_audit_row(mem: Memory) -> None:
