@@ -10,7 +10,11 @@ every person's approval of a sensitive candidate goes to the blind second review
 Derived from the text, never from stored columns (an agent's row may carry any label):
 - a special category or a detector's doubt (engine.categories.category_of, UNSURE counts);
 - a credential-like phrase in the statement or its evidence (engine.credentials);
-- any mark on the candidate (look-alike, near-tombstone, may-replace: engine.models.Mark);
+- a mark that it is near a rejected value (`near_tombstone`: someone already decided against
+  that value, and one slip would bring it back). A look-alike or "may replace" mark is not enough:
+  it is a question shown beside the item, which the first person answers by looking, and a slip
+  there leaves a wrong fact, not a harmful one (counted by the fleet benchmark as such); making
+  every mark a two-person item cost the held-out team about 17 second reviews a 1,000;
 - a directive to agents (engine.directives).
 
 The window: the first person's approval makes the fact active, so until the second person's
@@ -32,7 +36,7 @@ from .models import Candidate, Mark
 
 def sensitive_reason(statement: str, evidence: str | None = None, marks: Iterable[Mark] = ()) -> str | None:
     """Why a candidate with this text, evidence and marks is sensitive (None when it is not)."""
-    seen = tuple(marks)
+    seen = tuple(m for m in marks if m.kind == "near_tombstone")
     if seen:
         return "marked (" + ", ".join(f"{m.kind.replace('_', ' ')} #{m.target_id}" for m in seen) + ")"
     if credential_like(statement):

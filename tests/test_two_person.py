@@ -114,6 +114,26 @@ async def test_a_sensitive_approval_always_goes_to_a_second_person(
         assert await mem.is_tombstoned("u1", statement) is not None
 
 
+async def test_near_a_rejected_value_goes_to_a_second_person_a_look_alike_does_not(
+    new_target: Callable[[str], str],
+) -> None:
+    """Of the marks, only "near a rejected value" makes an approval a two-person one: someone has
+    already decided against that value. A look-alike is a question the approver answers by
+    looking (and no policy approves either)."""
+    async with open_memory(new_target("m"), Clock(), config=NONE) as mem:
+        await mem.review.reject(await propose(mem, "u1", "User owns a horse"), "ana", "not true")
+        near = await propose(mem, "u1", "User owns a house")
+        assert [m.kind for m in (await mem.review.get(near)).marks] == ["near_tombstone"]
+        await mem.review.approve(near, "ana")
+        assert await waiting(mem) == [near]
+        await mem.review.approve(await propose(mem, "u2", "User likes Sarah"), "ana")
+        alike = await propose(mem, "u2", "User likes Sara")
+        assert [m.kind for m in (await mem.review.get(alike)).marks] == ["looks_like"]
+        await mem.review.approve(alike, "ana")
+        assert await waiting(mem) == [near]  # the look-alike was not drawn (rate 0)
+        assert [d[1] for d in await draws(mem, alike)] == [UNSAMPLED]
+
+
 async def test_every_way_a_person_approves_is_under_the_rule(new_target: Callable[[str], str]) -> None:
     async with open_memory(new_target("m"), Clock(), config=NONE) as mem:
         # an edit that makes a plain statement a directive
