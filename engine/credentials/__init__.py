@@ -39,7 +39,6 @@ them; README "Credentials are never stored" lists what is still not caught.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from contextlib import AbstractAsyncContextManager
@@ -103,7 +102,6 @@ __all__ = [
     "holds_credential",
     "redact",
     "redact_text",
-    "redact_value",
     "refuse_credentials",
 ]
 
@@ -181,29 +179,6 @@ Kinds = tuple[tuple[str, int], ...]
 """What a redaction removed, as (kind, count) pairs; empty when nothing was found."""
 
 
-def redact_value(value: Any) -> tuple[Any, Kinds]:
-    """`value` as it may be written to a column: a str redacted; a str holding a JSON object or
-    array parsed, each string inside redacted, and written back (only when something was found,
-    so untouched rows keep their exact bytes); anything else as it is. For the storage guard,
-    which calls it for every text argument of every write: so the kinds come back as plain pairs
-    and a string seen before is answered from a cache."""
-    if not isinstance(value, str) or len(value) < _SHORTEST:
-        return value, ()
-    head = value.lstrip()[:1]
-    if head in ("{", "["):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict | list):
-            kinds: Counter[str] = Counter()
-            walked = _walk(parsed, kinds)
-            if not kinds:
-                return value, ()
-            return json.dumps(walked, ensure_ascii=False), tuple(kinds.items())
-    return redact_text(value)
-
-
 SHORTEST_CREDENTIAL = _SHORTEST = 6
 """No detected credential fits in fewer characters ("CVV 123" is the shortest kind: 7); the guard
 passes shorter strings (ids, names, statuses) without looking."""
@@ -216,7 +191,7 @@ ids, actors and statuses on every row of an import; a long message is redacted a
 
 def redact_text(text: str) -> tuple[str, Kinds]:
     """`redact(text)` as plain values: the text and its (kind, count) pairs, cached when short.
-    A text is read as text here, never parsed as JSON (that is `redact_value`)."""
+    A text is read as text, never parsed as JSON (the storage guard walks JSON columns itself)."""
     if len(text) <= _CACHED_UP_TO:
         return _redacted_short(text)
     red = redact(text)
@@ -227,22 +202,6 @@ def redact_text(text: str) -> tuple[str, Kinds]:
 def _redacted_short(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     red = redact(text)
     return red.text, tuple(red.kinds.items())
-
-
-def _walk(node: Any, kinds: Counter[str]) -> Any:
-    if isinstance(node, str):
-        if len(node) < _SHORTEST:
-            return node
-        text, found = redact_text(node)
-        if found:
-            kinds.update(dict(found))
-        return text
-    if isinstance(node, dict):
-        # keys are the engine's own field names, never what a person typed
-        return {k: _walk(v, kinds) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_walk(v, kinds) for v in node]
-    return node
 
 
 async def audit_credentials(

@@ -80,26 +80,33 @@ def findings(text: str) -> list[Finding]:
     return list(_findings(text))
 
 
-@lru_cache(maxsize=8192)
-def _findings(text: str) -> tuple[Finding, ...]:
-    """Cached: one statement is written to several places in one transaction (the candidate, its
-    audit row, the text index), and the guard reads each."""
+def families(text: str) -> tuple[Detector, ...]:
+    """The detector families `text` is read by: each only when its trigger finds what every one
+    of its patterns needs (tests/test_credential_triggers.py proves that over the corpora)."""
     # the triggers are lower-case patterns on a lower-case probe: Python's `re` runs a case-blind
     # alternation of a hundred stems several times slower than the same one case-sensitive
     probe = text.lower() if text.isascii() else canonical(text)
-    detectors: list[Detector] = []
+    out: list[Detector] = []
     if (
         sum(map(str.isdecimal, probe)) >= _ENOUGH_DIGITS
         or _TRIGGER.search(probe) is not None
         or _PRODUCT_SHAPE.search(probe) is not None
     ):
-        detectors.append(structured.find)
+        out.append(structured.find)
     elif probe.count(" ") >= 11:
-        detectors.append(structured.seed_phrases)
+        out.append(structured.seed_phrases)
     if _VENDOR_TRIGGER.search(probe) is not None:
-        detectors.append(vendor.find)
+        out.append(vendor.find)
     if _PROSE_TRIGGER.search(probe) is not None:
-        detectors.append(prose.find)
+        out.append(prose.find)
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def _findings(text: str) -> tuple[Finding, ...]:
+    """Cached: one statement is written to several places in one transaction (the candidate, its
+    audit row, the text index), and the guard reads each."""
+    detectors = families(text)
     if not detectors:
         return ()
     view = view_of(text)

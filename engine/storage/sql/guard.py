@@ -2,7 +2,8 @@
 
 `SqlTx` wraps its connection in `RedactingConn`, so every INSERT or UPDATE (or INSERT ... ON
 CONFLICT, or REPLACE) that any room of either backend runs has each string argument passed
-through `engine.credentials.redact_value` before the driver sees it: a message, a statement, an
+through `engine.credentials.redact_text` before the driver sees it (a string holding a JSON
+object or array is parsed and each string inside it redacted): a message, a statement, an
 edit, a reviewer's reject or flag reason, an agent's forget reason, a policy's reason, an import's
 rows, an audit row's before/after JSON. Services still redact first where they can say so
 (an exchange's audit row naming the kinds, a proposal refused with its reason); this layer is what
@@ -25,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...credentials import SHORTEST_CREDENTIAL as _SHORTEST
-from ...credentials import redact_text, redact_value
+from ...credentials import redact_text
 from ...models import to_jsonable
 
 _WRITE = re.compile(r"(?i)\b(?:INSERT|UPDATE|REPLACE)\b")
@@ -84,9 +85,10 @@ class RedactingConn:
     def _one(self, value: Any) -> Any:
         if type(value) is Redacted or not isinstance(value, str):
             return value
-        cleaned, kinds = redact_value(value)
+        kinds: Counter[str] = Counter()
+        cleaned = _column_text(value, kinds)
         if kinds:
-            self.removed.update(dict(kinds))
+            self.removed.update(kinds)
         elif type(value) is str:
             _remember(value)
         return cleaned
@@ -122,6 +124,23 @@ def _remember(text: str) -> None:
     if len(_CLEAN) >= _CLEAN_MAX:
         _CLEAN.clear()
     _CLEAN.add(text)
+
+
+def _column_text(value: str, kinds: Counter[str]) -> str:
+    """A text argument as it may be written: redacted; one holding a JSON object or array parsed,
+    each string inside redacted (`_tree`), and written back only when something was found, so an
+    untouched row keeps its exact bytes."""
+    if value.lstrip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            walked = _tree(parsed, kinds)
+            return json.dumps(walked, ensure_ascii=False) if kinds else value
+    text, found = redact_text(value)
+    kinds.update(dict(found))
+    return text
 
 
 def _tree(node: Any, kinds: Counter[str]) -> Any:
