@@ -111,9 +111,6 @@ class HashingEmbedder:
         self.dimensions = dimensions
         self.max_chars = max_chars
 
-    def _bucket(self, feature: str) -> tuple[int, float]:
-        return _bucket(feature, self.dimensions)
-
     def embed_one(self, text: str) -> list[float]:
         words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
         content = [w for w in words if w not in _STOP] or words
