@@ -670,13 +670,14 @@ async def nearest_facts(
     near = await tx.vector_arm(
         user_id, embedding, limit, at_time=None, known_at=None, include_expired=False, max_distance=1.0 - similarity
     )
+    return unrelatable(statement, [(fid, (await tx.get_knowledge(user_id, fid)).statement) for fid in near])
+
+
+def unrelatable(statement: str, near: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The neighbours whose claims the claim model cannot relate to `statement`'s (`relation`
+    "unknown": one of the two is free text): the only ones an embedder's nearness may question."""
     claim = claim_of(statement)
-    out = []
-    for fid in near:
-        text = (await tx.get_knowledge(user_id, fid)).statement
-        if relation(claim_of(text), claim) == "unknown":
-            out.append((fid, text))
-    return out
+    return [(fid, text) for fid, text in near if relation(claim_of(text), claim) == "unknown"]
 
 
 class ImportNeighbours:
@@ -750,17 +751,13 @@ class ImportNeighbours:
         where, sims = np.take_along_axis(where, order, axis=1), np.take_along_axis(sims, order, axis=1)
         out: list[tuple[Mark, ...]] = [()] * len(rows)
         for i in np.nonzero(sims[:, 0] >= self.similarity)[0].tolist():
-            text = rows[i][1]
-            claim = claim_of(text)
-            found: list[Mark] = []
-            for at, sim in zip(where[i].tolist(), sims[i].tolist(), strict=True):
-                if sim < self.similarity:
-                    break
-                fid, ftext = (self._ids[at], self._texts[at]) if at < size else rows[at - size][:2]
-                if fid in skip[i] or relation(claim_of(ftext), claim) != "unknown":
-                    continue
-                found.append(may_replace(fid, ftext, "similar wording"))
-            out[i] = tuple(found)
+            near = [
+                (self._ids[at], self._texts[at]) if at < size else (rows[at - size][0], rows[at - size][1])
+                for at, sim in zip(where[i].tolist(), sims[i].tolist(), strict=True)
+                if sim >= self.similarity
+            ]
+            # the rest is `nearest_facts`' and `judged`'s, as on every other way in (no judge here)
+            _, out[i] = judged(unrelatable(rows[i][1], near), skip[i])
         self._add([ident for ident, _, _ in rows], [text for _, text, _ in rows], batch)
         return out
 
