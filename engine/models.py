@@ -231,6 +231,14 @@ class Mark:
     target_id: int
     note: str
 
+    @property
+    def reference(self) -> str:
+        """What the mark names, without the other statement ("looks like fact #12"): the audit
+        row's note, which names the other fact or tombstone by id as every audit row names what it
+        touches. Every note starts with it (engine.gate's `looks_like`, `near_tombstone`,
+        `may_replace`)."""
+        return self.note.partition(": ")[0]
+
 
 @dataclass(slots=True)
 class Tombstone:

@@ -27,15 +27,50 @@ Detector = Callable[[str], Iterable[tuple[int, int, str]]]
 # Each family of detectors runs only on a text holding what it needs, so that most statements and
 # every audit row of ids skip them (the storage guard runs them on every text it writes). Each
 # trigger is checked on the canonical text, so a fullwidth or look-alike keyword still passes.
-# The structured family (numbers, keys in files, seed phrases) needs six digits, a product key's
-# shape or one of these stems; a seed phrase needs none of them: it is looked for in any text of
-# twelve words.
-_ENOUGH_DIGITS = 6
-"""Every number the structured family knows has at least six digits (a NINO six, a codice fiscale
-seven, an IBAN thirteen, a card twelve): a text with fewer has none of them."""
-# ... and a product key may have fewer, so its shape triggers too (four dash-joined groups)
+# The structured family (numbers, keys in files, seed phrases) needs a number's shape, a product
+# key's shape or one of these stems; a seed phrase needs none of them: it is looked for in any text
+# of twelve words.
+_NUMBER_SHAPE = re.compile(
+    r"\d[\d .\-]{6}|\d\d ?\d\d ?\d\d ?[a-d]|(?<=[a-z][a-z])\d\d[ a-z0-9]{11}|\d\d[a-z]\d\d[a-z]\d{3}"
+)
+"""What every number the structured family knows holds at least, on the lower-case probe: a digit
+and six more digits, spaces, dots or dashes (a card, grouped or not; an SSN, CPF, DNI or NIR; the
+value after an ID keyword), a NINO's six digits and its letter, an IBAN's country and check digits before
+eleven more characters, or a codice fiscale's digit-letter pattern. Every branch starts at a
+digit, so `re` looks only at the digits of a text. Counting digits anywhere was
+looser: "since 2015 (note 70)" has six and none of these, and so does an audit note naming fact ids
+("looks like fact #103925: ..."). tests/test_credential_triggers.py draws texts from every numeric
+pattern of engine/credentials/structured.py and checks each passes."""
+# ... and a product key may have no number at all, so its shape triggers too (four dash-joined groups)
 _PRODUCT_SHAPE = re.compile(r"[a-z0-9]{4,5}(?:-[a-z0-9]{4,5}){3}")
-_TRIGGER = re.compile(
+_META = frozenset("\\[](){}|.?*+^$")
+
+
+def _stems(source: str) -> re.Pattern[str]:
+    """`source`, an alternation of stems, compiled with the literal characters its stems start with
+    factored out ("p(?:ass|w|in|...)|..."): the triggers only ask whether a stem occurs, which the
+    factored pattern answers the same, and Python's `re` tries one branch a first character
+    instead of a hundred at every position of the text (a 200-character audit note: 39 µs, then 11)."""
+    return re.compile(_factored(source.split("|")))
+
+
+def _factored(stems: list[str]) -> str:
+    groups: dict[str, list[str]] = {}
+    for stem in stems:
+        literal = bool(stem) and stem[0] not in _META and stem[1:2] not in ("?", "*", "+", "{")
+        groups.setdefault(stem[0] if literal else "", []).append(stem[1:] if literal else stem)
+    parts: list[str] = []
+    for head, rests in groups.items():
+        if not head:
+            parts.extend(rests)
+        elif len(rests) == 1:
+            parts.append(re.escape(head) + rests[0])
+        else:
+            parts.append(f"{re.escape(head)}(?:{_factored(rests)})")
+    return "|".join(parts)
+
+
+_TRIGGER = _stems(
     r"pass|pw|mot de|mdp|wort|contrase|clave|senha|key|schl|pin|code|digo|otp|cvv|cvc|csc|combina|combo|"
     r"secret|token|geheim|cl[ée]|bearer|seed|mnemonic|recovery|phrase|://|begin|putty|eyj|sk-|sk_|rk_|aiza|"
     r"xox|xapp|gh[pousr]_|github_pat|gl[a-z]{2,6}-|akia|asia|aws|sg\.|npm_|pypi-|hf_|shp|_v1_|sq0|"
@@ -50,7 +85,7 @@ _TRIGGER = re.compile(
 # digits ("since 2015", "note 120") is not read for prose: that family costs as much as the
 # other two together and an import of dated statements runs it twice a fact (the statement and
 # its value key). tests/test_credential_triggers.py checks every prose example against it.
-_PROSE_TRIGGER = re.compile(
+_PROSE_TRIGGER = _stems(
     r"pass|pw|mot de|mdp|wort|contrase|clave|senha|wi-?fi|wlan|key|schl|pin|code|digo|otp|cvv|cvc|csc|"
     r"combin|combo|verification|secret|token|geheim|cl[ée]|bearer|api|access|client|auth|refresh|session|"
     r"private|signing|webhook|licen[cs]e|product|login|log-in|cred|username|identifiants|zugangsdaten|"
@@ -88,7 +123,7 @@ def families(text: str) -> tuple[Detector, ...]:
     probe = text.lower() if text.isascii() else canonical(text)
     out: list[Detector] = []
     if (
-        sum(map(str.isdecimal, probe)) >= _ENOUGH_DIGITS
+        _NUMBER_SHAPE.search(probe) is not None
         or _TRIGGER.search(probe) is not None
         or _PRODUCT_SHAPE.search(probe) is not None
     ):
