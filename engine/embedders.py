@@ -24,9 +24,10 @@ import math
 import os
 import re
 import threading
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from .errors import ConfigurationError, ModelError
 
@@ -72,6 +73,23 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
+@runtime_checkable
+class ArrayEmbedder(Protocol):
+    """An embedder that can also give a batch as one float32 matrix (a row a text, the same values
+    `embed` gives): what a bulk import reads, compares and stores, without a Python float per
+    dimension in between. Optional: `embed_matrix` converts any other embedder's lists."""
+
+    async def embed_array(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
+
+
+async def embed_matrix(embedder: Embedder, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """`texts` embedded as one float32 matrix, through `embed_array` where the embedder has it."""
+    if isinstance(embedder, ArrayEmbedder):
+        return await embedder.embed_array(texts)
+    vectors = await embedder.embed(texts)
+    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), embedder.dimensions if not vectors else -1)
+
+
 @functools.lru_cache(maxsize=1 << 18)
 def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
     """A feature's signed bucket: blake2b, so the same on every machine. Cached: an import hashes
@@ -89,6 +107,16 @@ def _word_features(word: str) -> tuple[tuple[str, float], ...]:
     padded = f"<{word}>"
     out.extend((f"c:{padded[i : i + 3]}", 0.25) for i in range(max(1, len(padded) - 2)))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_entries(word: str, dimensions: int) -> tuple[tuple[int, float], ...]:
+    """A word's features (`_word_features`) summed into their signed buckets: (index, value)."""
+    touched: dict[int, float] = {}
+    for feature, weight in _word_features(word):
+        index, sign = _bucket(feature, dimensions)
+        touched[index] = touched.get(index, 0.0) + sign * weight
+    return tuple(touched.items())
 
 
 class HashingEmbedder:
@@ -112,36 +140,58 @@ class HashingEmbedder:
         self.max_chars = max_chars
 
     def embed_one(self, text: str) -> list[float]:
+        vec = [0.0] * self.dimensions
+        for index, value in self._entries(text):
+            vec[index] = value
+        return vec
+
+    def _entries(self, text: str) -> list[tuple[int, float]]:
+        """The vector's non-zero entries (index, value), each value as `embed_one` stores it."""
         words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
         content = [w for w in words if w not in _STOP] or words
-        weights: defaultdict[str, float] = defaultdict(float)
-        for w in content:
-            for feature, weight in _word_features(w):
-                weights[feature] += weight
-        for a, b in itertools.pairwise(content):
-            weights[f"b:{a} {b}"] += 0.7
-        if not weights:
-            weights["empty"] = 1.0
         dims = self.dimensions
         # only the touched buckets are kept: a statement has tens of features, the vector hundreds
-        # of dimensions; the sum of squares runs over them in index order, the same sum as over
-        # the whole vector (the untouched entries are exact zeros)
+        # of dimensions. Each word's features come summed into its buckets (`_word_entries`): all
+        # multiples of 0.25, so summed in any order they are exact. The word pairs (0.7 each) are
+        # summed per pair first and then added in the order they first occur, as before the words
+        # were cached: the same additions in the same order, so the same bits.
         touched: dict[int, float] = {}
-        for feature, weight in weights.items():
+        for w in content:
+            for index, value in _word_entries(w, dims):
+                touched[index] = touched.get(index, 0.0) + value
+        pairs: dict[str, float] = {}
+        for a, b in itertools.pairwise(content):
+            pair = f"b:{a} {b}"
+            pairs[pair] = pairs.get(pair, 0.0) + 0.7
+        if not content:
+            pairs["empty"] = 1.0
+        for feature, weight in pairs.items():
             index, sign = _bucket(feature, dims)
             touched[index] = touched.get(index, 0.0) + sign * weight
-        vec = [0.0] * dims
+        # the sum of squares runs over the touched buckets in index order, the same sum as over the
+        # whole vector (the untouched entries are exact zeros)
         norm = math.sqrt(sum(touched[i] * touched[i] for i in sorted(touched)))
         if norm == 0.0:  # every feature cancelled out: fall back to a fixed non-zero direction
-            index, _ = _bucket("empty", dims)
-            vec[index] = 1.0
-            return vec
-        for index, value in touched.items():
-            vec[index] = value / norm
-        return vec
+            return [(_bucket("empty", dims)[0], 1.0)]
+        return [(index, value / norm) for index, value in touched.items()]
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]
+
+    async def embed_array(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """`embed` as one float32 matrix, filled entry by entry (tests/test_embedders.py checks it
+        equals `embed`'s lists converted)."""
+        dims = self.dimensions
+        at: list[int] = []
+        values: list[float] = []
+        for row, text in enumerate(texts):
+            base = row * dims
+            for index, value in self._entries(text):
+                at.append(base + index)
+                values.append(value)
+        out = np.zeros(len(texts) * dims, dtype=np.float32)
+        out[at] = values  # one assignment for the batch: per row it cost more than the hashing
+        return out.reshape(len(texts), dims)
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -187,6 +237,10 @@ class WordLlamaEmbedder:
         self.dimensions = dimensions
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
+        rows: list[list[float]] = (await self.embed_array(texts)).tolist()
+        return rows
+
+    async def embed_array(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         model = _WORDLLAMA.get(self.dimensions)
         if model is None:
             model = await asyncio.to_thread(_load_wordllama, self.dimensions)
@@ -205,9 +259,6 @@ class _PooledWordLlama:
     """The loaded table and tokenizer of one width, and the pooling described on the embedder."""
 
     def __init__(self, table: Any, tokenizer: Any) -> None:
-        import numpy as np
-
-        self.np = np
         self.table = np.ascontiguousarray(table, dtype=np.float32)
         self.tokenizer = tokenizer
         self.tokenizer.no_padding()  # WordLlamaInference turned padding on; this copy is ours alone
@@ -216,14 +267,13 @@ class _PooledWordLlama:
         # nothing downstream ever sees the NaN that 0 / |0| would give.
         self.empty = [1.0] + [0.0] * (self.table.shape[1] - 1)
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        np = self.np
+    def embed(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         vocab = self.table.shape[0]
-        out: list[list[float]] = []
-        for text in texts:
+        out = np.empty((len(texts), self.table.shape[1]), dtype=np.float32)
+        for row, text in enumerate(texts):
             ids = np.asarray(self.tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
             if ids.size == 0:
-                out.append(list(self.empty))
+                out[row] = self.empty
                 continue
             np.clip(ids, 0, vocab - 1, out=ids)
             if ids.size <= _GATHER_LIMIT:
@@ -232,7 +282,7 @@ class _PooledWordLlama:
                 counts = np.bincount(ids, minlength=vocab).astype(np.float32)
                 pooled = counts @ self.table
             norm = float(np.linalg.norm(pooled))
-            out.append((pooled / norm).tolist() if norm > 0.0 else list(self.empty))
+            out[row] = pooled / norm if norm > 0.0 else self.empty
         return out
 
 

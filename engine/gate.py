@@ -733,13 +733,15 @@ class ImportNeighbours:
         self._ids.extend(ids)
         self._texts.extend(texts)
 
-    def marks(self, rows: list[tuple[int, str, list[float]]], skip: list[Collection[int]]) -> list[tuple[Mark, ...]]:
-        """For each row (id or placeholder, statement, vector), in order, its "may replace" marks
-        against the indexed facts and the rows before it; `skip[i]`: facts row i is already marked
-        as looking like. The rows are indexed afterwards."""
+    def marks(
+        self, rows: list[tuple[int, str]], vectors: np.ndarray[Any, Any], skip: list[Collection[int]]
+    ) -> list[tuple[Mark, ...]]:
+        """For each row (id or placeholder, statement) with its vector (`vectors`' row), in order,
+        its "may replace" marks against the indexed facts and the rows before it; `skip[i]`: facts
+        row i is already marked as looking like. The rows are indexed afterwards."""
         if not rows:
             return []
-        batch = _unit(np.asarray([vector for _, _, vector in rows], dtype=np.float32))
+        batch = _unit(vectors)
         size = self._size if self._matrix is not None and self._matrix.shape[1] == batch.shape[1] else 0
         # each row's nearest among the indexed facts, and among the rows before it (a strictly lower
         # triangle), then the nearest LIMIT of both: all rows at once, no Python loop over pairs
@@ -762,7 +764,7 @@ class ImportNeighbours:
             ]
             # the rest is `nearest_facts`' and `judged`'s, as on every other way in (no judge here)
             _, out[i] = judged(unrelatable(rows[i][1], near), skip[i])
-        self._add([ident for ident, _, _ in rows], [text for _, text, _ in rows], batch)
+        self._add([ident for ident, _ in rows], [text for _, text in rows], batch)
         return out
 
 

@@ -22,6 +22,7 @@ from .blind import blind_spots
 from .claims.judge import Verdict
 from .context import EngineContext
 from .credentials import refuse_credentials
+from .embedders import embed_matrix
 from .errors import (
     DuplicateCandidateError,
     InvalidStatementError,
@@ -60,6 +61,7 @@ from .models import (
 )
 from .stated import candidate_stated_at
 from .storage.rooms import GateTx, KnowledgeTx, Rooms
+from .storage.sql.knowledge import Vector
 from .storage.sql.policies import SAMPLED, UNSAMPLED
 from .storage.sql.queue import QueueOps
 from .text import ValueIndex, value_key
@@ -331,7 +333,7 @@ class KnowledgeOps:
         refusals: list[tuple[int, UserInputError]] = []
         for start in range(0, len(checked), batch_size):
             batch = checked[start : start + batch_size]
-            embeddings = await self.ctx.embedder.embed([text for text, _, _, _ in batch])
+            embeddings = await embed_matrix(self.ctx.embedder, [text for text, _, _, _ in batch])
             now_us: int = to_us(self.ctx.now())
             created: datetime = from_us(now_us)
             async with self._store.transaction() as tx:
@@ -341,9 +343,10 @@ class KnowledgeOps:
                 else:
                     await admission.refresh(tx)
                 assert neighbours is not None
-                rows: list[tuple[str, str, list[float], int | None, int | None, float]] = []
+                rows: list[tuple[str, str, Vector, int | None, int | None, float]] = []
                 kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
                 placeholders: list[int] = []
+                kept_at: list[int] = []
                 for index, ((text, s, e, c), emb) in enumerate(zip(batch, embeddings, strict=True), start):
                     refused = await admission.verified(text) if start else admission.refusal(text, claims=False)
                     if refused is not None:
@@ -353,11 +356,13 @@ class KnowledgeOps:
                     placeholder = -index - 1
                     admission.admitted(placeholder, text)  # later statements of the batch see it
                     placeholders.append(placeholder)
+                    kept_at.append(index)
                     rows.append((uid, text, emb, s, e, c))
                     kept.append((text, s, e, c, marks))
                 # free text against the facts before it, this call's included: "may replace" marks
                 near = neighbours.marks(
-                    [(p, row[1], row[2]) for p, row in zip(placeholders, rows, strict=True)],
+                    [(p, row[1]) for p, row in zip(placeholders, rows, strict=True)],
+                    embeddings[[index - start for index in kept_at]],
                     [{m.target_id for m in k[4] if m.kind == "looks_like"} for k in kept],
                 )
                 kept = [(text, s, e, c, marks + more) for (text, s, e, c, marks), more in zip(kept, near, strict=True)]

@@ -15,10 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine import EmbeddingDimensionError, HashingEmbedder, Memory
-from engine.embedders import cosine
+from engine.embedders import ArrayEmbedder, cosine, embed_matrix
 from tests.engine_helpers import Clock, open_memory
 
 # Same statement, different surface: case, punctuation, order, one extra word.
@@ -73,6 +74,28 @@ async def test_deterministic_across_instances_and_batches() -> None:
     assert await a.embed(texts) == [a.embed_one(t) for t in texts]
     assert await a.embed(texts[::-1]) == (await a.embed(texts))[::-1]  # batch order does not matter
     assert a.embed_one("Ana lives in Lisbon") != a.embed_one("Ana lives in Porto")  # control
+
+
+async def test_the_matrix_an_import_reads_holds_the_same_vectors() -> None:
+    """`embed_array` (what `add_knowledge_many` asks for) is `embed` as float32 rows, entry for
+    entry, the cancelled-out and empty texts' fixed direction included; an embedder without it
+    (a caller's own) gets its lists converted by `embed_matrix` (control: the same matrix)."""
+    embedder = HashingEmbedder(dimensions=64)
+    texts = ["Ana lives in Lisbon", "", "!!!", "ana LIVES in lisbon!", "x " * 500, "Bob plays the oboe every Sunday"]
+    lists = await embedder.embed(texts)
+    matrix = await embed_matrix(embedder, texts)
+    assert matrix.dtype == np.float32 and matrix.shape == (len(texts), 64)
+    assert matrix.tolist() == np.asarray(lists, dtype=np.float32).tolist()
+
+    class ListsOnly:
+        dimensions = 64
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return await embedder.embed(texts)
+
+    assert not isinstance(ListsOnly(), ArrayEmbedder)
+    assert (await embed_matrix(ListsOnly(), texts)).tolist() == matrix.tolist()
+    assert (await embed_matrix(ListsOnly(), [])).shape[0] == 0
 
 
 def test_deterministic_across_processes_with_different_hash_seeds() -> None:

@@ -5,6 +5,10 @@ unrelated statement gets no such mark. Both backends (the vectors are read back 
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from engine import HashingEmbedder, Memory
 from engine.claims import read_claim
 from engine.gate import ImportNeighbours
@@ -56,13 +60,17 @@ async def test_an_ended_fact_is_not_a_neighbour(store_target: str) -> None:
 
 def test_the_index_grows_and_compares_only_vectors_of_its_width() -> None:
     index = ImportNeighbours(similarity=0.5)
-    first = index.marks([(-1, BEES, [1.0, 0.0, 0.0]), (-2, CHICKENS, [0.9, 0.1, 0.0])], [set(), set()])
+    first = index.marks([(-1, BEES), (-2, CHICKENS)], _rows([1.0, 0.0, 0.0], [0.9, 0.1, 0.0]), [set(), set()])
     assert first[0] == () and [m.target_id for m in first[1]] == [-1]
     # a look-alike already marked is not asked about again
-    again = index.marks([(-3, "User keeps ducks on the allotment", [1.0, 0.0, 0.0])], [{-1}])
+    again = index.marks([(-3, "User keeps ducks on the allotment")], _rows([1.0, 0.0, 0.0]), [{-1}])
     assert [m.target_id for m in again[0]] == [-2]
     # below the threshold: no mark (control)
-    far = index.marks([(-4, POSTCARDS, [0.0, 0.0, 1.0])], [set()])
+    far = index.marks([(-4, POSTCARDS)], _rows([0.0, 0.0, 1.0]), [set()])
     assert far == [()]
     # another width (a re-embed half done) is compared with nothing
-    assert index.marks([(-5, CHICKENS, [1.0, 0.0])], [set()]) == [()]
+    assert index.marks([(-5, CHICKENS)], _rows([1.0, 0.0]), [set()]) == [()]
+
+
+def _rows(*vectors: list[float]) -> np.ndarray[Any, np.dtype[np.float32]]:
+    return np.asarray(vectors, dtype=np.float32)

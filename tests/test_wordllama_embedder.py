@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from engine import ConfigurationError, HashingEmbedder, Memory, WordLlamaEmbedder
-from engine.embedders import _load_wordllama, cosine, default_embedder
+from engine.embedders import _load_wordllama, cosine, default_embedder, embed_matrix
 
 NO_NETWORK = r"""
 import asyncio, json, socket, sys
@@ -161,8 +161,17 @@ async def test_empty_text_gets_a_finite_unit_vector_and_widths_are_checked() -> 
 async def test_a_batch_larger_than_the_inline_limit_gives_the_same_vectors() -> None:
     texts = [f"User lives in city number {i}" for i in range(150)]  # > 64: embedded in a worker thread
     batch = await WordLlamaEmbedder().embed(texts)
-    assert batch == _load_wordllama(256).embed(texts)
+    assert batch == _load_wordllama(256).embed(texts).tolist()
     assert batch[3] == (await WordLlamaEmbedder().embed([texts[3]]))[0]
+
+
+async def test_the_matrix_an_import_reads_holds_the_same_vectors() -> None:
+    """`embed_array` (what `add_knowledge_many` asks for) gives `embed`'s values as float32 rows,
+    the empty text's fixed vector included."""
+    texts = ["User lives in Porto", "", "   ", "User is vegan"]
+    matrix = await embed_matrix(WordLlamaEmbedder(), texts)
+    assert matrix.dtype == np.float32 and matrix.shape == (4, 256)
+    assert matrix.tolist() == await WordLlamaEmbedder().embed(texts)
 
 
 def test_memory_defaults_to_wordllama_and_the_environment_chooses(monkeypatch: pytest.MonkeyPatch) -> None:

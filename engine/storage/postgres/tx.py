@@ -35,6 +35,7 @@ from ...models import Candidate, Knowledge
 from ...text import value_key
 from ..base import NEW_CANDIDATES
 from ..sql.core import IdSource, fetchall
+from ..sql.knowledge import Vector
 from ..sql.records import CANDIDATE_COLS, CANDIDATE_FROM, KNOWLEDGE_COLS, MAX_ID, candidate_from_row, knowledge_from_row
 from ..sql.text_arm import _WORDS, _belief_filter, _UserStats, fts_tokens
 from ..sql.tx import SqlTx
@@ -221,7 +222,7 @@ class PostgresTx(SqlTx):
 
     async def insert_knowledge_many(
         self,
-        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        rows: Sequence[tuple[str, str, Vector, int | None, int | None, float]],
         *,
         created_at: int,
         created_by: str,
@@ -249,7 +250,7 @@ class PostgresTx(SqlTx):
                     end,
                     created_at,
                     created_by,
-                    list(emb),
+                    emb.tolist() if isinstance(emb, np.ndarray) else list(emb),
                     search_text(text),
                     search_scope(u),
                 )

@@ -12,6 +12,8 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from ...errors import NotFoundError
 from ...models import (
     Knowledge,
@@ -24,6 +26,10 @@ from .records import (
     knowledge_from_row,
 )
 from .text_arm import STILL_TRUE_SQL
+
+Vector = list[float] | np.ndarray[Any, np.dtype[np.float32]]
+"""A fact's vector as a write takes it: a list, or a float32 row of an import's matrix
+(engine.embedders.embed_matrix), stored as it is without a Python float per dimension."""
 
 
 class KnowledgeOps(TxCore, Protocol):
@@ -50,7 +56,7 @@ class KnowledgeOps(TxCore, Protocol):
     @abstractmethod
     async def insert_knowledge_many(
         self,
-        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        rows: Sequence[tuple[str, str, Vector, int | None, int | None, float]],
         *,
         created_at: int,
         created_by: str,

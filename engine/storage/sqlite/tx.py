@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiosqlite
+import numpy as np
 import sqlite_vec
 
 from ...text import value_key
 from ...timeutil import BEGINNING, FOREVER
 from ..sql.core import USER_TABLES, IdSource, fetchall
+from ..sql.knowledge import Vector
 from ..sql.text_arm import _WORDS, STILL_TRUE_SQL
 from ..sql.tx import SqlTx
 
@@ -111,7 +113,7 @@ class SqliteTx(SqlTx):
 
     async def insert_knowledge_many(
         self,
-        rows: Sequence[tuple[str, str, list[float], int | None, int | None, float]],
+        rows: Sequence[tuple[str, str, Vector, int | None, int | None, float]],
         *,
         created_at: int,
         created_by: str,
@@ -147,7 +149,7 @@ class SqliteTx(SqlTx):
                 (
                     kid,
                     u,
-                    sqlite_vec.serialize_float32(emb),
+                    _blob(emb),
                     BEGINNING if start is None else start,
                     FOREVER if end is None else end,
                     created_at,
@@ -301,3 +303,10 @@ class SqliteTx(SqlTx):
 
 
 __all__ = ["USER_TABLES", "SqliteTx", "fts_scope"]
+
+
+def _blob(vector: Vector) -> bytes:
+    """A vector as sqlite-vec stores it (little-endian float32): a float32 row's own bytes."""
+    if isinstance(vector, np.ndarray):
+        return vector.astype("<f4", copy=False).tobytes()
+    return sqlite_vec.serialize_float32(vector)
