@@ -8,6 +8,8 @@ held it. Open ends are None.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from enum import Enum
@@ -219,6 +221,17 @@ class Candidate:
 
 
 MarkKind = Literal["looks_like", "near_tombstone", "may_replace"]
+
+_REFERENCE = (
+    r"(?:(?:looks like|may replace|says the same as|the judge reads it as the same as) fact"
+    r"|near a rejected value, tombstone) #-?[0-9]{1,11}(?: \(the same claim\))?"
+)
+MARK_NOTE = re.compile(rf"{_REFERENCE}(?:; {_REFERENCE})*")
+"""What an audit note of marks is (`Mark.reference`s joined by "; ", engine.gate.marks_note):
+fixed words and ids. The credential guard passes a text that is all of it without reading it: no
+detector finds anything in fixed words and numbers of at most 11 digits (a card has 13 or more;
+every other number the detectors know needs letters, separators or a keyword), which
+tests/test_credential_triggers.py checks on notes drawn from this pattern."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,10 @@ import engine.credentials.detect as detect
 import engine.credentials.prose as prose
 import engine.credentials.structured as structured
 import engine.credentials.vendor as vendor
-from engine.credentials import findings
+from engine.credentials import findings, redact_text
 from engine.credentials.view import view_of
+from engine.gate import looks_like, marks_note, may_replace, near_tombstone
+from engine.models import MARK_NOTE
 from engine.text import value_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,3 +208,39 @@ def test_fact_ids_and_dates_do_not_reach_the_structured_family_and_a_number_stil
     assert structured.find not in detect.families(note)
     assert structured.find in detect.families(note.replace("#103925", "#1039251"))
     assert structured.find in detect.families("User's NI number is 12 34 56 7")
+
+
+_ID = st.integers(min_value=-(10**11) + 1, max_value=10**11 - 1)
+_REFERENCES = [
+    lambda i: f"looks like fact #{i}",
+    lambda i: f"may replace fact #{i}",
+    lambda i: f"says the same as fact #{i} (the same claim)",
+    lambda i: f"the judge reads it as the same as fact #{i}",
+    lambda i: f"near a rejected value, tombstone #{i}",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(range(len(_REFERENCES))), _ID), min_size=1, max_size=6))
+def test_an_audit_note_of_marks_holds_nothing_any_detector_finds(parts: list[tuple[int, int]]) -> None:
+    """The guard passes a MARK_NOTE unread: sound only because no detector, asked directly (not
+    through its trigger), finds anything in one."""
+    note = "; ".join(_REFERENCES[k](i) for k, i in parts)
+    assert MARK_NOTE.fullmatch(note)
+    view = view_of(note).text
+    for find in (structured.find, vendor.find, prose.find):
+        assert list(find(view)) == [], (find, note)
+    assert redact_text(note) == (note, ())
+
+
+def test_what_the_engine_writes_is_a_mark_note_and_a_card_after_a_hash_is_not() -> None:
+    """Positive control: the gate's marks, whatever their statements hold, make a note the fast
+    path recognises; a number a card could be (13 digits or more) is no id of a note, and is read."""
+    secret = "User's card is 4111 1111 1111 1111"
+    marks = (looks_like("knowledge", 12, secret), may_replace(34, secret, "why"), near_tombstone(5, secret))
+    note = marks_note(marks)
+    assert note == "looks like fact #12; may replace fact #34; near a rejected value, tombstone #5"
+    assert MARK_NOTE.fullmatch(note)
+    forged = "looks like fact #4111111111111111"
+    assert MARK_NOTE.fullmatch(forged) is None
+    assert redact_text(forged)[1] == (("card number", 1),)

@@ -7,7 +7,7 @@ Two layers, so that no path is forgotten:
    names the kinds removed; a proposal holding one is not queued at all and says why.
 2. The storage layer's ONE choke point (`engine/storage/sql/guard.py`): every INSERT or UPDATE a
    write transaction runs, on either backend, has its text arguments (JSON ones walked value by
-   value) passed through `redact_value`. So a reviewer's reason, an edit, an import, an agent's
+   value) passed through `redact_text`. So a reviewer's reason, an edit, an import, an agent's
    forget reason or an audit row's before/after can never put a secret's bytes in a file, whatever
    service wrote it; what reaches the table is the marker.
 
@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ..models import ProposalOutcome
+from ..models import MARK_NOTE, ProposalOutcome
 from ..text import canonical
-from .detect import Finding, findings
+from .detect import Finding, families, findings
 from .prose import _COMPOUND
 
 
@@ -191,7 +191,12 @@ ids, actors and statuses on every row of an import; a long message is redacted a
 
 def redact_text(text: str) -> tuple[str, Kinds]:
     """`redact(text)` as plain values: the text and its (kind, count) pairs, cached when short.
-    A text is read as text, never parsed as JSON (the storage guard walks JSON columns itself)."""
+    A text is read as text, never parsed as JSON (the storage guard walks JSON columns itself).
+    An audit note of marks (engine.models.MARK_NOTE: fixed words and ids) and a text no detector
+    family would read (most of an import's value keys) are answered at once, without the caches:
+    each is new, and filling them cost as much as asking."""
+    if MARK_NOTE.fullmatch(text) is not None or not families(text):
+        return text, ()
     if len(text) <= _CACHED_UP_TO:
         return _redacted_short(text)
     red = redact(text)
