@@ -9,7 +9,6 @@ held it. Open ends are None.
 from __future__ import annotations
 
 import re
-
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from enum import Enum

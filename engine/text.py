@@ -99,12 +99,32 @@ def reveal(text: str) -> str:
     return _IGNORABLE_RUN.sub(show, text)
 
 
+def _ascii_key_table() -> dict[int, str | None]:
+    table: dict[int, str | None] = {}
+    for code in range(128):
+        ch = chr(code)
+        cat = unicodedata.category(ch)
+        if cat[0] in ("P", "S", "Z") or ch.isspace():
+            table[code] = " "
+        elif cat[0] == "C":
+            table[code] = None
+    return table
+
+
+_ASCII_KEY: Final = _ascii_key_table()
+
+
 @lru_cache(maxsize=65_536)
 def value_key(text: str) -> str:
     """Cached: the pipeline and the offline extractor key the same statements episode after episode.
     Reads the canonical text's first steps (NFKC, ignorables dropped, casefold), then folds
     punctuation and symbols to spaces; the skeleton is applied by `key_to_match`, so stored keys
     keep the letters a person typed."""
+    if text.isascii():
+        # the same steps on ASCII (tests/test_text.py compares both on every ASCII character):
+        # NFKC and the ignorables change nothing, case folds to lower case, punctuation, symbols
+        # and whitespace become spaces, the other control characters go
+        return " ".join(text.lower().translate(_ASCII_KEY).split())
     folded = strip_ignorable(unicodedata.normalize("NFKC", text)).casefold()
     kept = []
     for ch in folded:

@@ -118,6 +118,30 @@ short_word = st.text(alphabet=LOWER, min_size=1, max_size=4)
 sentence = st.lists(st.text(alphabet=LOWER, min_size=1, max_size=9), min_size=1, max_size=6)
 
 
+def _key_by_the_general_rule(text: str) -> str:
+    """`value_key`'s steps as written for any text, without its ASCII shortcut."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = []
+    for ch in folded:
+        cat = unicodedata.category(ch)
+        if cat[0] in ("P", "S", "Z") or ch.isspace():
+            kept.append(" ")
+        elif cat[0] != "C":
+            kept.append(ch)
+    return unicodedata.normalize("NFKC", " ".join("".join(kept).split()))
+
+
+def test_the_ascii_shortcut_keys_every_ascii_character_as_the_general_rule_does() -> None:
+    for code in range(128):
+        for text in (chr(code), f"ab{chr(code)}cD", f"{chr(code)} X {chr(code)}"):
+            assert value_key.__wrapped__(text) == _key_by_the_general_rule(text), repr(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_the_ascii_shortcut_agrees_on_any_ascii_text(text: str) -> None:
+    assert value_key.__wrapped__(text) == _key_by_the_general_rule(text)
+
+
 def test_named_cases() -> None:
     rejected = "User is allergic to peanuts"
     assert same_value(rejected, "Usеr іs аllеrgіc tо pеаnuts")  # Cyrillic е, і, а, о

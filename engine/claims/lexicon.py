@@ -257,6 +257,7 @@ class Lexicon:
         self.tails = re.compile("|".join(f"(?:{t})" for t in tails)) if tails else None
         self.function_words = frozenset(_strs(grammar.get("function_words"), "grammar.function_words"))
         self.reject_values = tuple(re.compile(t) for t in _strs(grammar.get("reject_values"), "grammar.reject_values"))
+        self._rejects: dict[str, re.Pattern[str]] = {}
 
         self.slots: dict[str, SlotSpec] = {}
         self.patterns: list[Pattern] = []
@@ -575,7 +576,7 @@ class Lexicon:
                 value, rest = value[:at], value[at:]
                 detail = " ".join(x for x in (_strip_symbols(self._trim_tails(rest)), detail) if x)
         value = _strip_symbols(self._trim_tails(value))
-        if not value or any(r.search(value) for r in (*self.reject_values, *spec.reject)):
+        if not value or self._rejected(spec, value):
             return None
         written = value
         for article in self.articles:
@@ -593,10 +594,23 @@ class Lexicon:
             value = ", ".join(items)
         return value, written, detail
 
+    def _rejected(self, spec: SlotSpec, value: str) -> bool:
+        """Whether any of grammar.reject_values or the slot's `reject` patterns is found in
+        `value`: one alternation a slot, compiled on first use (one search, not a dozen)."""
+        combined = self._rejects.get(spec.name)
+        if combined is None:
+            sources = [r.pattern for r in (*self.reject_values, *spec.reject)]
+            combined = re.compile("|".join(f"(?:{source})" for source in sources)) if sources else _NEVER
+            self._rejects[spec.name] = combined
+        return combined.search(value) is not None
+
     def examples(self) -> Iterator[tuple[SlotSpec, Example]]:
         for spec in self.slots.values():
             for ex in spec.examples:
                 yield spec, ex
+
+
+_NEVER = re.compile(r"(?!)")
 
 
 def _strip_symbols(value: str) -> str:
@@ -613,10 +627,10 @@ def _strip_symbols(value: str) -> str:
 def _case_informative(light: str) -> bool:
     """Whether the writer's capitals say anything: not in ALL CAPS, not in Title Case Throughout
     (where "User's Wife Is Pregnant" would pass for a name)."""
-    words = [w for w in light.split() if any(ch.isalpha() for ch in w)]
-    if not any(ch.islower() for ch in light):
+    if not any(map(str.islower, light)):
         return False
-    return len(words) < 3 or not all(next(ch for ch in w if ch.isalpha()).isupper() for w in words)
+    words = [w for w in light.split() if any(map(str.isalpha, w))]
+    return len(words) < 3 or not all(next(filter(str.isalpha, w)).isupper() for w in words)
 
 
 def light_form(statement: str) -> str:

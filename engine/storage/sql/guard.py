@@ -143,9 +143,19 @@ def _column_text(value: str, kinds: Counter[str]) -> str:
     return text
 
 
+_PLAIN: frozenset[type] = frozenset({int, float, bool, type(None)})
+"""Values JSON takes as they are and that hold no text: passed without a call (an import's audit
+rows are mostly ids, times and None)."""
+
+
 def _tree(node: Any, kinds: Counter[str]) -> Any:
     """`to_jsonable(node)` with every string redacted, in one walk. A datetime's ISO text is the
     engine's own digits, not anybody's words: it is not read."""
+    if type(node) is dict:
+        return {
+            k: v if type(v) in _PLAIN or (type(v) is str and (len(v) < _SHORTEST or v in _CLEAN)) else _tree(v, kinds)
+            for k, v in node.items()
+        }
     if isinstance(node, str):
         if len(node) < _SHORTEST or node in _CLEAN:
             return node
