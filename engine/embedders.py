@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import logging
 import math
+import operator
 import os
 import re
 import threading
@@ -141,12 +142,13 @@ class HashingEmbedder:
 
     def embed_one(self, text: str) -> list[float]:
         vec = [0.0] * self.dimensions
-        for index, value in self._entries(text):
+        indices, values = self._entries(text)
+        for index, value in zip(indices, values, strict=True):
             vec[index] = value
         return vec
 
-    def _entries(self, text: str) -> list[tuple[int, float]]:
-        """The vector's non-zero entries (index, value), each value as `embed_one` stores it."""
+    def _entries(self, text: str) -> tuple[list[int], list[float]]:
+        """The vector's non-zero entries: their indices and values, each as `embed_one` stores it."""
         words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
         content = [w for w in words if w not in _STOP] or words
         dims = self.dimensions
@@ -170,10 +172,11 @@ class HashingEmbedder:
             touched[index] = touched.get(index, 0.0) + sign * weight
         # the sum of squares runs over the touched buckets in index order, the same sum as over the
         # whole vector (the untouched entries are exact zeros)
-        norm = math.sqrt(sum(touched[i] * touched[i] for i in sorted(touched)))
+        ordered = [touched[i] for i in sorted(touched)]
+        norm = math.sqrt(sum(map(operator.mul, ordered, ordered)))  # one by one, in index order
         if norm == 0.0:  # every feature cancelled out: fall back to a fixed non-zero direction
-            return [(_bucket("empty", dims)[0], 1.0)]
-        return [(index, value / norm) for index, value in touched.items()]
+            return [_bucket("empty", dims)[0]], [1.0]
+        return list(touched), [value / norm for value in touched.values()]
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]
@@ -186,9 +189,9 @@ class HashingEmbedder:
         values: list[float] = []
         for row, text in enumerate(texts):
             base = row * dims
-            for index, value in self._entries(text):
-                at.append(base + index)
-                values.append(value)
+            indices, entries = self._entries(text)
+            at.extend([base + index for index in indices])
+            values.extend(entries)
         out = np.zeros(len(texts) * dims, dtype=np.float32)
         out[at] = values  # one assignment for the batch: per row it cost more than the hashing
         return out.reshape(len(texts), dims)

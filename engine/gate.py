@@ -59,7 +59,7 @@ import numpy as np
 from .claims import Claim, read_claim, relation
 from .claims.judge import Verdict
 from .errors import DuplicateFactError, NotFoundError, StaleSupersessionError, TombstonedError, UserInputError
-from .models import Candidate, GapKind, Knowledge, Mark, to_jsonable
+from .models import KEEP, Candidate, GapKind, Knowledge, Mark, UnsetType, to_jsonable
 from .storage.rooms import GateTx
 from .storage.sql.tombstones import GateView, LiveEntry
 from .text import ValueIndex, value_key
@@ -684,6 +684,10 @@ def unrelatable(statement: str, near: list[tuple[int, str]]) -> list[tuple[int, 
     return [(fid, text) for fid, text in near if relation(claim_of(text), claim) == "unknown"]
 
 
+Nearest = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
+"""Each row's nearest columns and their similarities (two arrays of one shape)."""
+
+
 class ImportNeighbours:
     """`nearest_facts` for an import: the user's active facts' vectors read once (`read`), each
     batch compared with them and with the statements of the call before it in one matrix product,
@@ -733,21 +737,42 @@ class ImportNeighbours:
         self._ids.extend(ids)
         self._texts.extend(texts)
 
+    def indexed(self, vectors: np.ndarray[Any, Any]) -> Nearest | None:
+        """Each of `vectors`' rows' nearest LIMIT indexed facts, or None when none is comparable.
+        Numbers only: an import asks it in a worker thread, where numpy's product and partition
+        run beside the checks of the same batch, when the product is large (`worth_a_thread`); the
+        index does not grow until `marks` is called."""
+        size = self._size if self._matrix is not None and self._matrix.shape[1] == vectors.shape[1] else 0
+        if not size or self._matrix is None or not len(vectors):
+            return None
+        return _nearest(_unit(vectors) @ self._matrix[:size].T, self.LIMIT, 0)
+
+    def worth_a_thread(self, rows: int) -> bool:
+        """Whether `indexed` for `rows` statements is long enough (a million products or more) to
+        pay for a thread's hand-over."""
+        return rows * self._size >= 1_000_000
+
     def marks(
-        self, rows: list[tuple[int, str]], vectors: np.ndarray[Any, Any], skip: list[Collection[int]]
+        self,
+        rows: list[tuple[int, str]],
+        vectors: np.ndarray[Any, Any],
+        skip: list[Collection[int]],
+        indexed: Nearest | UnsetType | None = KEEP,
     ) -> list[tuple[Mark, ...]]:
         """For each row (id or placeholder, statement) with its vector (`vectors`' row), in order,
         its "may replace" marks against the indexed facts and the rows before it; `skip[i]`: facts
-        row i is already marked as looking like. The rows are indexed afterwards."""
+        row i is already marked as looking like; `indexed`: what `indexed(vectors)` answered, when
+        the caller asked it ahead (KEEP: asked here). The rows are indexed afterwards."""
         if not rows:
             return []
         batch = _unit(vectors)
         size = self._size if self._matrix is not None and self._matrix.shape[1] == batch.shape[1] else 0
         # each row's nearest among the indexed facts, and among the rows before it (a strictly lower
         # triangle), then the nearest LIMIT of both: all rows at once, no Python loop over pairs
-        parts: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = []
-        if size and self._matrix is not None:
-            parts.append(_nearest(batch @ self._matrix[:size].T, self.LIMIT, 0))
+        parts: list[Nearest] = []
+        ahead = self.indexed(vectors) if isinstance(indexed, UnsetType) else indexed
+        if ahead is not None:
+            parts.append(ahead)
         within = batch @ batch.T
         within[np.triu_indices(len(rows))] = -np.inf
         parts.append(_nearest(within, self.LIMIT, size))
@@ -768,7 +793,7 @@ class ImportNeighbours:
         return out
 
 
-def _nearest(sims: np.ndarray[Any, Any], k: int, offset: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _nearest(sims: np.ndarray[Any, Any], k: int, offset: int) -> Nearest:
     """Each row's k highest columns (fewer when there are fewer) as (column + offset, similarity)."""
     if sims.shape[1] > k:
         # the top k at the end of each row: partitioning the negated product copied it (and took

@@ -13,6 +13,7 @@ reported exactly like an unknown id (NotFoundError), so a caller cannot even lea
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -343,6 +344,13 @@ class KnowledgeOps:
                 else:
                     await admission.refresh(tx)
                 assert neighbours is not None
+                # the batch's nearest indexed facts, in a worker thread while the checks below run
+                # (numpy lets go of the interpreter for the product and the partition)
+                ahead = (
+                    asyncio.get_running_loop().run_in_executor(None, neighbours.indexed, embeddings)
+                    if neighbours.worth_a_thread(len(batch))
+                    else None
+                )
                 rows: list[tuple[str, str, Vector, int | None, int | None, float]] = []
                 kept: list[tuple[str, int | None, int | None, float, tuple[Mark, ...]]] = []
                 placeholders: list[int] = []
@@ -360,10 +368,13 @@ class KnowledgeOps:
                     rows.append((uid, text, emb, s, e, c))
                     kept.append((text, s, e, c, marks))
                 # free text against the facts before it, this call's included: "may replace" marks
+                chosen = [index - start for index in kept_at]
+                found = await ahead if ahead is not None else KEEP
                 near = neighbours.marks(
                     [(p, row[1]) for p, row in zip(placeholders, rows, strict=True)],
-                    embeddings[[index - start for index in kept_at]],
+                    embeddings[chosen],
                     [{m.target_id for m in k[4] if m.kind == "looks_like"} for k in kept],
+                    found if found is None or isinstance(found, UnsetType) else (found[0][chosen], found[1][chosen]),
                 )
                 kept = [(text, s, e, c, marks + more) for (text, s, e, c, marks), more in zip(kept, near, strict=True)]
                 ids = await tx.insert_knowledge_many(rows, created_at=now_us, created_by=actor) if rows else []

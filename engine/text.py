@@ -242,7 +242,13 @@ _LONG_WORD: Final = TYPO_MIN_LETTERS - 1
 has `TYPO_MIN_LETTERS`, so the shorter form's has at least one fewer."""
 
 
-def _neighbourhood(mk: str) -> Iterator[int]:
+@lru_cache(maxsize=8192)
+def _neighbourhood(mk: str) -> tuple[int, ...]:
+    """Cached: a gate looks a key up (`near`) and then adds it (`add`)."""
+    return tuple(_hashes(mk))
+
+
+def _hashes(mk: str) -> Iterator[int]:
     """Hashes a look-alike of `mk` shares with it: `mk` with one of its long words left out (that
     word's position kept), and `mk` without its spaces. A look-alike is one edit inside one word
     of five or more letters, or an edit at a space that joins or splits words; the first kind
