@@ -794,14 +794,22 @@ class ImportNeighbours:
 
 
 def _nearest(sims: np.ndarray[Any, Any], k: int, offset: int) -> Nearest:
-    """Each row's k highest columns (fewer when there are fewer) as (column + offset, similarity)."""
-    if sims.shape[1] > k:
-        # the top k at the end of each row: partitioning the negated product copied it (and took
-        # half again as long)
-        cols = np.argpartition(sims, -k, axis=1)[:, -k:]
-    else:
+    """Each row's k highest columns (fewer when there are fewer) as (column + offset, similarity).
+    `sims` is used up (its maxima are overwritten): callers pass a product made for the call."""
+    if sims.shape[1] <= k:
         cols = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
-    return cols + offset, np.take_along_axis(sims, cols, axis=1)
+        return cols + offset, np.take_along_axis(sims, cols, axis=1)
+    # k passes of argmax, each maximum then put out of the way: a vectorised reduction, three
+    # times as fast as partitioning every row for a k of 3 (1,000 x 19,000: 13 ms, not 37)
+    rows = np.arange(sims.shape[0])
+    cols = np.empty((sims.shape[0], k), dtype=np.intp)
+    values = np.empty((sims.shape[0], k), dtype=sims.dtype)
+    for j in range(k):
+        best = np.argmax(sims, axis=1)
+        cols[:, j] = best
+        values[:, j] = sims[rows, best]
+        sims[rows, best] = -np.inf
+    return cols + offset, values
 
 
 def _unit(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.float32]]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import HashingEmbedder, Memory
 from engine.claims import read_claim
-from engine.gate import ImportNeighbours
+from engine.gate import ImportNeighbours, _nearest
 from tests.engine_helpers import sql
 from tests.test_concurrency import fixed_clock
 
@@ -74,3 +76,21 @@ def test_the_index_grows_and_compares_only_vectors_of_its_width() -> None:
 
 def _rows(*vectors: list[float]) -> np.ndarray[Any, np.dtype[np.float32]]:
     return np.asarray(vectors, dtype=np.float32)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=12),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_each_rows_nearest_are_its_highest_values(rows: int, cols: int, k: int, seed: int) -> None:
+    """`_nearest` against sorting each row: the same k highest values (ties included, rounded to a
+    few values so that they occur), each named by a column that holds it."""
+    sims = np.round(np.random.default_rng(seed).random((rows, cols), dtype=np.float32), 1)
+    where, values = _nearest(sims.copy(), k, offset=100)
+    expected = -np.sort(-sims, axis=1)[:, :k]
+    assert np.array_equal(-np.sort(-values, axis=1), expected)
+    assert np.array_equal(np.take_along_axis(sims, where - 100, axis=1), values)
+    assert all(len(set(row)) == len(row) for row in where.tolist())
