@@ -21,7 +21,6 @@ import hashlib
 import itertools
 import logging
 import math
-import operator
 import os
 import re
 import threading
@@ -149,8 +148,7 @@ class HashingEmbedder:
 
     def _entries(self, text: str) -> tuple[list[int], list[float]]:
         """The vector's non-zero entries: their indices and values, each as `embed_one` stores it."""
-        words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
-        content = [w for w in words if w not in _STOP] or words
+        content = self._content(text)
         dims = self.dimensions
         # only the touched buckets are kept: a statement has tens of features, the vector hundreds
         # of dimensions. Each word's features come summed into its buckets (`_word_entries`): all
@@ -161,40 +159,74 @@ class HashingEmbedder:
         for w in content:
             for index, value in _word_entries(w, dims):
                 touched[index] = touched.get(index, 0.0) + value
-        pairs: dict[str, float] = {}
-        for a, b in itertools.pairwise(content):
-            pair = f"b:{a} {b}"
-            pairs[pair] = pairs.get(pair, 0.0) + 0.7
-        if not content:
-            pairs["empty"] = 1.0
-        for feature, weight in pairs.items():
+        for feature, weight in _pairs(content).items():
             index, sign = _bucket(feature, dims)
             touched[index] = touched.get(index, 0.0) + sign * weight
-        # the sum of squares runs over the touched buckets in index order, the same sum as over the
-        # whole vector (the untouched entries are exact zeros)
-        ordered = [touched[i] for i in sorted(touched)]
-        norm = math.sqrt(sum(map(operator.mul, ordered, ordered)))  # one by one, in index order
+        # the sum of squares runs over the touched buckets one by one in index order, the same sum
+        # as over the whole vector (the untouched entries are exact zeros) and as `embed_array`'s
+        # running sum: a loop, not `sum`, which adds floats another way from Python 3.12 on
+        total = 0.0
+        for index in sorted(touched):
+            total += touched[index] * touched[index]
+        norm = math.sqrt(total)
         if norm == 0.0:  # every feature cancelled out: fall back to a fixed non-zero direction
             return [_bucket("empty", dims)[0]], [1.0]
         return list(touched), [value / norm for value in touched.values()]
+
+    def _content(self, text: str) -> list[str]:
+        words = [w.casefold() for w in _WORD.findall(text[: self.max_chars])]
+        return [w for w in words if w not in _STOP] or words
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]
 
     async def embed_array(self, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """`embed` as one float32 matrix, filled entry by entry (tests/test_embedders.py checks it
-        equals `embed`'s lists converted)."""
+        """`embed` as one float32 matrix (tests/test_hashing_embedder.py checks it equals `embed`'s
+        lists converted): the same additions as `_entries`, in the same order, made by numpy for
+        the whole batch at once (`np.add.at` adds in the order given; `cumsum` sums one by one)."""
         dims = self.dimensions
         at: list[int] = []
         values: list[float] = []
         for row, text in enumerate(texts):
             base = row * dims
-            indices, entries = self._entries(text)
-            at.extend([base + index for index in indices])
-            values.extend(entries)
-        out = np.zeros(len(texts) * dims, dtype=np.float32)
-        out[at] = values  # one assignment for the batch: per row it cost more than the hashing
-        return out.reshape(len(texts), dims)
+            content = self._content(text)
+            for w in content:
+                indices, weights = _word_columns(w, dims)
+                at.extend([base + index for index in indices])
+                values.extend(weights)
+            for feature, weight in _pairs(content).items():
+                index, sign = _bucket(feature, dims)
+                at.append(base + index)
+                values.append(sign * weight)
+        flat = np.zeros(len(texts) * dims)
+        np.add.at(flat, np.asarray(at, dtype=np.intp), np.asarray(values, dtype=np.float64))
+        sums = flat.reshape(len(texts), dims)
+        norms = np.sqrt(np.cumsum(sums * sums, axis=1)[:, -1]) if dims and len(texts) else np.zeros(len(texts))
+        cancelled = norms == 0.0
+        out = sums / np.where(cancelled, 1.0, norms)[:, None]
+        if cancelled.any():  # every feature cancelled out: `_entries`' fixed non-zero direction
+            out[cancelled] = 0.0
+            out[cancelled, _bucket("empty", dims)[0]] = 1.0
+        return out.astype(np.float32)
+
+
+def _pairs(content: list[str]) -> dict[str, float]:
+    """The word-pair features of a text's words, each summed (0.7 an occurrence) in the order they
+    first occur; a text without words has the one feature "empty"."""
+    pairs: dict[str, float] = {}
+    for a, b in itertools.pairwise(content):
+        pair = f"b:{a} {b}"
+        pairs[pair] = pairs.get(pair, 0.0) + 0.7
+    if not content:
+        pairs["empty"] = 1.0
+    return pairs
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_columns(word: str, dimensions: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """`_word_entries` as (indices, values)."""
+    entries = _word_entries(word, dimensions)
+    return tuple(i for i, _ in entries), tuple(v for _, v in entries)
 
 
 def cosine(a: list[float], b: list[float]) -> float:
