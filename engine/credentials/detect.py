@@ -115,9 +115,12 @@ def findings(text: str) -> list[Finding]:
     return list(_findings(text))
 
 
+@lru_cache(maxsize=1 << 16)
 def families(text: str) -> tuple[Detector, ...]:
     """The detector families `text` is read by: each only when its trigger finds what every one
-    of its patterns needs (tests/test_credential_triggers.py proves that over the corpora)."""
+    of its patterns needs (tests/test_credential_triggers.py proves that over the corpora).
+    Cached: a statement is asked about when it is checked and again when the storage guard writes
+    it, and an import checks all its statements before it writes the first."""
     # the triggers are lower-case patterns on a lower-case probe: Python's `re` runs a case-blind
     # alternation of a hundred stems several times slower than the same one case-sensitive
     probe = text.lower() if text.isascii() else canonical(text)
