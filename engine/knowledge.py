@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from .blind import blind_spots
 from .claims.judge import Verdict
+from .collector import fewer_collections
 from .context import EngineContext
 from .credentials import refuse_credentials
 from .embedders import embed_matrix
@@ -317,7 +318,14 @@ class KnowledgeOps:
         replacement is linked: an import states what is true.
 
         Linear: the user's index (engine.gate.Admission) is read once per call and kept up to date
-        as facts are added; each later transaction reads only what other writers added since."""
+        as facts are added; each later transaction reads only what other writers added since. The
+        garbage collector runs less often meanwhile (engine.collector)."""
+        with fewer_collections():
+            return await self._add_many(user_id, facts, actor, reason, batch_size)
+
+    async def _add_many(
+        self, user_id: str, facts: Sequence[str | NewFact], actor: str, reason: str | None, batch_size: int
+    ) -> AddedFacts:
         uid = _user(user_id)
         items = [NewFact(f) if isinstance(f, str) else f for f in facts]
         checked = [
