@@ -128,7 +128,7 @@ def families(text: str) -> tuple[Detector, ...]:
     if (
         _NUMBER_SHAPE.search(probe) is not None
         or _TRIGGER.search(probe) is not None
-        or _PRODUCT_SHAPE.search(probe) is not None
+        or ("-" in probe and _PRODUCT_SHAPE.search(probe) is not None)
     ):
         out.append(structured.find)
     elif probe.count(" ") >= 11:
