@@ -249,7 +249,7 @@ class WordLlamaEmbedder:
     request. The weights (`weights/l2_supercat_256.safetensors`) are found in the package itself.
 
     The model is loaded once per process and per width (a module-level cache: about 0.3 s plus
-    about 1 s to import numpy and the package), in a worker thread on the first `embed`, so an
+    about 1 s to import the package), in a worker thread on the first `embed`, so an
     event loop (the workstation) keeps drawing meanwhile. `dimensions` may be 64, 128 or 256: the
     weights are Matryoshka-trained, so the first 64 or 128 columns are a smaller embedding.
 
