@@ -688,6 +688,11 @@ Nearest = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]
 """Each row's nearest columns and their similarities (two arrays of one shape)."""
 
 
+def nearest_rows(found: Nearest | None, rows: list[int]) -> Nearest | None:
+    """`found` for the given rows only (an import's kept statements of a batch), in that order."""
+    return None if found is None else (found[0][rows], found[1][rows])
+
+
 class ImportNeighbours:
     """`nearest_facts` for an import: the user's active facts' vectors read once (`read`), each
     batch compared with them and with the statements of the call before it in one matrix product,
@@ -739,7 +744,7 @@ class ImportNeighbours:
 
     def indexed(self, vectors: np.ndarray[Any, Any]) -> Nearest | None:
         """Each of `vectors`' rows' nearest LIMIT indexed facts, or None when none is comparable.
-        Numbers only: an import asks it in a worker thread, where numpy's product and partition
+        Numbers only: an import asks it in a worker thread, where numpy's product and argmax passes
         run beside the checks of the same batch, when the product is large (`worth_a_thread`); the
         index does not grow until `marks` is called."""
         size = self._size if self._matrix is not None and self._matrix.shape[1] == vectors.shape[1] else 0

@@ -42,6 +42,7 @@ from .gate import (
     marks_note,
     may_replace_similarity,
     nearest_facts,
+    nearest_rows,
     neighbour_marks,
     refuse_earlier_start,
     replacement,
@@ -353,7 +354,7 @@ class KnowledgeOps:
                     await admission.refresh(tx)
                 assert neighbours is not None
                 # the batch's nearest indexed facts, in a worker thread while the checks below run
-                # (numpy lets go of the interpreter for the product and the partition)
+                # (numpy lets go of the interpreter for the product and the argmax passes)
                 ahead = (
                     asyncio.get_running_loop().run_in_executor(None, neighbours.indexed, embeddings)
                     if neighbours.worth_a_thread(len(batch))
@@ -382,7 +383,7 @@ class KnowledgeOps:
                     [(p, row[1]) for p, row in zip(placeholders, rows, strict=True)],
                     embeddings[chosen],
                     [{m.target_id for m in k[4] if m.kind == "looks_like"} for k in kept],
-                    found if found is None or isinstance(found, UnsetType) else (found[0][chosen], found[1][chosen]),
+                    found if isinstance(found, UnsetType) else nearest_rows(found, chosen),
                 )
                 kept = [(text, s, e, c, marks + more) for (text, s, e, c, marks), more in zip(kept, near, strict=True)]
                 ids = await tx.insert_knowledge_many(rows, created_at=now_us, created_by=actor) if rows else []

@@ -121,9 +121,9 @@ def value_key(text: str) -> str:
     punctuation and symbols to spaces; the skeleton is applied by `key_to_match`, so stored keys
     keep the letters a person typed."""
     if text.isascii():
-        # the same steps on ASCII (tests/test_text.py compares both on every ASCII character):
-        # NFKC and the ignorables change nothing, case folds to lower case, punctuation, symbols
-        # and whitespace become spaces, the other control characters go
+        # the same steps on ASCII (tests/test_tombstones_and_dedup.py compares both on every ASCII
+        # character): NFKC and the ignorables change nothing, case folds to lower case, punctuation,
+        # symbols and whitespace become spaces, the other control characters go
         return " ".join(text.lower().translate(_ASCII_KEY).split())
     folded = strip_ignorable(unicodedata.normalize("NFKC", text)).casefold()
     kept = []

@@ -29,7 +29,9 @@ _PUTTY_KEY = re.compile(r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: \S+|\Z)", re
 # scheme://user:PASSWORD@host: only the password goes, so the host and user stay readable.
 _URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{1,24}://[^\s:/@]*:([^\s@/]+)@[\w.\-\[\]]")
 
-_CARD_GROUPED = re.compile(r"(?<![\d.,])(?:\d{4}([ \-])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ \-])\d{6}\2\d{4,5})(?![\d])")
+# Grouped by spaces, dashes or dots ("4111.1111.1111.1111" was stored whole until a developer's
+# import held one), the same separator throughout.
+_CARD_GROUPED = re.compile(r"(?<![\d.,])(?:\d{4}([ \-.])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ \-.])\d{6}\2\d{4,5})(?![\d])")
 _CARD_RUN = re.compile(r"(?<![\d.,/\-])\d{13,19}(?![\d]|[.,]\d)")
 _ISSUER = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|3[0689]|6[0-9]|50)")
 _CARD_WORD = re.compile(
