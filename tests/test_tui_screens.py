@@ -381,3 +381,24 @@ async def test_a_cancelled_read_leaves_the_connection_usable(tmp_path: Path) -> 
             await task
         assert [k.statement for k in await mem.knowledge("u1")] == ["U1 likes tea"]
         await mem.add_knowledge("u1", "U1 likes jazz", actor="t")  # and writes still work
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)])
+async def test_an_imports_marks_show_beside_the_facts_audit_events(tmp_path: Path, size: tuple[int, int]) -> None:
+    """An import marks a look-alike in the fact's audit row ("looks like fact #N"): the Knowledge
+    screen's audit pane shows it, at both widths; a fact without a mark shows none (control)."""
+    db = str(tmp_path / "import.db")
+    async with Memory(db, clock=fixed_clock) as mem:
+        horse, house = await mem.add_knowledge_many("u-ana", ["Ana owns a horse", "Ana owns a house"], "import:csv")
+    app = ReviewApp(db, "sam", clock=fixed_clock)
+    async with app.run_test(size=size) as pilot:
+        await open_mode(pilot, "2")
+        screen = app.screen
+        assert isinstance(screen, KnowledgeScreen)
+        move_to(screen.table, house.id)
+        await settle(pilot)
+        assert f"≈ looks like fact #{horse.id}" in shown(screen.query_one("#knowledge-audit", Static))
+        move_to(screen.table, horse.id)
+        await settle(pilot)
+        audit = shown(screen.query_one("#knowledge-audit", Static))
+        assert "inject" in audit and "≈" not in audit

@@ -96,8 +96,20 @@ def versions_renderable(selected: Knowledge, chain: list[Knowledge], compact: bo
     return versions
 
 
+def _event_why(event: AuditEvent) -> Text:
+    """The reason, and under it what the engine noted (an import's marks: "may replace fact #1"),
+    literally."""
+    out = literal(event.reason or "")
+    if event.note:
+        if event.reason:
+            out.append("\n")
+        out.append_text(literal(f"≈ {event.note}", "yellow"))
+    return out
+
+
 def audit_renderable(events: list[AuditEvent], compact: bool = False) -> RenderableType:
-    """The audit events of every version of a fact, oldest first: who did what, when and why.
+    """The audit events of every version of a fact, oldest first: who did what, when and why, and
+    what the engine noted about it (the marks an import put on it).
     `compact`: one line of when, action and fact, then who and why, so the action is never cut."""
     if compact:
         out = Text()
@@ -112,6 +124,9 @@ def audit_renderable(events: list[AuditEvent], compact: bool = False) -> Rendera
             if event.reason:
                 out.append(": ", style="dim")
                 out.append_text(literal(event.reason))
+            if event.note:
+                out.append("\n  ")
+                out.append_text(literal(f"≈ {event.note}", "yellow"))
         return out if events else Text("no audit events", style="dim")
     audit = Table(expand=True, box=box.SIMPLE_HEAD, pad_edge=False)
     audit.add_column("When (UTC)", no_wrap=True)
@@ -125,7 +140,7 @@ def audit_renderable(events: list[AuditEvent], compact: bool = False) -> Rendera
             literal(event.actor),
             literal(event.action),
             str(event.entity_id or ""),
-            literal(event.reason or ""),
+            _event_why(event),
         )
     if not events:
         audit.add_row("", "", Text("no audit events", style="dim"), "", "")
