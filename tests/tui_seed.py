@@ -256,9 +256,11 @@ async def seed_chain(path: str) -> dict[str, int]:
     """A user whose weeks of conversation were processed in ONE batch with the offline extractor:
     Lisbon, then Porto, then Faro, all pending, chained (each an update of the candidate before it),
     a nurse fact approved, and a repeated statement the prediction gate dropped (the discarded
-    list). Returns the ids by name."""
+    list). Returns the ids by name. The nurse approval is never drawn for second review (rate 0, as
+    `seed` fixes it): drawn in secret at the default 10 %, it put "1 to second-review" in about one
+    snapshot in ten."""
     clock = SteppedClock(CHAIN_DAY)
-    async with Memory(path, clock=clock) as mem:
+    async with Memory(path, clock=clock, config=MemoryConfig(second_review_rate=0.0)) as mem:
         await mem.add_exchange("u-ana", "I work as a nurse.", "Nice!", at=CHAIN_DAY)
         clock.now = CHAIN_DAY + timedelta(hours=1)
         await mem.process("u-ana")
