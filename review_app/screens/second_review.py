@@ -127,8 +127,8 @@ class SecondReviewScreen(WorkstationScreen):
         self.query_one("#sr-header", Static).update(
             Text.assemble(
                 (" Second review ", "bold reverse"),
-                f"  {total} sampled approval{'s' if total != 1 else ''} waiting for you  ·  sample rate {rate:.0%}  ·  "
-                "blind: a to keep, r to overturn",
+                f"  {total} approval{'s' if total != 1 else ''} to check  ·  blind: a keeps, r overturns  ·  drawn:"
+                f" {rate:.0%} of approvals, every sensitive one, every one of a watched agent's",
             )
         )
         if not page:
