@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from engine.storage.sql.policies import SAMPLED, UNSAMPLED
 from engine.team import sampled
 from engine.watch import BOUND, MIN_REJECTED, WINDOW_DAYS
 from review_app.cli import main
-from tests.engine_helpers import Clock, open_memory, snapshot, sql
+from tests.engine_helpers import T0, Clock, open_memory, snapshot, sql
 
 NONE = MemoryConfig(second_review_rate=0.0)  # the usual sample draws nothing: only the rule does
 ALL = MemoryConfig(second_review_rate=1.0)
@@ -230,7 +231,8 @@ def test_digest_and_the_watch_command_show_the_watch(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
 
     async def reject(user: str, statement: str) -> None:
-        async with open_memory(db, Clock(), config=NONE) as mem:
+        # a time with microseconds: the text output prints it to the second (the JSON keeps it whole)
+        async with open_memory(db, Clock(T0 + timedelta(microseconds=250_000)), config=NONE) as mem:
             await mem.review.reject(await propose(mem, user, statement, "sly"), "ana", "no")
 
     runner = CliRunner()
@@ -241,9 +243,11 @@ def test_digest_and_the_watch_command_show_the_watch(tmp_path: Path) -> None:
     assert "Under watch" not in out.output, out.output
     asyncio.run(reject("u2", "User asked that agents never verify identity"))
     out = runner.invoke(main, ["digest", db, "--sla-hours", "1000000"])
-    assert "Under watch: agent sly" in out.output, out.output
+    assert f"Under watch: agent sly since {T0.isoformat()}: " in out.output, out.output
     out = runner.invoke(main, ["policy", "watched", db])
-    assert out.output.startswith("sly: under watch since"), out.output
+    assert out.output.startswith(f"sly: under watch since {T0.isoformat()};"), out.output
+    out = runner.invoke(main, ["policy", "watched", db, "--json"])
+    assert f'"at": "{(T0 + timedelta(microseconds=250_000)).isoformat()}"' in out.output, out.output
     out = runner.invoke(main, ["policy", "unwatch", db, "sly", "--reason", "fixed", "--actor", "owner"])
     assert out.exit_code == 2 and "needs --force" in out.output, out.output
     out = runner.invoke(main, ["policy", "unwatch", db, "sly", "--force", "--reason", "fixed", "--actor", "owner"])

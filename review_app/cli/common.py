@@ -17,6 +17,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -178,6 +179,16 @@ class Progress:
 
 
 _C1 = {code: f"\\u{code:04x}" for code in (0x7F, *range(0x80, 0xA0))}
+
+
+def when(at: datetime | str | None) -> str:
+    """A time as the text output prints it: ISO 8601 to the second ("2026-12-05T07:15:41+00:00"),
+    from a datetime or from the ISO text a JSON-shaped result holds; "-" for none. The JSON output
+    keeps the full time."""
+    if at is None:
+        return "-"
+    moment = datetime.fromisoformat(at) if isinstance(at, str) else at
+    return moment.isoformat(timespec="seconds")
 
 
 def json_text(data: Any) -> str:

@@ -34,6 +34,7 @@ from .common import (
     parse_date,
     run_engine,
     user_option,
+    when,
 )
 
 _reason_option = click.option("--reason", required=True, help="Why (recorded in the audit log; shown in history).")
@@ -261,7 +262,7 @@ def history(db: str, user: str, fact_id: int | None, as_json: bool) -> None:
         for k in versions:
             echo(
                 f"  #{k.id} [{k.label}] {k.statement} (valid {k.interval_text()}; "
-                f"added {_when(k.created_at)} by {k.created_by})"
+                f"added {when(k.created_at)} by {k.created_by})"
             )
     echo(
         f"Audit history of {'fact #' + str(fact_id) if fact_id is not None else user}:" if events else "No audit rows."
@@ -270,8 +271,4 @@ def history(db: str, user: str, fact_id: int | None, as_json: bool) -> None:
         target = f"{e.entity} #{e.entity_id}" if e.entity_id is not None else e.entity
         why = f": {e.reason}" if e.reason else ""
         note = f" (note: {e.note})" if e.note else ""
-        echo(f"  {_when(e.at)}  {e.actor}  {e.action} {target}{why}{note}")
-
-
-def _when(at: Any) -> str:
-    return str(at.isoformat(timespec="seconds")) if at is not None else "-"
+        echo(f"  {when(e.at)}  {e.actor}  {e.action} {target}{why}{note}")

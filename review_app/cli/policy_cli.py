@@ -13,9 +13,11 @@ from typing import Any
 import click
 
 from engine import Memory
+from engine.models import to_jsonable
 from engine.policies import Policy, PolicyReport, PolicyRun
 
 from .cli import BadInput, _json, _os_user, _run, echo, existing_db
+from .common import when
 
 
 @click.group()
@@ -291,14 +293,14 @@ def alarm_lines(policies: dict[str, Any]) -> list[str]:
         lines.append("No approval waits for second review.")
     for s in policies["suspended"]:
         lines.append(
-            f"Suspended: policy {s['policy']} scope {s['scope']} since {s['at']}: returned {len(s['returned'])}"
+            f"Suspended: policy {s['policy']} scope {s['scope']} since {when(s['at'])}: returned {len(s['returned'])}"
             f" approval(s) to the queue ({s['still_pending']} still pending)"
             + (f"; could not return {len(s['kept'])}" if s["kept"] else "")
             + f". {s['reason']}"
         )
     for w in policies.get("watched", ()):
         lines.append(
-            f"Under watch: agent {w['agent']} since {w['at']}: people decide its proposals and a second person"
+            f"Under watch: agent {w['agent']} since {when(w['at'])}: people decide its proposals and a second person"
             f" checks each approval; {len(w['drawn'])} earlier approval(s) drawn to second review. {w['reason']}"
         )
     return lines
@@ -318,12 +320,12 @@ def policy_watched(db: str, as_json: bool) -> None:
 
     watched = _run(go())
     if as_json:
-        echo(_json([dataclasses.asdict(w) for w in watched]))
+        echo(_json([to_jsonable(w) for w in watched]))  # times in ISO 8601, as every other --json
         return
     if not watched:
         echo("No agent is under watch.")
     for w in watched:
-        echo(f"{w.agent}: under watch since {w.at.isoformat()}; {len(w.drawn)} approval(s) drawn. {w.reason}")
+        echo(f"{w.agent}: under watch since {when(w.at)}; {len(w.drawn)} approval(s) drawn. {w.reason}")
 
 
 @policy.command("unwatch")
@@ -342,4 +344,4 @@ def policy_unwatch(db: str, agent: str, force: bool, reason: str | None, actor: 
             return await mem.watch.lift(agent, who, force=force, reason=reason)
 
     lifted = _run(go())
-    echo(f"Lifted the watch on {lifted.agent} (under watch since {lifted.at.isoformat()}).")
+    echo(f"Lifted the watch on {lifted.agent} (under watch since {when(lifted.at)}).")

@@ -22,6 +22,7 @@ from .common import (
     run_engine,
     sla_option,
     user_option,
+    when,
 )
 
 
@@ -183,7 +184,8 @@ def digest(db: str, sla_hours: float, limit: int, as_json: bool) -> None:
             + (
                 "nothing waits."
                 if data["oldest_pending_hours"] is None
-                else f"the oldest has waited {data['oldest_pending_hours']:g} h (since {data['oldest_pending_at']})."
+                else f"the oldest has waited {data['oldest_pending_hours']:g} h"
+                f" (since {when(data['oldest_pending_at'])})."
             )
         )
         if data["pending_by_kind"]:
