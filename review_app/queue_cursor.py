@@ -34,7 +34,14 @@ def gone_text(cand: Candidate | None, cid: int) -> str:
     if cand is None:
         return f"Candidate {cid} was removed elsewhere."
     how = {"approve": "approved", "reject": "rejected"}.get(cand.decision or "", cand.status)
-    return f"Candidate {cid} was {how} by {cand.decided_by or 'someone else'} meanwhile."
+    return decided_text(cid, how, cand.decided_by)
+
+
+def decided_text(cid: int, how: str, by: str | None) -> str:
+    """The one wording of "decided elsewhere", whichever way the screen learns it: a reload that no
+    longer lists the row (`gone_text`), or a claim refused because it is decided (AlreadyDecidedError's
+    status): the reviewer reads the same line either way."""
+    return f"Candidate {cid} was {how} by {by or 'someone else'} meanwhile."
 
 
 def lease_holder(cand: Candidate, reviewer: str, now: datetime) -> str | None:

@@ -607,7 +607,8 @@ class TerminalStream:
             if needle in terminal_text(b"".join(self.chunks)[since:]):
                 return
             page.wait_for_timeout(100)  # lets playwright deliver the next frames
-        raise AssertionError(f"the browser terminal never showed {needle!r}")
+        shown = terminal_text(b"".join(self.chunks)[since:])
+        raise AssertionError(f"the browser terminal never showed {needle!r}; its last text: {shown[-800:]!r}")
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float) -> str:

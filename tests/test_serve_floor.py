@@ -200,13 +200,20 @@ def test_in_chromium_another_reviewers_decision_never_moves_the_cursor(
             ben.wait_for_timeout(1500)
             assert status(ids["bees"]) == ("pending", None) and decided_by(BEN) == [(0,)]
 
-            # ana-web walks to the third row; ben walks after her and rests on it (hers: refused)
+            # ana-web walks to the third row, one row at a time (with both presses at once, she could
+            # still hold the second row when ben moved onto it, and ben's claim was refused); ben walks
+            # after her and rests on it (hers: refused)
+            def ana_past(*rows: int | None) -> int | None:
+                held = lease(REVIEWER)
+                return None if held in (None, *rows) else held
+
             ana.keyboard.press("n")
+            row2 = poll(lambda: ana_past(ids["bees"]), "ana-web on the second row")
             ana.keyboard.press("n")
-            poll(lambda: lease(REVIEWER) not in (None, ids["bees"]), "ana-web on a later row")
+            third = poll(lambda: ana_past(ids["bees"], row2), "ana-web on the third row")
             ben.keyboard.press("n")
             second = poll(lambda: lease(BEN), "ben on the second row")
-            third = poll(lambda: lease(REVIEWER) if lease(REVIEWER) != second else None, "ana-web's row")
+            assert second == row2
             mark = streams[BEN].mark()
             ben.keyboard.press("n")
             streams[BEN].wait_for(ben, "being reviewed by", since=mark)

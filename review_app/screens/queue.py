@@ -69,6 +69,7 @@ from ..queue_cursor import (
     Refusal,
     after_bulk,
     bulk_plan,
+    decided_text,
     gone_text,
     holders,
     lease_holder,
@@ -522,7 +523,7 @@ class QueueScreen(QueueTeamActions, WorkstationScreen):
                 return Refusal(why, toast=True)
             return Refusal(f"Candidate {candidate_id} is being reviewed by {exc.claimed_by}.", exc.claimed_by, True)
         except AlreadyDecidedError as exc:
-            why = f"Candidate {candidate_id} was already decided by {exc.decided_by or 'someone else'}."
+            why = decided_text(candidate_id, exc.status, exc.decided_by)
             return Refusal(why, toast=True, decided=True, by=exc.decided_by)
         return await self.review_app.memory.review.context(candidate_id)
 
