@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from engine.errors import ClaimedError
+from engine.errors import AlreadyDecidedError, ClaimedError
 from engine.models import Candidate, QueueMark
 from review_app.decision_session import DecisionSession
 from review_app.leases import Leases
-from review_app.queue_cursor import Gone, QueueCursor, after_bulk, bulk_plan, gone_text, holders
+from review_app.queue_cursor import Gone, QueueCursor, after_bulk, bulk_plan, decided_text, gone_text, holders
 from review_app.queue_watch import QueueWatcher
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
@@ -273,3 +273,15 @@ async def test_the_watcher_listens_and_stops_listening() -> None:
     assert stopped == [True]
     await w.stop()  # a second stop is a no-op
     assert stopped == [True]
+
+
+def test_a_decision_elsewhere_reads_the_same_however_the_screen_learns_it() -> None:
+    """A reload that no longer lists the row (`gone_text`) and a claim refused with
+    AlreadyDecidedError (its status and who) word it alike, so a browser or terminal waiting for
+    "rejected by ana" sees it on either path; an erased row says so (control)."""
+    rejected = cand(7, status="rejected", decision="reject", decided_by="ana")
+    error = AlreadyDecidedError(7, "rejected", "ana")
+    assert gone_text(rejected, 7) == decided_text(7, error.status, error.decided_by)
+    assert gone_text(rejected, 7) == "Candidate 7 was rejected by ana meanwhile."
+    assert decided_text(7, "approved", None) == "Candidate 7 was approved by someone else meanwhile."
+    assert gone_text(None, 7) == "Candidate 7 was removed elsewhere."
