@@ -320,7 +320,7 @@ def policy_watched(db: str, as_json: bool) -> None:
 
     watched = _run(go())
     if as_json:
-        echo(_json([to_jsonable(w) for w in watched]))  # times in ISO 8601, as every other --json
+        echo(_json([to_jsonable(w) for w in watched]))  # times in ISO 8601, as digest --json writes them
         return
     if not watched:
         echo("No agent is under watch.")
