@@ -170,3 +170,45 @@ async def test_a_refused_open_leaves_the_memory_closed(store_target: str) -> Non
         await mem.open()
     with pytest.raises(RuntimeError, match="not open"):
         _ = mem.store
+
+
+# What the embedder gave before its batch rewrite (2026-12-05): a database's stored vectors stay
+# comparable with new ones only while the same text gives the same bits.
+GOLDEN_64 = {
+    2: -0.07826844525206782,
+    4: -0.21915164670578988,
+    6: -0.14088320145372207,
+    7: -0.31307378100827127,
+    10: -0.15653689050413563,
+    12: -0.07826844525206782,
+    14: -0.31307378100827127,
+    21: 0.29742009195785774,
+    22: -0.15653689050413563,
+    24: -0.07826844525206782,
+    28: -0.0939221343024814,
+    30: -0.31307378100827127,
+    31: -0.07826844525206782,
+    32: -0.07826844525206782,
+    34: 0.31307378100827127,
+    36: -0.07826844525206782,
+    37: -0.3913422262603391,
+    38: 0.07826844525206782,
+    40: -0.07826844525206782,
+    43: 0.07826844525206782,
+    44: 0.07826844525206782,
+    48: 0.29742009195785774,
+    49: 0.21915164670578988,
+    53: -0.07826844525206782,
+    56: -0.07826844525206782,
+    59: -0.15653689050413563,
+    63: -0.07826844525206782,
+}
+
+
+async def test_a_vector_is_the_same_bits_as_before_on_every_path() -> None:
+    text = "User plays the viola since 2012 (note 57)"
+    embedder = HashingEmbedder(dimensions=64)
+    expected = [GOLDEN_64.get(i, 0.0) for i in range(64)]
+    assert embedder.embed_one(text) == expected
+    assert (await embedder.embed(["Ana lives in Lisbon", text]))[1] == expected
+    assert (await embedder.embed_array([text]))[0].tolist() == np.asarray(expected, dtype=np.float32).tolist()
